@@ -1,0 +1,196 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/toolguard/toolguard/journal"
+	"github.com/toolguard/toolguard/proxy"
+)
+
+// source is where inspection commands read the journal from: the running
+// proxy's admin API, or a stopped proxy's journal file.
+type source interface {
+	steps(ctx context.Context, f journal.Filter) ([]proxy.StepView, error)
+	step(ctx context.Context, key string) (proxy.StepView, error)
+	events(ctx context.Context, after uint64, limit int) ([]journal.Event, error)
+	close() error
+}
+
+// sourceFlags are --admin and --journal, shared by inspection commands.
+type sourceFlags struct {
+	admin   string
+	journal string
+}
+
+func (f *sourceFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&f.admin, "admin", "", "admin API `URL` (default $TOOLGUARD_ADMIN_URL or http://127.0.0.1:8481)")
+	fs.StringVar(&f.journal, "journal", "", "read a stopped proxy's journal `file` instead of the admin API")
+}
+
+func (f *sourceFlags) open() (source, error) {
+	if f.journal != "" {
+		if _, err := os.Stat(f.journal); err != nil {
+			return nil, fmt.Errorf("open journal: %w", err)
+		}
+		j, err := journal.Open(f.journal, journal.Options{ReadOnly: true, Timeout: 2 * time.Second})
+		if err != nil {
+			return nil, fmt.Errorf("%w (is the proxy still running? use the admin API instead)", err)
+		}
+		return fileSource{j}, nil
+	}
+	return f.client(), nil
+}
+
+func (f *sourceFlags) client() *adminClient {
+	base := f.admin
+	if base == "" {
+		base = os.Getenv("TOOLGUARD_ADMIN_URL")
+	}
+	if base == "" {
+		base = "http://127.0.0.1:8481"
+	}
+	return &adminClient{base: strings.TrimRight(base, "/"), token: os.Getenv("TOOLGUARD_ADMIN_TOKEN"), http: &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{Proxy: nil}}}
+}
+
+// fileSource reads a journal file opened read-only.
+type fileSource struct{ j *journal.Bolt }
+
+func (s fileSource) steps(_ context.Context, f journal.Filter) ([]proxy.StepView, error) {
+	steps, err := s.j.List(f)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]proxy.StepView, len(steps))
+	for i := range steps {
+		out[i] = proxy.ViewOf(&steps[i])
+	}
+	return out, nil
+}
+
+func (s fileSource) step(_ context.Context, key string) (proxy.StepView, error) {
+	st, err := s.j.Get(key)
+	if err != nil {
+		return proxy.StepView{}, fmt.Errorf("step %s: %w", key, err)
+	}
+	return proxy.ViewOf(&st), nil
+}
+
+func (s fileSource) events(_ context.Context, after uint64, limit int) ([]journal.Event, error) {
+	return s.j.Events(after, limit)
+}
+
+func (s fileSource) close() error { return s.j.Close() }
+
+// adminClient talks to the admin API.
+type adminClient struct {
+	base  string
+	token string
+	http  *http.Client
+}
+
+func (c *adminClient) close() error { return nil }
+
+func (c *adminClient) steps(ctx context.Context, f journal.Filter) ([]proxy.StepView, error) {
+	q := url.Values{}
+	if f.Status != journal.StatusUnknown {
+		q.Set("status", f.Status.String())
+	}
+	if f.HoldSet {
+		q.Set("hold", f.Hold.String())
+	}
+	if f.Workflow != "" {
+		q.Set("workflow", f.Workflow)
+	}
+	if f.Limit > 0 {
+		q.Set("limit", strconv.Itoa(f.Limit))
+	}
+	var out struct {
+		Steps []proxy.StepView `json:"steps"`
+	}
+	err := c.do(ctx, http.MethodGet, "/v1/steps?"+q.Encode(), nil, &out)
+	return out.Steps, err
+}
+
+func (c *adminClient) step(ctx context.Context, key string) (proxy.StepView, error) {
+	var v proxy.StepView
+	err := c.do(ctx, http.MethodGet, "/v1/steps/"+url.PathEscape(key), nil, &v)
+	return v, err
+}
+
+func (c *adminClient) events(ctx context.Context, after uint64, limit int) ([]journal.Event, error) {
+	var out struct {
+		Events []journal.Event `json:"events"`
+	}
+	err := c.do(ctx, http.MethodGet, fmt.Sprintf("/v1/events?after=%d&limit=%d", after, limit), nil, &out)
+	return out.Events, err
+}
+
+// do sends one admin request and decodes its JSON answer into out. A
+// problem answer becomes an error carrying its detail.
+func (c *adminClient) do(ctx context.Context, method, path string, body, out any) error {
+	var rd io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			return err
+		}
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, c.base+path, rd)
+	if err != nil {
+		return fmt.Errorf("admin request: %w", err)
+	}
+	if c.token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.token)
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return fmt.Errorf("reach admin API at %s: %w (is toolguard serve running? or use --journal FILE)", c.base, err)
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+	if err != nil {
+		return fmt.Errorf("read admin answer: %w", err)
+	}
+	if resp.StatusCode >= 300 {
+		var p proxy.Problem
+		if json.Unmarshal(data, &p) == nil && p.Detail != "" {
+			return &adminError{status: resp.StatusCode, detail: p.Detail}
+		}
+		return &adminError{status: resp.StatusCode, detail: strings.TrimSpace(string(data))}
+	}
+	if out == nil {
+		return nil
+	}
+	if err := json.Unmarshal(data, out); err != nil {
+		return fmt.Errorf("decode admin answer: %w", err)
+	}
+	return nil
+}
+
+// adminError is a non-2xx admin answer.
+type adminError struct {
+	status int
+	detail string
+}
+
+func (e *adminError) Error() string {
+	return fmt.Sprintf("admin API: %d %s: %s", e.status, http.StatusText(e.status), e.detail)
+}
+
+var _ = errors.New

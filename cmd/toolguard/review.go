@@ -1,0 +1,168 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/url"
+	"text/tabwriter"
+	"time"
+
+	"github.com/toolguard/toolguard/journal"
+	"github.com/toolguard/toolguard/proxy"
+)
+
+const reviewHelp = `Usage: toolguard review COMMAND
+
+Commands:
+  ls [--json]                                     held steps and what is known about them
+  approve KEY [--note T]                          let the next retry of an approval-gated call through, once
+  resolve KEY --outcome committed|not-executed [--operation-id ID] [--note T]
+                                                  end a hold with what you found out
+`
+
+func jsonMarshal(v any) ([]byte, error) { return json.Marshal(v) }
+
+func runReview(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	sub, rest, err := subcommand("review", args, stdout, reviewHelp)
+	if err != nil {
+		return err
+	}
+	switch sub {
+	case "ls":
+		return reviewLs(ctx, rest, stdout)
+	case "approve":
+		return reviewApprove(ctx, rest, stdout)
+	case "resolve":
+		return reviewResolve(ctx, rest, stdout)
+	}
+	return usagef("review: unknown sub-command %q\n%s", sub, reviewHelp)
+}
+
+func reviewLs(ctx context.Context, args []string, stdout io.Writer) error {
+	var src sourceFlags
+	var asJSON bool
+	fs := newFlags("review ls", "review ls [--json]", stdout)
+	src.register(fs)
+	fs.BoolVar(&asJSON, "json", false, "print JSON")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	s, err := src.open()
+	if err != nil {
+		return err
+	}
+	defer s.close()
+	var held []proxy.StepView
+	for _, h := range []journal.Hold{journal.HoldNeedsReview, journal.HoldAwaitingApproval} {
+		steps, err := s.steps(ctx, journal.Filter{Hold: h, HoldSet: true})
+		if err != nil {
+			return err
+		}
+		held = append(held, steps...)
+	}
+	if asJSON {
+		return printJSON(stdout, map[string]any{"steps": nonNil(held)})
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "KEY\tROUTE\tWORKFLOW\tHOLD\tREASON\tSINCE\tATTEMPT\tOPERATION_ID\tKNOWN")
+	for _, st := range held {
+		known := st.LastError
+		if known == "" {
+			known = st.Evidence
+		}
+		fmt.Fprintf(tw, "%s\t%s/%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\n", st.Key, st.API, st.Route, dash(st.Workflow), st.Hold,
+			dash(st.HoldReason), st.UpdatedAt.UTC().Format(time.RFC3339), st.Attempt, dash(st.OperationID), dash(known))
+	}
+	return tw.Flush()
+}
+
+func reviewApprove(ctx context.Context, args []string, stdout io.Writer) error {
+	var src sourceFlags
+	var note string
+	var asJSON bool
+	fs := newFlags("review approve", "review approve KEY [--note T]", stdout)
+	src.register(fs)
+	fs.StringVar(&note, "note", "", "why you approve, kept in the event log")
+	fs.BoolVar(&asJSON, "json", false, "print JSON")
+	pos, err := interleaved(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		return usagef("review approve: want exactly one KEY")
+	}
+	var st proxy.StepView
+	if src.journal != "" {
+		st, err = applyOffline(ctx, src.journal, pos[0], proxy.ApproveMutation(note))
+	} else {
+		err = src.client().do(ctx, "POST", "/v1/steps/"+url.PathEscape(pos[0])+"/approve", map[string]string{"note": note}, &st)
+	}
+	if err != nil {
+		return err
+	}
+	if asJSON {
+		return printJSON(stdout, st)
+	}
+	fmt.Fprintf(stdout, "approved %s: the next retry with the same body is sent, once\n", st.Key)
+	return nil
+}
+
+func reviewResolve(ctx context.Context, args []string, stdout io.Writer) error {
+	var src sourceFlags
+	var res proxy.Resolution
+	var asJSON bool
+	fs := newFlags("review resolve", "review resolve KEY --outcome committed|not-executed [--operation-id ID] [--note T]", stdout)
+	src.register(fs)
+	fs.StringVar(&res.Outcome, "outcome", "", "what really happened: committed or not-executed")
+	fs.StringVar(&res.OperationID, "operation-id", "", "the provider's `id` of the effect, when committed")
+	fs.StringVar(&res.Note, "note", "", "how you found out, kept in the event log")
+	fs.BoolVar(&asJSON, "json", false, "print JSON")
+	pos, err := interleaved(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		return usagef("review resolve: want exactly one KEY")
+	}
+	switch res.Outcome {
+	case "committed":
+	case "not-executed", "not_executed":
+		res.Outcome = "not_executed"
+	default:
+		return usagef("review resolve: --outcome must be committed or not-executed (got %q)", res.Outcome)
+	}
+	var st proxy.StepView
+	if src.journal != "" {
+		m, merr := proxy.ResolveMutation(res)
+		if merr != nil {
+			return usagef("review resolve: %v", merr)
+		}
+		st, err = applyOffline(ctx, src.journal, pos[0], m)
+	} else {
+		err = src.client().do(ctx, "POST", "/v1/steps/"+url.PathEscape(pos[0])+"/resolve", res, &st)
+	}
+	if err != nil {
+		return err
+	}
+	if asJSON {
+		return printJSON(stdout, st)
+	}
+	fmt.Fprintf(stdout, "resolved %s as %s\n", st.Key, res.Outcome)
+	return nil
+}
+
+// applyOffline makes an operator decision on a stopped proxy's journal.
+func applyOffline(ctx context.Context, path, key string, m journal.Mutation) (proxy.StepView, error) {
+	j, err := journal.Open(path, journal.Options{Timeout: 2 * time.Second})
+	if err != nil {
+		return proxy.StepView{}, fmt.Errorf("%w (is the proxy still running? then use the admin API)", err)
+	}
+	defer j.Close()
+	st, err := j.Apply(ctx, key, m)
+	if err != nil {
+		return proxy.StepView{}, err
+	}
+	return proxy.ViewOf(&st), nil
+}

@@ -1,0 +1,240 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/toolguard/toolguard/config"
+	"github.com/toolguard/toolguard/journal"
+	"github.com/toolguard/toolguard/proxy"
+	"github.com/toolguard/toolguard/rules"
+)
+
+// serveFlags are the flags of serve; only the ones set override the
+// environment and the file.
+type serveFlags struct {
+	config, listen, adminListen, rulesDir, journal, caDir, unmatched, logLevel, logFormat string
+}
+
+func (f *serveFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&f.config, "config", "", "config `file` (YAML); settings also come from TOOLGUARD_* variables")
+	fs.StringVar(&f.listen, "listen", "", "proxy `address` (default 127.0.0.1:8480)")
+	fs.StringVar(&f.adminListen, "admin-listen", "", "admin API `address` (default 127.0.0.1:8481)")
+	fs.StringVar(&f.rulesDir, "rules", "", "rules `dir`ectory (default ./rules)")
+	fs.StringVar(&f.journal, "journal", "", "journal `file` (default ./toolguard.db)")
+	fs.StringVar(&f.caDir, "ca-dir", "", "CA `dir`ectory (default ./ca)")
+	fs.StringVar(&f.unmatched, "unmatched", "", "`policy` for calls no rule matches: passthrough, guard or reject")
+	fs.StringVar(&f.logLevel, "log-level", "", "debug, info, warn or error")
+	fs.StringVar(&f.logFormat, "log-format", "", "auto, json, text or tint")
+}
+
+// apply overrides c with the flags that were set.
+func (f *serveFlags) apply(fs *flag.FlagSet) func(*config.Config) error {
+	return func(c *config.Config) error {
+		var err error
+		fs.Visit(func(fl *flag.Flag) {
+			if err != nil {
+				return
+			}
+			switch fl.Name {
+			case "listen":
+				c.Listen = f.listen
+			case "admin-listen":
+				c.Admin.Listen = f.adminListen
+			case "rules":
+				c.Rules.Dir = f.rulesDir
+			case "journal":
+				c.Journal.Path = f.journal
+			case "ca-dir":
+				c.CA.Dir = f.caDir
+			case "unmatched":
+				err = c.Unmatched.UnmarshalText([]byte(f.unmatched))
+			case "log-level":
+				err = c.Log.Level.UnmarshalText([]byte(f.logLevel))
+			case "log-format":
+				err = c.Log.Format.UnmarshalText([]byte(f.logFormat))
+			}
+			if err != nil {
+				err = usagef("--%s: %v", fl.Name, err)
+			}
+		})
+		return err
+	}
+}
+
+func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	var f serveFlags
+	fs := newFlags("serve", "serve [--config FILE] [flags]", stdout)
+	f.register(fs)
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return usagef("serve: unexpected argument %q", fs.Arg(0))
+	}
+	var flagErr error
+	apply := f.apply(fs)
+	cfg, err := config.Load(f.config, os.Environ(), func(c *config.Config) { flagErr = apply(c) })
+	if flagErr != nil {
+		return flagErr
+	}
+	if err != nil {
+		return err
+	}
+	log := newLogger(stderr, cfg.Log)
+	return serve(ctx, cfg, log, stdout)
+}
+
+// serve runs the proxy and the admin API until ctx ends, then drains.
+func serve(ctx context.Context, cfg config.Config, log *slog.Logger, stdout io.Writer) error {
+	set, err := rules.Load(cfg.Rules.Dir)
+	if err != nil {
+		return fmt.Errorf("load rules from %s:\n%w", cfg.Rules.Dir, err)
+	}
+	ca, created, err := proxy.LoadOrCreateCA(cfg.CA.Dir)
+	if err != nil {
+		return err
+	}
+	if created {
+		log.Info("created CA", "cert", ca.CertFile)
+	}
+	secret, err := proxy.LoadOrCreateSecret(secretPath(cfg.Journal.Path))
+	if err != nil {
+		return err
+	}
+	j, err := journal.Open(cfg.Journal.Path, journal.Options{Timeout: cfg.Journal.OpenTimeout, Logger: log})
+	if err != nil {
+		return err
+	}
+	defer j.Close()
+	logStartup(log, j, set)
+
+	transport, err := proxy.NewTransport(proxy.TransportOptions{CAFile: cfg.Upstream.CAFile, MaxIdleConnsPerHost: cfg.Upstream.MaxIdleConnsPerHost})
+	if err != nil {
+		return err
+	}
+	srv, err := proxy.New(proxy.Options{
+		Rules: set, Journal: j, Secret: secret, CA: ca, Transport: transport,
+		Unmatched:         proxy.Unmatched(cfg.Unmatched.String()),
+		MaxBody:           int64(cfg.Limits.MaxBody),
+		MaxStoredResponse: int64(cfg.Limits.MaxStoredResponse),
+		InFlightWait:      cfg.Limits.InFlightWait,
+		UpstreamTimeout:   cfg.Upstream.Timeout,
+		MaxAttempts:       cfg.Retry.MaxAttempts,
+		Logger:            log,
+	})
+	if err != nil {
+		return err
+	}
+	admin := proxy.NewAdmin(proxy.AdminOptions{Store: j, Token: cfg.Admin.Token, AgentToken: cfg.Admin.AgentToken, Logger: log})
+
+	proxyLn, err := net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		return fmt.Errorf("listen: %w", err)
+	}
+	adminLn, err := net.Listen("tcp", cfg.Admin.Listen)
+	if err != nil {
+		proxyLn.Close()
+		return fmt.Errorf("admin listen: %w", err)
+	}
+	proxyHTTP := &http.Server{
+		Handler:           srv.Handler(),
+		ReadHeaderTimeout: cfg.Limits.ReadHeaderTimeout,
+		IdleTimeout:       cfg.Limits.IdleTimeout,
+		MaxHeaderBytes:    int(cfg.Limits.MaxHeaderBytes),
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelDebug),
+	}
+	adminHTTP := &http.Server{Handler: admin, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: cfg.Limits.IdleTimeout}
+	errc := make(chan error, 2)
+	go func() { errc <- serveOn(proxyHTTP, proxyLn) }()
+	go func() { errc <- serveOn(adminHTTP, adminLn) }()
+
+	fmt.Fprintf(stdout, "proxy: http://%s\nadmin: http://%s\nca:    %s\n", proxyLn.Addr(), adminLn.Addr(), absPath(ca.CertFile))
+	log.Info("toolguard serving", "proxy", proxyLn.Addr().String(), "admin", adminLn.Addr().String(), "ca", absPath(ca.CertFile), "journal", cfg.Journal.Path)
+
+	select {
+	case <-ctx.Done():
+	case err := <-errc:
+		return err
+	}
+	return shutdown(cfg, log, srv, admin, proxyHTTP, adminHTTP)
+}
+
+func serveOn(s *http.Server, ln net.Listener) error {
+	if err := s.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("serve %s: %w", ln.Addr(), err)
+	}
+	return nil
+}
+
+// shutdown drains: readiness turns 503, new guarded calls are refused,
+// calls in flight get the drain timeout to finish and commit. A second
+// signal exits at once; the journal is consistent at every commit.
+func shutdown(cfg config.Config, log *slog.Logger, srv *proxy.Server, admin *proxy.Admin, servers ...*http.Server) error {
+	log.Info("shutting down: draining calls in flight", "drain_timeout", cfg.Shutdown.DrainTimeout)
+	admin.SetReady(false)
+	srv.SetDraining(true)
+	again := make(chan os.Signal, 1)
+	signal.Notify(again, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(again)
+	ctx, cancel := context.WithTimeout(context.Background(), cfg.Shutdown.DrainTimeout)
+	defer cancel()
+	go func() {
+		select {
+		case <-again:
+			log.Warn("second signal: exiting now")
+			os.Exit(1)
+		case <-ctx.Done():
+		}
+	}()
+	if err := srv.Drain(ctx); err != nil {
+		log.Warn("drain timed out; calls still in flight stay started and are resolved after restart", "error", err)
+	}
+	for _, s := range servers {
+		s.Shutdown(ctx)
+	}
+	log.Info("stopped")
+	return nil
+}
+
+// secretPath is where the HMAC secret lives: beside the journal.
+func secretPath(journalPath string) string { return journalPath + ".secret" }
+
+func absPath(p string) string {
+	if a, err := filepath.Abs(p); err == nil {
+		return a
+	}
+	return p
+}
+
+// logStartup writes one line summarising what the journal holds.
+func logStartup(log *slog.Logger, j *journal.Bolt, set *rules.Set) {
+	routes := 0
+	for _, a := range set.APIs {
+		routes += len(a.Routes)
+	}
+	ambiguous, verifying, held := startupCounts(j)
+	log.Info("journal opened", "path", j.Path(), "epoch", j.Epoch(), "apis", len(set.APIs), "routes", routes,
+		"ambiguous", ambiguous, "awaiting_verification", verifying, "held", held)
+}
+
+// startupCounts reads what the journal holds from its counters: every
+// started step belongs to an earlier epoch now, so it is ambiguous.
+func startupCounts(j *journal.Bolt) (ambiguous, verifying, held int) {
+	c, err := j.Count()
+	if err != nil {
+		return 0, 0, 0
+	}
+	return c.Status[journal.StatusStarted], 0, c.Steps - c.Hold[journal.HoldNone]
+}

@@ -1,0 +1,257 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"strings"
+	"time"
+)
+
+// EnvPrefix starts the name of every environment variable ApplyEnv reads.
+const EnvPrefix = "TOOLGUARD_"
+
+// Config is every setting of toolguard serve. It is plain data: the zero
+// value is not usable, start from Default. The yaml tags name the keys of the
+// config file, the env tags (after EnvPrefix) the environment variables;
+// config.example.yaml describes each setting.
+type Config struct {
+	Listen    string    `yaml:"listen" env:"LISTEN"` // proxy address, host:port
+	Admin     Admin     `yaml:"admin" envPrefix:"ADMIN_"`
+	Journal   Journal   `yaml:"journal" envPrefix:"JOURNAL_"`
+	Rules     Rules     `yaml:"rules" envPrefix:"RULES_"`
+	CA        CA        `yaml:"ca" envPrefix:"CA_"`
+	Upstream  Upstream  `yaml:"upstream" envPrefix:"UPSTREAM_"`
+	Unmatched Unmatched `yaml:"unmatched" env:"UNMATCHED"`
+	Limits    Limits    `yaml:"limits"` // no prefix: TOOLGUARD_MAX_BODY
+	Retry     Retry     `yaml:"retry" envPrefix:"RETRY_"`
+	Verify    Verify    `yaml:"verify" envPrefix:"VERIFY_"`
+	Workflows Workflows `yaml:"workflows"` // no prefix: TOOLGUARD_ON_VERSION_CHANGE
+	Log       Log       `yaml:"log" envPrefix:"LOG_"`
+	Shutdown  Shutdown  `yaml:"shutdown" envPrefix:"SHUTDOWN_"`
+}
+
+// Admin configures the admin API. With no Token the API is open to anyone
+// who can reach it, which Validate allows only on a loopback address.
+type Admin struct {
+	Listen    string `yaml:"listen" env:"LISTEN"`         // host:port
+	Token     string `yaml:"token" env:"TOKEN"`           // bearer token for operators; "" = no authentication
+	TokenFile string `yaml:"token_file" env:"TOKEN_FILE"` // file holding Token, read by LoadSecrets
+	// AgentToken is a lesser bearer token for agents: it may read their
+	// workflows and write checkpoints, never approve or resolve steps.
+	// "" = agents use no token (or the operator's).
+	AgentToken     string `yaml:"agent_token" env:"AGENT_TOKEN"`
+	AgentTokenFile string `yaml:"agent_token_file" env:"AGENT_TOKEN_FILE"` // file holding AgentToken, read by LoadSecrets
+}
+
+// Journal configures the bbolt journal.
+type Journal struct {
+	Path        string        `yaml:"path" env:"PATH"`                 // bbolt file
+	OpenTimeout time.Duration `yaml:"open_timeout" env:"OPEN_TIMEOUT"` // how long to wait for the file lock (bbolt Options.Timeout)
+	Retention   time.Duration `yaml:"retention" env:"RETENTION"`       // how long finished steps are kept; 0 = forever
+}
+
+// Rules says where the rule files are.
+type Rules struct {
+	Dir string `yaml:"dir" env:"DIR"`
+}
+
+// CA says where the proxy's certificate authority lives.
+type CA struct {
+	Dir string `yaml:"dir" env:"DIR"` // holds ca.pem and ca-key.pem, created on first start
+}
+
+// Upstream configures the calls toolguard makes to the real APIs.
+type Upstream struct {
+	CAFile string `yaml:"ca_file" env:"CA_FILE"` // PEM roots trusted besides the system's; "" = system roots only
+	// Timeout bounds one upstream call; a call still unanswered after it
+	// ends as outcome-unknown.
+	Timeout             time.Duration `yaml:"timeout" env:"TIMEOUT"`
+	MaxIdleConnsPerHost int           `yaml:"max_idle_conns_per_host" env:"MAX_IDLE_CONNS_PER_HOST"`
+}
+
+// Limits bounds what one request may cost.
+type Limits struct {
+	MaxBody           ByteSize      `yaml:"max_body" env:"MAX_BODY"`                       // largest request body on a guarded route
+	MaxStoredResponse ByteSize      `yaml:"max_stored_response" env:"MAX_STORED_RESPONSE"` // largest response body kept in the journal for replay
+	InFlightWait      time.Duration `yaml:"in_flight_wait" env:"IN_FLIGHT_WAIT"`           // how long a duplicate waits for the first call's outcome
+	MaxHeaderBytes    ByteSize      `yaml:"max_header_bytes" env:"MAX_HEADER_BYTES"`       // http.Server.MaxHeaderBytes
+	ReadHeaderTimeout time.Duration `yaml:"read_header_timeout" env:"READ_HEADER_TIMEOUT"` // http.Server.ReadHeaderTimeout
+	IdleTimeout       time.Duration `yaml:"idle_timeout" env:"IDLE_TIMEOUT"`               // http.Server.IdleTimeout
+}
+
+// Retry configures re-execution of failed-retryable steps.
+type Retry struct {
+	// MaxAttempts is how many attempts a failed-retryable step gets in all;
+	// after the last one fails the step is held for review.
+	MaxAttempts int `yaml:"max_attempts" env:"MAX_ATTEMPTS"`
+}
+
+// Verify configures verification probes.
+type Verify struct {
+	MaxInterval time.Duration `yaml:"max_interval" env:"MAX_INTERVAL"` // longest wait between two probes of one step
+}
+
+// Workflows configures workflow-wide policies.
+type Workflows struct {
+	OnVersionChange VersionPolicy `yaml:"on_version_change" env:"ON_VERSION_CHANGE"`
+}
+
+// Log configures logging.
+type Log struct {
+	Level  LogLevel  `yaml:"level" env:"LEVEL"`
+	Format LogFormat `yaml:"format" env:"FORMAT"`
+}
+
+// Shutdown configures a graceful stop.
+type Shutdown struct {
+	DrainTimeout time.Duration `yaml:"drain_timeout" env:"DRAIN_TIMEOUT"` // how long in-flight requests get to finish
+}
+
+// Default returns the configuration used for every setting that the file,
+// the environment and the flags leave alone.
+func Default() Config {
+	return Config{
+		Listen: "127.0.0.1:8480",
+		Admin:  Admin{Listen: "127.0.0.1:8481"},
+		Journal: Journal{
+			Path:        "./toolguard.db",
+			OpenTimeout: 5 * time.Second,
+			Retention:   720 * time.Hour,
+		},
+		Rules:     Rules{Dir: "./rules"},
+		CA:        CA{Dir: "./ca"},
+		Upstream:  Upstream{Timeout: 30 * time.Second, MaxIdleConnsPerHost: 64},
+		Unmatched: UnmatchedPassthrough,
+		Limits: Limits{
+			MaxBody:           8 * MiB,
+			MaxStoredResponse: 1 * MiB,
+			InFlightWait:      30 * time.Second,
+			MaxHeaderBytes:    1 * MiB,
+			ReadHeaderTimeout: 10 * time.Second,
+			IdleTimeout:       120 * time.Second,
+		},
+		Retry:     Retry{MaxAttempts: 3},
+		Verify:    Verify{MaxInterval: 30 * time.Second},
+		Workflows: Workflows{OnVersionChange: VersionStop},
+		Log:       Log{Level: LevelInfo, Format: FormatAuto},
+		Shutdown:  Shutdown{DrainTimeout: 25 * time.Second},
+	}
+}
+
+// Load builds the configuration the way toolguard serve does: Default, then
+// the file at path (skipped when path is ""), then the environment (environ
+// as from os.Environ), then each override in order (the cmd layer passes one
+// that applies the flags that were set), then LoadSecrets and Validate.
+func Load(path string, environ []string, overrides ...func(*Config)) (Config, error) {
+	c := Default()
+	if path != "" {
+		var err error
+		if c, err = ParseFile(path, c); err != nil {
+			return Config{}, err
+		}
+	}
+	if err := ApplyEnv(&c, environ); err != nil {
+		return Config{}, err
+	}
+	for _, o := range overrides {
+		o(&c)
+	}
+	if err := c.LoadSecrets(); err != nil {
+		return Config{}, err
+	}
+	if err := c.Validate(); err != nil {
+		return Config{}, err
+	}
+	return c, nil
+}
+
+// ParseFile reads the YAML file at path over base, like Parse; its errors
+// name the file: "config.yaml:3:5: unknown field "lisen"".
+func ParseFile(path string, base Config) (Config, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		msg := err.Error()
+		if pe := (*fs.PathError)(nil); errors.As(err, &pe) {
+			msg = pe.Err.Error() // the path is already in File
+		}
+		return Config{}, &Error{File: path, Msg: "cannot open config file: " + msg, Err: err}
+	}
+	defer f.Close()
+	c, err := Parse(f, base)
+	if e := (*Error)(nil); errors.As(err, &e) {
+		e.File = path
+	}
+	return c, err
+}
+
+// maxFileSize bounds what Parse reads; a config file is a few KiB.
+const maxFileSize = 1 << 20
+
+// Parse reads one YAML document from r and sets each setting it names on a
+// copy of base; settings it leaves out, or gives an empty (null) value, keep
+// base's value. It is strict: an unknown key, a mapping where a value belongs
+// or a value that does not parse is an *Error with its line and column. Parse
+// does not validate (see Validate) and touches nothing outside its result.
+func Parse(r io.Reader, base Config) (Config, error) {
+	data, err := io.ReadAll(io.LimitReader(r, maxFileSize+1))
+	if err != nil {
+		return Config{}, &Error{Msg: "cannot read config: " + err.Error(), Err: err}
+	}
+	if len(data) > maxFileSize {
+		return Config{}, &Error{Msg: fmt.Sprintf("config is larger than %v", ByteSize(maxFileSize))}
+	}
+	c := base
+	if _, err := decodeYAML(data, &c); err != nil {
+		return Config{}, err
+	}
+	return c, nil
+}
+
+// LoadSecrets reads Admin.TokenFile into Admin.Token and
+// Admin.AgentTokenFile into Admin.AgentToken, dropping trailing newlines,
+// and clears the file fields, so a second call does nothing. A token given
+// both directly and as a file, an unreadable file, or an empty one is an
+// *Error naming the file.
+func (c *Config) LoadSecrets() error {
+	if err := loadSecret(&c.Admin.Token, &c.Admin.TokenFile, "admin.token"); err != nil {
+		return err
+	}
+	return loadSecret(&c.Admin.AgentToken, &c.Admin.AgentTokenFile, "admin.agent_token")
+}
+
+func loadSecret(token, file *string, field string) error {
+	if *file == "" {
+		return nil
+	}
+	e := &Error{Field: field + "_file", Value: *file}
+	if *token != "" {
+		e.Msg = fmt.Sprintf("set together with %s; use one of them (got %s)", field, *file)
+		return e
+	}
+	data, err := os.ReadFile(*file)
+	if err != nil {
+		e.Msg, e.Err = fmt.Sprintf("cannot read token file: %v", err), err
+		return e
+	}
+	secret := strings.TrimRight(string(data), "\r\n")
+	if strings.TrimSpace(secret) == "" {
+		e.Msg = fmt.Sprintf("token file %s is empty", *file)
+		return e
+	}
+	*token, *file = secret, ""
+	return nil
+}
+
+// Redacted returns a copy of c with the tokens replaced by "REDACTED", fit
+// for logging or printing.
+func (c Config) Redacted() Config {
+	for _, s := range []*string{&c.Admin.Token, &c.Admin.AgentToken} {
+		if *s != "" {
+			*s = "REDACTED"
+		}
+	}
+	return c
+}

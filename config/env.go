@@ -1,0 +1,112 @@
+package config
+
+import (
+	"encoding"
+	"errors"
+	"fmt"
+	"reflect"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/caarlos0/env/v11"
+)
+
+// ApplyEnv sets every setting whose environment variable (see the env tags
+// of Config, after EnvPrefix) environ holds, in os.Environ's "KEY=value"
+// form. Only environ is read, never the process environment. An empty value
+// counts as unset. Values parse as in YAML; the first that does not is an
+// *Error naming the variable, and then c is left unchanged.
+func ApplyEnv(c *Config, environ []string) error {
+	vars := make(map[string]string, len(environ)) // non-nil: nil would make env read os.Environ
+	for _, kv := range environ {
+		if k, v, ok := strings.Cut(kv, "="); ok {
+			vars[k] = v
+		}
+	}
+	next := *c
+	if err := env.ParseWithOptions(&next, env.Options{Prefix: EnvPrefix, Environment: vars}); err != nil {
+		return envError(err, vars)
+	}
+	*c = next
+	return nil
+}
+
+// envError turns the first of env's errors into an *Error naming the
+// variable. env reports only the Go field name and type, which are unique
+// among the settings that can fail to parse (a test checks).
+func envError(err error, vars map[string]string) error {
+	var pe env.ParseError
+	if errors.As(err, &pe) {
+		for _, s := range settings() {
+			v, set := vars[s.env]
+			if set && s.field.Name == pe.Name && s.field.Type == pe.Type {
+				return &Error{Field: s.env, Value: v, Msg: valueMsg(s.field.Type, v, pe.Err), Err: err}
+			}
+		}
+	}
+	return &Error{Msg: err.Error(), Err: err}
+}
+
+// valueMsg says why text is no value of type t; YAML and environment errors
+// share it.
+func valueMsg(t reflect.Type, text string, err error) string {
+	switch {
+	case t == durationType:
+		return fmt.Sprintf("invalid duration %q (want e.g. 30s, 5m or 720h)", text)
+	case reflect.PointerTo(t).Implements(textUnmarshalerType):
+		return err.Error()
+	case t.Kind() == reflect.Int:
+		return fmt.Sprintf("want a whole number (got %q)", text)
+	}
+	return fmt.Sprintf("invalid value %q: %v", text, err)
+}
+
+var (
+	durationType        = reflect.TypeFor[time.Duration]()
+	textUnmarshalerType = reflect.TypeFor[encoding.TextUnmarshaler]()
+)
+
+// setting is one leaf of Config: its place in the YAML, in the environment
+// and in the Go struct.
+type setting struct {
+	path  string // "limits.max_body"
+	env   string // "TOOLGUARD_MAX_BODY"
+	index []int  // for reflect.Value.FieldByIndex on a Config
+	field reflect.StructField
+}
+
+// settings lists the leaves of Config in declaration order.
+var settings = sync.OnceValue(func() []setting {
+	return appendSettings(nil, reflect.TypeFor[Config](), "", EnvPrefix, nil)
+})
+
+func appendSettings(list []setting, t reflect.Type, path, envPrefix string, index []int) []setting {
+	for i := range t.NumField() {
+		f := t.Field(i)
+		name, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+		if name == "-" || !f.IsExported() {
+			continue
+		}
+		idx := append(index[:len(index):len(index)], i)
+		if isSection(f.Type) {
+			list = appendSettings(list, f.Type, joinPath(path, name), envPrefix+f.Tag.Get("envPrefix"), idx)
+			continue
+		}
+		key, _, _ := strings.Cut(f.Tag.Get("env"), ",")
+		list = append(list, setting{path: joinPath(path, name), env: envPrefix + key, index: idx, field: f})
+	}
+	return list
+}
+
+// isSection reports whether t is a group of settings rather than a value.
+func isSection(t reflect.Type) bool {
+	return t.Kind() == reflect.Struct && !reflect.PointerTo(t).Implements(textUnmarshalerType)
+}
+
+func joinPath(path, name string) string {
+	if path == "" {
+		return name
+	}
+	return path + "." + name
+}

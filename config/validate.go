@@ -1,0 +1,134 @@
+package config
+
+import (
+	"fmt"
+	"net"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Validate returns the first setting, in the order of Config's fields, that
+// toolguard cannot run with, as an *Error naming the yaml field and its
+// value, e.g. "limits.max_body: must be > 0 (got 0)". Token values are never
+// printed. Validate reads no files: a token file counts as a token.
+func (c Config) Validate() error {
+	checks := []error{
+		checkAddr("listen", c.Listen),
+		c.Admin.validate(c.Listen),
+		nonEmpty("journal.path", c.Journal.Path),
+		positive("journal.open_timeout", c.Journal.OpenTimeout),
+		notNegative("journal.retention", c.Journal.Retention),
+		nonEmpty("rules.dir", c.Rules.Dir),
+		nonEmpty("ca.dir", c.CA.Dir),
+		positive("upstream.timeout", c.Upstream.Timeout),
+		atLeast("upstream.max_idle_conns_per_host", c.Upstream.MaxIdleConnsPerHost, 1),
+		checkEnum("unmatched", unmatchedEnum.valid(int(c.Unmatched)), c.Unmatched.String(), unmatchedEnum),
+		positive("limits.max_body", c.Limits.MaxBody),
+		positive("limits.max_stored_response", c.Limits.MaxStoredResponse),
+		positive("limits.in_flight_wait", c.Limits.InFlightWait),
+		positive("limits.max_header_bytes", c.Limits.MaxHeaderBytes),
+		positive("limits.read_header_timeout", c.Limits.ReadHeaderTimeout),
+		positive("limits.idle_timeout", c.Limits.IdleTimeout),
+		atLeast("retry.max_attempts", c.Retry.MaxAttempts, 1),
+		positive("verify.max_interval", c.Verify.MaxInterval),
+		checkEnum("workflows.on_version_change", versionEnum.valid(int(c.Workflows.OnVersionChange)),
+			c.Workflows.OnVersionChange.String(), versionEnum),
+		checkEnum("log.level", c.Log.Level.valid(), c.Log.Level.String(), levelEnum),
+		checkEnum("log.format", formatEnum.valid(int(c.Log.Format)), c.Log.Format.String(), formatEnum),
+		positive("shutdown.drain_timeout", c.Shutdown.DrainTimeout),
+	}
+	for _, err := range checks {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (a Admin) validate(proxyListen string) error {
+	if err := checkAddr("admin.listen", a.Listen); err != nil {
+		return err
+	}
+	hasToken := a.Token != "" || a.TokenFile != ""
+	hasAgentToken := a.AgentToken != "" || a.AgentTokenFile != ""
+	host, port, _ := net.SplitHostPort(a.Listen)
+	switch {
+	case a.Listen == proxyListen && port != "0":
+		return invalid("admin.listen", a.Listen, "must differ from listen")
+	case !hasToken && !isLoopback(host):
+		return invalid("admin.listen", a.Listen, "a token is required when the admin API listens beyond loopback")
+	case hasAgentToken && !hasToken:
+		return &Error{Field: "admin.agent_token", Msg: "needs admin.token as well: without it the admin API is open to everyone"}
+	case a.AgentToken != "" && a.AgentToken == a.Token:
+		return &Error{Field: "admin.agent_token", Msg: "must differ from admin.token"}
+	}
+	return nil
+}
+
+// isLoopback reports whether host names this machine only: localhost,
+// 127.0.0.0/8 or ::1. "" (every interface) is not loopback.
+func isLoopback(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// checkAddr accepts host:port with a numeric port; an empty host means every
+// interface and port 0 a free port.
+func checkAddr(field, addr string) error {
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return invalid(field, addr, "must be host:port")
+	}
+	if n, err := strconv.ParseUint(port, 10, 16); err != nil || port != strconv.FormatUint(n, 10) {
+		return invalid(field, addr, "must be host:port with a port number from 0 to 65535")
+	}
+	return nil
+}
+
+func nonEmpty(field, value string) error {
+	if value == "" {
+		return invalid(field, value, "must not be empty")
+	}
+	return nil
+}
+
+func positive[T time.Duration | ByteSize](field string, v T) error {
+	if v <= 0 {
+		return invalid(field, fmt.Sprint(v), "must be > 0")
+	}
+	return nil
+}
+
+func notNegative(field string, v time.Duration) error {
+	if v < 0 {
+		return invalid(field, v.String(), "must be >= 0")
+	}
+	return nil
+}
+
+func atLeast(field string, v, least int) error {
+	if v < least {
+		return invalid(field, strconv.Itoa(v), fmt.Sprintf("must be >= %d", least))
+	}
+	return nil
+}
+
+func checkEnum(field string, ok bool, value string, e enum) error {
+	if ok {
+		return nil
+	}
+	return &Error{Field: field, Value: value, Msg: fmt.Sprintf("unknown %s %s (want %s)", e.what, value, e.want())}
+}
+
+// invalid is an *Error whose message ends with the value it is about.
+func invalid(field, value, msg string) error {
+	got := value
+	if got == "" {
+		got = `""`
+	}
+	return &Error{Field: field, Value: value, Msg: fmt.Sprintf("%s (got %s)", msg, got)}
+}

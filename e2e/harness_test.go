@@ -1,0 +1,356 @@
+package e2e
+
+import (
+	"bufio"
+	"bytes"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"encoding/pem"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// binary is the toolguard binary built once by TestMain.
+var binary string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "toolguard-e2e-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	binary = filepath.Join(dir, "toolguard")
+	build := exec.Command("go", "build", "-o", binary, "../cmd/toolguard")
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "build toolguard:", err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// proc is a running toolguard serve.
+type proc struct {
+	t        *testing.T
+	cmd      *exec.Cmd
+	dir      string
+	proxyURL *url.URL
+	adminURL string
+	caFile   string
+	logs     *syncBuffer
+	exited   chan struct{}
+	exitErr  error
+}
+
+// syncBuffer is a goroutine-safe log sink.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// setup is a toolguard working directory: rules, journal and CA.
+type setup struct {
+	dir   string
+	rules string
+	env   []string
+	args  []string
+}
+
+func newSetup(t *testing.T, ruleFiles map[string]string) *setup {
+	t.Helper()
+	dir := t.TempDir()
+	rulesDir := filepath.Join(dir, "rules")
+	if err := os.MkdirAll(rulesDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for name, body := range ruleFiles {
+		if err := os.WriteFile(filepath.Join(rulesDir, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return &setup{dir: dir, rules: rulesDir}
+}
+
+// start runs toolguard serve on free ports and waits until it listens.
+func (s *setup) start(t *testing.T) *proc {
+	t.Helper()
+	args := append([]string{"serve",
+		"--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0",
+		"--rules", s.rules, "--journal", filepath.Join(s.dir, "toolguard.db"),
+		"--ca-dir", filepath.Join(s.dir, "ca"), "--log-format", "json", "--log-level", "debug"}, s.args...)
+	cmd := exec.Command(binary, args...)
+	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + s.dir}, s.env...)
+	p := &proc{t: t, cmd: cmd, dir: s.dir, logs: &syncBuffer{}, exited: make(chan struct{})}
+	cmd.Stderr = p.logs
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { p.exitErr = cmd.Wait(); close(p.exited) }()
+	t.Cleanup(func() {
+		p.kill()
+		if t.Failed() {
+			t.Logf("toolguard log:\n%s", p.logs.String())
+		}
+	})
+	p.readAddresses(stdout)
+	return p
+}
+
+// readAddresses parses the three lines serve prints when it listens.
+func (p *proc) readAddresses(stdout io.Reader) {
+	p.t.Helper()
+	lines := make(chan string)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+		close(lines)
+	}()
+	deadline := time.After(30 * time.Second)
+	for p.proxyURL == nil || p.adminURL == "" || p.caFile == "" {
+		select {
+		case l, ok := <-lines:
+			if !ok {
+				p.t.Fatalf("toolguard exited before listening: %v\n%s", p.exitErr, p.logs.String())
+			}
+			k, v, _ := strings.Cut(l, ":")
+			v = strings.TrimSpace(v)
+			switch k {
+			case "proxy":
+				p.proxyURL, _ = url.Parse(v)
+			case "admin":
+				p.adminURL = v
+			case "ca":
+				p.caFile = v
+			}
+		case <-deadline:
+			p.t.Fatalf("toolguard did not start:\n%s", p.logs.String())
+		}
+	}
+	go func() {
+		for range lines {
+		}
+	}()
+}
+
+// kill sends SIGKILL and waits for the process to go.
+func (p *proc) kill() {
+	select {
+	case <-p.exited:
+		return
+	default:
+	}
+	p.cmd.Process.Signal(syscall.SIGKILL)
+	<-p.exited
+}
+
+// client returns an HTTP client that uses the proxy and trusts its CA.
+func (p *proc) client(t *testing.T) *http.Client {
+	t.Helper()
+	pemData, err := os.ReadFile(p.caFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(pemData) {
+		t.Fatal("no CA certificate in", p.caFile)
+	}
+	return &http.Client{
+		Timeout: 60 * time.Second,
+		Transport: &http.Transport{
+			Proxy:           http.ProxyURL(p.proxyURL),
+			TLSClientConfig: &tls.Config{RootCAs: pool},
+		},
+	}
+}
+
+// admin sends an admin API request and decodes the JSON answer.
+func (p *proc) admin(t *testing.T, method, path string, body any, out any) int {
+	t.Helper()
+	var rd io.Reader
+	if body != nil {
+		b, _ := json.Marshal(body)
+		rd = bytes.NewReader(b)
+	}
+	req, _ := http.NewRequest(method, p.adminURL+path, rd)
+	resp, err := (&http.Client{Transport: &http.Transport{Proxy: nil}}).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	data, _ := io.ReadAll(resp.Body)
+	if out != nil && resp.StatusCode < 300 {
+		if err := json.Unmarshal(data, out); err != nil {
+			t.Fatalf("decode %s %s: %v: %s", method, path, err, data)
+		}
+	}
+	return resp.StatusCode
+}
+
+// upstream is a real API on 127.0.0.1 that counts the effects it commits.
+type upstream struct {
+	*httptest.Server
+	effects atomic.Int64
+	mu      sync.Mutex
+	byRef   map[string]string
+	// hook, when set, runs for every effectful request before (stage
+	// "before") and after (stage "after") its effect is committed.
+	hook func(stage string, r *http.Request)
+	// status overrides the answer's status code when set.
+	status atomic.Int64
+}
+
+func newUpstream(t *testing.T, tlsServer bool) *upstream {
+	u := &upstream{byRef: map[string]string{}}
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /v1/invoices", u.create)
+	mux.HandleFunc("POST /v1/emails", u.create)
+	mux.HandleFunc("PUT /v1/things/{id}", u.create)
+	mux.HandleFunc("GET /v1/invoices", u.lookup)
+	mux.HandleFunc("GET /v1/stream", u.stream)
+	mux.HandleFunc("GET /v1/ping", func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "pong") })
+	if tlsServer {
+		u.Server = httptest.NewTLSServer(mux)
+	} else {
+		u.Server = httptest.NewServer(mux)
+	}
+	t.Cleanup(u.Close)
+	return u
+}
+
+func (u *upstream) create(w http.ResponseWriter, r *http.Request) {
+	body, _ := io.ReadAll(r.Body)
+	if u.hook != nil {
+		u.hook("before", r)
+	}
+	n := u.effects.Add(1)
+	id := fmt.Sprintf("inv_%d", n)
+	var doc map[string]any
+	if json.Unmarshal(body, &doc) == nil {
+		if ref, ok := doc["reference"].(string); ok {
+			u.mu.Lock()
+			u.byRef[ref] = id
+			u.mu.Unlock()
+		}
+	}
+	if u.hook != nil {
+		u.hook("after", r)
+	}
+	status := http.StatusCreated
+	if s := u.status.Load(); s != 0 {
+		status = int(s)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Set-Cookie", "session=upstream-secret")
+	w.WriteHeader(status)
+	fmt.Fprintf(w, `{"id":%q,"status":"open","auth_seen":%q,"idem":%q}`, id, r.Header.Get("Authorization"), r.Header.Get("Idempotency-Key"))
+}
+
+func (u *upstream) lookup(w http.ResponseWriter, r *http.Request) {
+	u.mu.Lock()
+	id, ok := u.byRef[r.URL.Query().Get("reference")]
+	u.mu.Unlock()
+	if !ok {
+		io.WriteString(w, `{"data":[]}`)
+		return
+	}
+	fmt.Fprintf(w, `{"data":[{"id":%q}]}`, id)
+}
+
+// stream sends chunks one at a time, each after the previous was read.
+func (u *upstream) stream(w http.ResponseWriter, r *http.Request) {
+	f := w.(http.Flusher)
+	for i := 0; i < 3; i++ {
+		fmt.Fprintf(w, "chunk-%d\n", i)
+		f.Flush()
+	}
+}
+
+// host is the upstream's host:port, as rules name it.
+func (u *upstream) host() string { return strings.TrimPrefix(strings.TrimPrefix(u.URL, "http://"), "https://") }
+
+// caPEM writes the upstream's TLS certificate as PEM, for upstream.ca_file.
+func (u *upstream) caPEM(t *testing.T, dir string) string {
+	t.Helper()
+	path := filepath.Join(dir, "upstream-ca.pem")
+	cert := u.Certificate()
+	if err := os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: cert.Raw}), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// post sends a JSON body through the proxy.
+func post(t *testing.T, c *http.Client, u string, body string, headers ...string) (*http.Response, string) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, u, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	for i := 0; i+1 < len(headers); i += 2 {
+		req.Header.Set(headers[i], headers[i+1])
+	}
+	return do(t, c, req)
+}
+
+func do(t *testing.T, c *http.Client, req *http.Request) (*http.Response, string) {
+	t.Helper()
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", req.Method, req.URL, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp, string(b)
+}
+
+// ruleFile renders a rule file for an upstream host.
+func ruleFile(host string, routes string) string {
+	return fmt.Sprintf("version: v1\napi: billing\nhosts: [%q]\ncredential: {header: Authorization}\nroutes:\n%s", host, routes)
+}
+
+// writeConfig writes a config file into dir and returns its path.
+func writeConfig(t *testing.T, dir, yaml string) string {
+	t.Helper()
+	path := filepath.Join(dir, "config.yaml")
+	if err := os.WriteFile(path, []byte(yaml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}

@@ -1,0 +1,77 @@
+package journal
+
+import (
+	"log/slog"
+	"time"
+)
+
+// Change is what a Mutation decides to write.
+type Change struct {
+	// Step is the new record. Its Key must be the key passed to Apply, its
+	// Status one of the stored states and its Hold a known hold. Apply stamps
+	// Schema, CreatedAt and UpdatedAt itself; whatever the mutation put there
+	// is overwritten.
+	Step Step
+	// Event is the event type recorded for this transition, e.g. "started";
+	// empty means the name of the new status.
+	Event string
+	// Reason and Note are carried into the event.
+	Reason string
+	Note   string
+	// Claim stamps Step with the journal's current epoch and a new fencing
+	// token before it is written. Without Claim the step keeps the Epoch and
+	// Fence of the current record (zero for a new step), whatever the
+	// mutation set: only a claim changes ownership. A change that must fence
+	// out the current owner (an operator's resolve of a step that may still
+	// be in flight) sets Claim.
+	Claim bool
+}
+
+// Mutation decides a Change from the current record of a key. cur is nil when
+// the key has no step yet; otherwise it is a private copy the mutation may
+// modify and return. A Mutation runs exactly once, inside the write
+// transaction, after every earlier Apply of the same key has been applied; it
+// must not block, and must not call the journal. Returning an error writes
+// nothing and makes Apply return that error; returning ErrNoChange writes
+// nothing and makes Apply return the current record. A panic in a mutation
+// writes nothing and is re-raised in the goroutine that called Apply.
+type Mutation func(cur *Step) (Change, error)
+
+// Filter selects steps for List. Zero fields match everything.
+type Filter struct {
+	Status   Status
+	Hold     Hold
+	HoldSet  bool // Hold is a filter even when it is HoldNone
+	Workflow string
+	// Limit bounds the result; 0 or less means the default of 1000.
+	Limit int
+}
+
+// Counts are the numbers of steps by status and by hold, as kept by the
+// journal in the same transactions that change the steps.
+type Counts struct {
+	// Steps is the number of steps in the journal.
+	Steps int `json:"steps"`
+	// Status has an entry for every stored status (StatusPrepared to
+	// StatusFailed), zero included.
+	Status map[Status]int `json:"status"`
+	// Hold has an entry for every hold, HoldNone (steps not held) included.
+	Hold map[Hold]int `json:"hold"`
+}
+
+// Options configure Open. The zero value is a writable journal with a 1s
+// lock timeout, no logging and the wall clock.
+type Options struct {
+	// Timeout bounds the wait for the file lock; zero or less means 1s.
+	// bbolt allows one writer process per file.
+	Timeout time.Duration
+	// ReadOnly opens the file shared and read-only, for inspecting the
+	// journal of a stopped proxy; Apply then fails with ErrReadOnly, and the
+	// epoch is not incremented.
+	ReadOnly bool
+	// Logger receives fencing rejections and other notable events; nil
+	// discards them.
+	Logger *slog.Logger
+	// Now returns the time stamped on records; nil means time.Now.
+	Now func() time.Time
+}

@@ -1,0 +1,215 @@
+package journal
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"runtime/debug"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// Log keys.
+const (
+	logKey       = "key"
+	logHeldEpoch = "held_epoch"
+	logHeldFence = "held_fence"
+	logEpoch     = "epoch"
+	logFence     = "fence"
+)
+
+// Apply runs m once, inside a write transaction, on the current record of
+// key, writes the Change it returns (the step, its index entries and an
+// event), commits durably and returns the step as written.
+//
+// Concurrent Applies share commits: each waits for the commit in progress,
+// and the next commit takes everything queued meanwhile, in arrival order
+// (see commit.go). Within a commit, each mutation sees the writes of the
+// mutations before it, so Applies of one key are sequential. An error of
+// one mutation affects only its caller. If the commit fails, every Apply of
+// that commit returns its error and nothing of it is written; no mutation is
+// ever run twice.
+//
+// ctx is checked only before the request is queued: once queued, Apply waits
+// for the commit, which is short. Mutation errors are returned as they are;
+// the journal's own are wrapped with the key.
+func (b *Bolt) Apply(ctx context.Context, key string, m Mutation) (Step, error) {
+	if b.readOnly {
+		return Step{}, fmt.Errorf("apply step %s: %w", key, ErrReadOnly)
+	}
+	if m == nil {
+		return Step{}, fmt.Errorf("apply step %s: %w: nil mutation", key, ErrInvalidChange)
+	}
+	if err := ctx.Err(); err != nil {
+		return Step{}, fmt.Errorf("apply step %s: %w", key, err)
+	}
+	r := &request{key: key, m: m, wake: make(chan wake, 1)}
+	if !b.submit(r) {
+		return Step{}, fmt.Errorf("apply step %s: %w", key, ErrClosed)
+	}
+	if r.panic != nil {
+		panic(r.panic)
+	}
+	var fe *FencedError
+	if errors.As(r.err, &fe) {
+		b.log.Warn("journal: stale write fenced off", logKey, key,
+			logHeldEpoch, fe.HeldEpoch, logHeldFence, fe.HeldFence, logEpoch, fe.Epoch, logFence, fe.Fence)
+	}
+	return r.step, r.err
+}
+
+// applyOne runs one request inside the batch transaction and sets its
+// result. Everything that can fail for this request alone (decoding,
+// the mutation, validation, encoding) happens before its first write, so a
+// failing request leaves nothing behind. It returns wrote=true when it wrote,
+// and a non-nil error only when a write failed, which spoils the whole
+// transaction.
+func (b *Bolt) applyOne(bk *buckets, r *request) (wrote bool, err error) {
+	cur, err := loadStep(bk.steps, r.key)
+	if err != nil && !errors.Is(err, ErrNotFound) {
+		r.err = fmt.Errorf("apply step %s: %w", r.key, err)
+		return false, nil
+	}
+	ch, err := r.run(cur)
+	if errors.Is(err, ErrNoChange) {
+		// Decode again: the mutation may have modified its copy in depth.
+		cur, err = loadStep(bk.steps, r.key)
+		if err == nil {
+			r.step = *cur
+		}
+		r.err = wrapKey(r.key, err)
+		return false, nil
+	}
+	if err != nil {
+		var fe *FencedError
+		if errors.As(err, &fe) && fe.Key == "" {
+			fe.Key = r.key
+		}
+		r.err = err
+		return false, nil
+	}
+	w, err := b.prepare(bk, r.key, cur, ch)
+	if err != nil {
+		r.err = fmt.Errorf("apply step %s: %w", r.key, err)
+		return false, nil
+	}
+	if err := w.write(bk); err != nil {
+		return true, fmt.Errorf("write step %s: %w", r.key, err)
+	}
+	r.step = w.step
+	return true, nil
+}
+
+func wrapKey(key string, err error) error {
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf("apply step %s: %w", key, err)
+}
+
+// run calls the mutation with a private copy of cur, turning a panic into
+// r.panic. The copy is shallow: cur keeps the fields that locate its index
+// entries, whatever the mutation does.
+func (r *request) run(cur *Step) (ch Change, err error) {
+	var arg *Step
+	if cur != nil {
+		c := *cur
+		arg = &c
+	}
+	defer func() {
+		if v := recover(); v != nil {
+			r.panic = &panicError{key: r.key, value: v, stack: debug.Stack()}
+			err = r.panic
+		}
+	}()
+	return r.m(arg)
+}
+
+// pending is a validated, stamped change ready to be written.
+type pending struct {
+	old     *Step
+	step    Step
+	data    []byte
+	event   Event
+	claimed bool
+}
+
+// prepare validates ch and stamps the step; it writes nothing.
+func (b *Bolt) prepare(bk *buckets, key string, cur *Step, ch Change) (*pending, error) {
+	s := ch.Step
+	if err := validate(key, &s); err != nil {
+		return nil, err
+	}
+	now := b.now().UTC()
+	s.Schema = SchemaVersion
+	s.CreatedAt, s.UpdatedAt = now, now
+	s.Epoch, s.Fence = 0, 0
+	var from Status
+	if cur != nil {
+		s.CreatedAt, s.Epoch, s.Fence = cur.CreatedAt, cur.Epoch, cur.Fence
+		from = cur.Status
+	}
+	if ch.Claim {
+		s.Epoch, s.Fence = b.epoch, getUint(bk.meta, keyFence)+1
+	}
+	data, err := s.marshal()
+	if err != nil {
+		return nil, fmt.Errorf("%w: encode step: %v", ErrInvalidChange, err)
+	}
+	if int64(len(data)) > bolt.MaxValueSize {
+		return nil, fmt.Errorf("%w: step record is %d bytes", ErrInvalidChange, len(data))
+	}
+	typ := ch.Event
+	if typ == "" {
+		typ = s.Status.String()
+	}
+	return &pending{old: cur, step: s, data: data, claimed: ch.Claim, event: Event{
+		Time: now, Key: key, Type: typ, From: from, To: s.Status, Hold: s.Hold,
+		Reason: ch.Reason, Note: ch.Note, Epoch: s.Epoch, Fence: s.Fence,
+	}}, nil
+}
+
+func validate(key string, s *Step) error {
+	switch {
+	case key == "":
+		return fmt.Errorf("%w: empty key", ErrInvalidChange)
+	case len(key) > maxKeyLen:
+		return fmt.Errorf("%w: key is %d bytes (max %d)", ErrInvalidChange, len(key), maxKeyLen)
+	case s.Key != key:
+		return fmt.Errorf("%w: step key is %q", ErrInvalidChange, s.Key)
+	case s.Status < StatusPrepared || s.Status > StatusFailed:
+		return fmt.Errorf("%w: status %v cannot be stored", ErrInvalidChange, s.Status)
+	case s.Hold > HoldNeedsReview:
+		return fmt.Errorf("%w: unknown %v", ErrInvalidChange, s.Hold)
+	case len(s.Workflow) > maxWorkflowLen:
+		return fmt.Errorf("%w: workflow id is %d bytes (max %d)", ErrInvalidChange, len(s.Workflow), maxWorkflowLen)
+	}
+	return nil
+}
+
+// write puts the step, its index entries, the counters, the fence counter
+// and the event.
+func (p *pending) write(bk *buckets) error {
+	if err := bk.steps.Put([]byte(p.step.Key), p.data); err != nil {
+		return err
+	}
+	if err := bk.reindex(p.old, &p.step); err != nil {
+		return err
+	}
+	if p.claimed {
+		if err := putUint(bk.meta, keyFence, p.step.Fence); err != nil {
+			return err
+		}
+	}
+	seq, err := bk.events.NextSequence()
+	if err != nil {
+		return fmt.Errorf("next event seq: %w", err)
+	}
+	p.event.Seq = seq
+	data, err := json.Marshal(&p.event)
+	if err != nil {
+		return fmt.Errorf("encode event: %w", err)
+	}
+	return bk.events.Put(seqKey(seq), data)
+}

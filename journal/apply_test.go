@@ -1,0 +1,224 @@
+package journal
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+// eventString formats the fields of an event that transitions determine.
+func eventString(e Event) string {
+	return fmt.Sprintf("%s %s %v>%v %v e%d/f%d %s|%s", e.Key, e.Type, e.From, e.To, e.Hold, e.Epoch, e.Fence, e.Reason, e.Note)
+}
+
+// stepString formats the fields of a step that transitions determine.
+func stepString(s Step) string {
+	return fmt.Sprintf("%s %v %v attempt=%d e%d/f%d", s.Key, s.Status, s.Hold, s.Attempt, s.Epoch, s.Fence)
+}
+
+func TestApplyTransitions(t *testing.T) {
+	errBoom := errors.New("boom")
+	noChange := func(*Step) (Change, error) { return Change{}, ErrNoChange }
+	withEpoch := func(cur *Step) (Change, error) {
+		cur.Epoch, cur.Fence, cur.Status = 99, 99, StatusFailed
+		return Change{Step: *cur}, nil
+	}
+	withNote := func(cur *Step) (Change, error) {
+		cur.Hold = HoldNeedsReview
+		return Change{Step: *cur, Event: "held", Reason: "effect not visible", Note: "n"}, nil
+	}
+	change := func(s Step) Mutation { return func(*Step) (Change, error) { return Change{Step: s}, nil } }
+	fail := func(err error) Mutation { return func(*Step) (Change, error) { return Change{}, err } }
+
+	type op struct {
+		m       Mutation
+		wantErr error
+	}
+	tests := []struct {
+		name       string
+		ops        []op
+		wantStep   string // "" when the key must not exist
+		wantEvents []string
+	}{{
+		name:       "create prepared without claim",
+		ops:        []op{{m: put(Step{Key: "a", Status: StatusPrepared})}},
+		wantStep:   "a prepared  attempt=0 e0/f0",
+		wantEvents: []string{"a prepared >prepared  e0/f0 |"},
+	}, {
+		name:       "create started with claim",
+		ops:        []op{{m: start("a", "")}},
+		wantStep:   "a started  attempt=1 e1/f1",
+		wantEvents: []string{"a started >started  e1/f1 |"},
+	}, {
+		name: "prepared, started, committed, verified",
+		ops: []op{
+			{m: put(Step{Key: "a", Status: StatusPrepared})},
+			{m: start("a", "")},
+			{m: transition(StatusCommitted, HoldNone, false)},
+			{m: transition(StatusVerified, HoldNone, false)},
+		},
+		wantStep: "a verified  attempt=1 e1/f1",
+		wantEvents: []string{
+			"a prepared >prepared  e0/f0 |",
+			"a started prepared>started  e1/f1 |",
+			"a committed started>committed  e1/f1 |",
+			"a verified committed>verified  e1/f1 |",
+		},
+	}, {
+		name:     "each claim takes a new fence",
+		ops:      []op{{m: start("a", "")}, {m: start("a", "")}, {m: start("a", "")}},
+		wantStep: "a started  attempt=3 e1/f3",
+		wantEvents: []string{
+			"a started >started  e1/f1 |",
+			"a started started>started  e1/f2 |",
+			"a started started>started  e1/f3 |",
+		},
+	}, {
+		name:       "a mutation cannot set epoch and fence without a claim",
+		ops:        []op{{m: start("a", "")}, {m: withEpoch}},
+		wantStep:   "a failed  attempt=1 e1/f1",
+		wantEvents: []string{"a started >started  e1/f1 |", "a failed started>failed  e1/f1 |"},
+	}, {
+		name:       "hold with event type, reason and note",
+		ops:        []op{{m: start("a", "")}, {m: withNote}},
+		wantStep:   "a started needs_review attempt=1 e1/f1",
+		wantEvents: []string{"a started >started  e1/f1 |", "a held started>started needs_review e1/f1 effect not visible|n"},
+	}, {
+		name:       "no change writes nothing",
+		ops:        []op{{m: start("a", "")}, {m: noChange}},
+		wantStep:   "a started  attempt=1 e1/f1",
+		wantEvents: []string{"a started >started  e1/f1 |"},
+	}, {
+		name: "no change on a missing key",
+		ops:  []op{{m: noChange, wantErr: ErrNotFound}},
+	}, {
+		name: "mutation error writes nothing",
+		ops:  []op{{m: fail(errBoom), wantErr: errBoom}},
+	}, {
+		name:       "mutation error keeps the step",
+		ops:        []op{{m: start("a", "")}, {m: fail(errBoom), wantErr: errBoom}},
+		wantStep:   "a started  attempt=1 e1/f1",
+		wantEvents: []string{"a started >started  e1/f1 |"},
+	}, {
+		name: "invalid changes write nothing",
+		ops: []op{
+			{m: change(Step{Key: "b", Status: StatusPrepared}), wantErr: ErrInvalidChange},
+			{m: change(Step{Key: "", Status: StatusPrepared}), wantErr: ErrInvalidChange},
+			{m: change(Step{Key: "a"}), wantErr: ErrInvalidChange},
+			{m: change(Step{Key: "a", Status: StatusFailed + 1}), wantErr: ErrInvalidChange},
+			{m: change(Step{Key: "a", Status: StatusFailed, Hold: HoldNeedsReview + 1}), wantErr: ErrInvalidChange},
+			{m: change(Step{Key: "a", Status: StatusFailed, Workflow: strings.Repeat("w", maxWorkflowLen+1)}), wantErr: ErrInvalidChange},
+		},
+	}}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			b := mustOpen(t)
+			for i, o := range tc.ops {
+				_, err := b.Apply(context.Background(), "a", o.m)
+				if !errors.Is(err, o.wantErr) || (err != nil) != (o.wantErr != nil) {
+					t.Fatalf("op %d: err = %v, want %v", i, err, o.wantErr)
+				}
+			}
+			got, err := b.Get("a")
+			if tc.wantStep == "" {
+				if !errors.Is(err, ErrNotFound) {
+					t.Errorf("get: %v, want ErrNotFound", err)
+				}
+			} else if err != nil {
+				t.Fatal(err)
+			} else if stepString(got) != tc.wantStep {
+				t.Errorf("step = %q, want %q", stepString(got), tc.wantStep)
+			}
+			events, err := b.Events(0, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var gotEvents []string
+			for _, e := range events {
+				gotEvents = append(gotEvents, eventString(e))
+			}
+			if !reflect.DeepEqual(gotEvents, tc.wantEvents) {
+				t.Errorf("events:\n got %q\nwant %q", gotEvents, tc.wantEvents)
+			}
+		})
+	}
+}
+
+func TestApplyStamps(t *testing.T) {
+	b := mustOpen(t)
+	s1 := mustApply(t, b, "a", put(Step{Key: "a", Status: StatusPrepared, Schema: 42}))
+	if s1.Schema != SchemaVersion || s1.CreatedAt.IsZero() || !s1.CreatedAt.Equal(s1.UpdatedAt) {
+		t.Errorf("new step: schema %d created %v updated %v", s1.Schema, s1.CreatedAt, s1.UpdatedAt)
+	}
+	s2 := mustApply(t, b, "a", transition(StatusStarted, HoldNone, true))
+	if !s2.CreatedAt.Equal(s1.CreatedAt) || !s2.UpdatedAt.After(s1.UpdatedAt) {
+		t.Errorf("updated step: created %v (want %v), updated %v (want after %v)", s2.CreatedAt, s1.CreatedAt, s2.UpdatedAt, s1.UpdatedAt)
+	}
+	got, err := b.Get("a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, s2) {
+		t.Errorf("get = %+v\napply returned %+v", got, s2)
+	}
+	events, _ := b.Events(0, 0)
+	if len(events) != 2 || !events[1].Time.Equal(s2.UpdatedAt) || events[1].Seq != 2 {
+		t.Errorf("events = %+v", events)
+	}
+}
+
+// The mutation gets a private copy: modifying it and returning ErrNoChange
+// changes nothing, and Apply returns the stored record.
+func TestApplyNoChangeReturnsStoredRecord(t *testing.T) {
+	b := mustOpen(t)
+	want := mustApply(t, b, "a", transition(StatusCommitted, HoldNone, false).or(put(Step{Key: "a", Status: StatusCommitted, Evidence: "e"})))
+	got := mustApply(t, b, "a", func(cur *Step) (Change, error) {
+		cur.Status, cur.Evidence = StatusFailed, "scribbled"
+		return Change{}, ErrNoChange
+	})
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("got %+v, want %+v", got, want)
+	}
+}
+
+// or runs m when the step exists and n when it does not.
+func (m Mutation) or(n Mutation) Mutation {
+	return func(cur *Step) (Change, error) {
+		if cur == nil {
+			return n(cur)
+		}
+		return m(cur)
+	}
+}
+
+func TestApplyCanceledContext(t *testing.T) {
+	b := mustOpen(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	called := false
+	_, err := b.Apply(ctx, "a", func(*Step) (Change, error) { called = true; return Change{}, nil })
+	if !errors.Is(err, context.Canceled) || called {
+		t.Errorf("err = %v, called = %v; want context.Canceled, not called", err, called)
+	}
+}
+
+func TestApplyMutationPanic(t *testing.T) {
+	b := mustOpen(t)
+	func() {
+		defer func() {
+			v := recover()
+			if v == nil || !strings.Contains(fmt.Sprint(v), "kaboom") {
+				t.Errorf("recovered %v, want the mutation's panic", v)
+			}
+		}()
+		b.Apply(context.Background(), "a", func(*Step) (Change, error) { panic("kaboom") })
+	}()
+	// The journal still works and nothing was written.
+	mustApply(t, b, "a", start("a", ""))
+	if n, _ := b.LastSeq(); n != 1 {
+		t.Errorf("last seq = %d, want 1", n)
+	}
+}

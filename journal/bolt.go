@@ -1,0 +1,210 @@
+package journal
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+	berrors "go.etcd.io/bbolt/errors"
+)
+
+// DefaultTimeout is the file-lock wait of Open when Options.Timeout is zero.
+const DefaultTimeout = time.Second
+
+// Bolt is the bbolt backend of the journal. It is safe for concurrent use.
+// Writes from concurrent callers share commits (see Apply).
+type Bolt struct {
+	db       *bolt.DB
+	path     string
+	log      *slog.Logger
+	now      func() time.Time
+	epoch    uint64
+	readOnly bool
+
+	commits atomic.Uint64
+	closed  atomic.Bool // fast path for reads; mu guards the transition
+
+	// Group commit state (commit.go).
+	mu    sync.Mutex
+	idle  sync.Cond // signalled when busy becomes false
+	queue []*request
+	busy  bool // a leader is committing
+	shut  bool // Close was called: no new requests
+}
+
+// Open opens the journal at path, creating it (mode 0600) and its buckets
+// when missing. A writable Open starts a new epoch and commits it durably
+// before returning. Open waits at most Options.Timeout for the file lock and
+// then fails with an error wrapping ErrLocked. A file written by a newer
+// schema is refused with ErrSchema. Open does no scans: its cost does not
+// grow with the number of steps.
+func Open(path string, opts Options) (*Bolt, error) {
+	if opts.Timeout <= 0 {
+		opts.Timeout = DefaultTimeout
+	}
+	b := &Bolt{path: path, log: opts.Logger, now: opts.Now, readOnly: opts.ReadOnly}
+	if b.log == nil {
+		b.log = slog.New(slog.DiscardHandler)
+	}
+	if b.now == nil {
+		b.now = time.Now
+	}
+	b.idle.L = &b.mu
+	db, err := bolt.Open(path, 0o600, &bolt.Options{
+		Timeout:  opts.Timeout,
+		ReadOnly: opts.ReadOnly,
+		// The hashmap freelist stays fast on large, fragmented files.
+		FreelistType: bolt.FreelistMapType,
+	})
+	if errors.Is(err, berrors.ErrTimeout) {
+		return nil, fmt.Errorf("open journal %s: %w: waited %s for the lock; is another toolguard using this file?",
+			path, ErrLocked, opts.Timeout)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("open journal %s: %w", path, err)
+	}
+	b.db = db
+	if opts.ReadOnly {
+		err = db.View(b.loadMeta)
+	} else {
+		err = db.Update(b.initMeta)
+	}
+	if err != nil {
+		_ = db.Close()
+		return nil, fmt.Errorf("open journal %s: %w", path, err)
+	}
+	return b, nil
+}
+
+// initMeta creates the buckets, checks the schema and starts a new epoch.
+func (b *Bolt) initMeta(tx *bolt.Tx) error {
+	for _, name := range allBuckets {
+		if _, err := tx.CreateBucketIfNotExists(name); err != nil {
+			return fmt.Errorf("create bucket %s: %w", name, err)
+		}
+	}
+	meta := tx.Bucket(bucketMeta)
+	v := getUint(meta, keySchema)
+	if err := checkSchema(v); err != nil {
+		return err
+	}
+	// Schema 1 is the only layout so far; migrations from older layouts
+	// would run here, in this transaction.
+	if v == 0 {
+		if err := putUint(meta, keySchema, SchemaVersion); err != nil {
+			return err
+		}
+	}
+	b.epoch = getUint(meta, keyEpoch) + 1
+	return putUint(meta, keyEpoch, b.epoch)
+}
+
+// loadMeta checks the schema of a read-only journal and reads its epoch.
+func (b *Bolt) loadMeta(tx *bolt.Tx) error {
+	for _, name := range allBuckets {
+		if tx.Bucket(name) == nil {
+			return fmt.Errorf("%w: no %s bucket; not a toolguard journal", ErrSchema, name)
+		}
+	}
+	meta := tx.Bucket(bucketMeta)
+	if err := checkSchema(getUint(meta, keySchema)); err != nil {
+		return err
+	}
+	b.epoch = getUint(meta, keyEpoch)
+	return nil
+}
+
+func checkSchema(v uint64) error {
+	if v > SchemaVersion {
+		return fmt.Errorf("%w: version %d is newer than this build's %d; upgrade toolguard",
+			ErrSchema, v, SchemaVersion)
+	}
+	return nil
+}
+
+// Epoch returns the epoch of this Open: incremented by every writable Open,
+// the latest one for a read-only journal (0 for a journal never opened
+// writable).
+func (b *Bolt) Epoch() uint64 { return b.epoch }
+
+// Path returns the file path given to Open.
+func (b *Bolt) Path() string { return b.path }
+
+// ReadOnly reports whether the journal was opened with Options.ReadOnly.
+func (b *Bolt) ReadOnly() bool { return b.readOnly }
+
+// Commits returns the number of write transactions committed since Open
+// (one per group commit; Open's own is not counted). Divided by the number
+// of Apply calls it gives the fsyncs per write.
+func (b *Bolt) Commits() uint64 { return b.commits.Load() }
+
+// Close waits for queued writes to commit, then closes the file. Apply
+// fails with ErrClosed once Close has been called. Close is idempotent; only
+// the first call can return an error.
+func (b *Bolt) Close() error {
+	b.mu.Lock()
+	if b.shut {
+		b.mu.Unlock()
+		return nil
+	}
+	b.shut = true
+	b.closed.Store(true)
+	for b.busy {
+		b.idle.Wait()
+	}
+	b.mu.Unlock()
+	if err := b.db.Close(); err != nil {
+		return fmt.Errorf("close journal %s: %w", b.path, err)
+	}
+	return nil
+}
+
+// Size returns the size of the journal file in bytes as of the latest
+// commit; 0 once closed.
+func (b *Bolt) Size() int64 {
+	var n int64
+	_ = b.view("size journal", func(bk *buckets) error {
+		n = bk.tx.Size()
+		return nil
+	})
+	return n
+}
+
+// WriteTo writes a consistent copy of the journal, usable as a journal file,
+// to w while reads and writes go on. It holds a read transaction for the
+// duration; commits that need to grow the file wait for it to end.
+func (b *Bolt) WriteTo(w io.Writer) (int64, error) {
+	var n int64
+	err := b.view("back up journal", func(bk *buckets) error {
+		var err error
+		n, err = bk.tx.WriteTo(w)
+		return err
+	})
+	return n, err
+}
+
+// view runs fn in a read transaction; op names the operation in errors.
+func (b *Bolt) view(op string, fn func(*buckets) error) error {
+	if b.closed.Load() {
+		return fmt.Errorf("%s: %w", op, ErrClosed)
+	}
+	err := b.db.View(func(tx *bolt.Tx) error {
+		bk, err := openBuckets(tx)
+		if err != nil {
+			return err
+		}
+		return fn(bk)
+	})
+	if errors.Is(err, berrors.ErrDatabaseNotOpen) {
+		err = ErrClosed
+	}
+	if err != nil {
+		return fmt.Errorf("%s: %w", op, err)
+	}
+	return nil
+}

@@ -1,0 +1,212 @@
+package journal
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// maxCheckErrors bounds the problems Check reports; a last error says how
+// many more there were.
+const maxCheckErrors = 1000
+
+// Check verifies the journal and returns every problem found, or nil. It
+// runs bbolt's page-level consistency check and toolguard's invariants:
+// every step decodes and is stored under its own key, with a known status,
+// hold and schema; every committed or verified step has a Response or
+// Evidence; no step has a Fence above the fence counter or an Epoch above
+// the current epoch; every index entry has its step and every step its
+// index entries; the counters match the steps; event seqs strictly
+// increase and do not exceed the events' sequence. Each error names the key
+// (or seq) and what is wrong.
+//
+// Check reads the whole file in one read transaction; it is meant for
+// tests, "toolguard journal check" and operators, not for the hot path.
+func (b *Bolt) Check() []error {
+	c := &checker{}
+	err := b.view("check journal", func(bk *buckets) error {
+		for err := range bk.tx.Check() {
+			c.add(fmt.Errorf("bbolt: %w", err))
+		}
+		c.steps(bk)
+		c.indexes(bk)
+		c.counters(bk)
+		c.events(bk)
+		return nil
+	})
+	if err != nil {
+		c.add(err)
+	}
+	if c.more > 0 {
+		c.errs = append(c.errs, fmt.Errorf("… and %d more problems", c.more))
+	}
+	return c.errs
+}
+
+type checker struct {
+	errs     []error
+	more     int
+	byStatus map[Status]uint64
+	byHold   map[Hold]uint64
+}
+
+func (c *checker) add(err error) {
+	if len(c.errs) < maxCheckErrors {
+		c.errs = append(c.errs, err)
+	} else {
+		c.more++
+	}
+}
+
+func (c *checker) addf(format string, args ...any) { c.add(fmt.Errorf(format, args...)) }
+
+// steps checks every step and its index entries.
+func (c *checker) steps(bk *buckets) {
+	epoch, fence := getUint(bk.meta, keyEpoch), getUint(bk.meta, keyFence)
+	c.byStatus, c.byHold = map[Status]uint64{}, map[Hold]uint64{}
+	cur := bk.steps.Cursor()
+	for k, v := cur.First(); k != nil; k, v = cur.Next() {
+		s, err := unmarshalStep(v)
+		if err != nil {
+			c.addf("step %s: %w", k, err)
+			continue
+		}
+		c.byStatus[s.Status]++
+		c.byHold[s.Hold]++
+		c.step(string(k), s, epoch, fence)
+		for _, e := range bk.indexKeys(s) {
+			if !has(e.b, e.key) {
+				c.addf("step %s: no entry in index %s", k, bucketName(bk, e.b))
+			}
+		}
+	}
+}
+
+func (c *checker) step(key string, s *Step, epoch, fence uint64) {
+	if s.Key != key {
+		c.addf("step %s: stored under the wrong key (record says %q)", key, s.Key)
+	}
+	if s.Schema < 1 || s.Schema > SchemaVersion {
+		c.addf("step %s: schema %d (want 1 to %d)", key, s.Schema, SchemaVersion)
+	}
+	if s.Status < StatusPrepared || s.Status > StatusFailed {
+		c.addf("step %s: invalid %v", key, s.Status)
+	}
+	if s.Hold > HoldNeedsReview {
+		c.addf("step %s: invalid %v", key, s.Hold)
+	}
+	if (s.Status == StatusCommitted || s.Status == StatusVerified) && s.Response == nil && s.Evidence == "" {
+		c.addf("step %s: %v without a response or evidence", key, s.Status)
+	}
+	if s.Fence > fence {
+		c.addf("step %s: fence %d is above the fence counter %d", key, s.Fence, fence)
+	}
+	if s.Epoch > epoch {
+		c.addf("step %s: epoch %d is above the current epoch %d", key, s.Epoch, epoch)
+	}
+}
+
+// indexes checks that every index entry points at a step with that
+// attribute.
+func (c *checker) indexes(bk *buckets) {
+	c.index(bk, bk.byStatus, func(k []byte) (string, func(*Step) bool) {
+		return string(k[1:]), func(s *Step) bool { return byte(s.Status) == k[0] }
+	})
+	c.index(bk, bk.byHold, func(k []byte) (string, func(*Step) bool) {
+		return string(k[1:]), func(s *Step) bool { return s.Hold != HoldNone && byte(s.Hold) == k[0] }
+	})
+	c.index(bk, bk.byWorkflow, func(k []byte) (string, func(*Step) bool) {
+		w, key, ok := parseWorkflowIndexKey(k)
+		return key, func(s *Step) bool { return ok && w != "" && s.Workflow == w }
+	})
+	c.index(bk, bk.byUpdate, func(k []byte) (string, func(*Step) bool) {
+		if len(k) < 8 {
+			return "", nil
+		}
+		return string(k[8:]), func(s *Step) bool { return string(timeBytes(s.UpdatedAt)) == string(k[:8]) }
+	})
+}
+
+// index checks one index; split parses an entry into its step key and a
+// test of the step.
+func (c *checker) index(bk *buckets, idx *bolt.Bucket, split func(k []byte) (string, func(*Step) bool)) {
+	name := bucketName(bk, idx)
+	cur := idx.Cursor()
+	for k, _ := cur.First(); k != nil; k, _ = cur.Next() {
+		if len(k) < 2 {
+			c.addf("index %s: malformed entry %x", name, k)
+			continue
+		}
+		key, ok := split(k)
+		if ok == nil || key == "" {
+			c.addf("index %s: malformed entry %x", name, k)
+			continue
+		}
+		s, err := loadStep(bk.steps, key)
+		switch {
+		case err != nil:
+			c.addf("step %s: entry %x in index %s: %w", key, k, name, err)
+		case !ok(s):
+			c.addf("step %s: stale entry %x in index %s", key, k, name)
+		}
+	}
+}
+
+// counters compares the meta counters with the steps counted by steps.
+func (c *checker) counters(bk *buckets) {
+	for s := Status(0); s <= StatusFailed+1; s++ {
+		if got := getUint(bk.meta, countKey(keyCountStatus, byte(s))); got != c.byStatus[s] {
+			c.addf("meta: counter of %v is %d, the journal has %d", s, got, c.byStatus[s])
+		}
+	}
+	for h := HoldNone; h <= HoldNeedsReview+1; h++ {
+		if got := getUint(bk.meta, countKey(keyCountHold, byte(h))); got != c.byHold[h] {
+			c.addf("meta: counter of hold %q is %d, the journal has %d", h, got, c.byHold[h])
+		}
+	}
+}
+
+// events checks that seqs strictly increase and match their keys.
+func (c *checker) events(bk *buckets) {
+	last, top := uint64(0), bk.events.Sequence()
+	cur := bk.events.Cursor()
+	for k, v := cur.First(); k != nil; k, v = cur.Next() {
+		if len(k) != 8 {
+			c.addf("event %x: malformed seq key", k)
+			continue
+		}
+		seq := binary.BigEndian.Uint64(k)
+		var e Event
+		if err := json.Unmarshal(v, &e); err != nil {
+			c.addf("event %d: decode: %w", seq, err)
+			continue
+		}
+		switch {
+		case e.Seq != seq:
+			c.addf("event %d: record says seq %d", seq, e.Seq)
+		case seq <= last:
+			c.addf("event %d: seq does not increase (previous %d)", seq, last)
+		case seq > top:
+			c.addf("event %d: seq is above the events sequence %d", seq, top)
+		case e.Key == "":
+			c.addf("event %d: no key", seq)
+		}
+		last = seq
+	}
+}
+
+func bucketName(bk *buckets, b *bolt.Bucket) string {
+	switch b {
+	case bk.byStatus:
+		return string(bucketByStatus)
+	case bk.byHold:
+		return string(bucketByHold)
+	case bk.byWorkflow:
+		return string(bucketByWorkflow)
+	case bk.byUpdate:
+		return string(bucketByUpdated)
+	}
+	return "?"
+}

@@ -1,0 +1,88 @@
+package journal
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Errors returned by the journal, grouped by operation. Classify them with
+// errors.Is; they are wrapped as "verb object: %w" with the path or key.
+
+// Open.
+var (
+	// ErrLocked means another process (or another Open in this process)
+	// holds the journal file, and the lock was not released within
+	// Options.Timeout.
+	ErrLocked = errors.New("journal file is locked")
+	// ErrSchema means the file was written by a newer toolguard, or is not a
+	// toolguard journal.
+	ErrSchema = errors.New("unsupported journal schema")
+)
+
+// Apply.
+var (
+	// ErrNoChange is returned by a Mutation that has nothing to write. Apply
+	// then returns the current record and a nil error (or ErrNotFound when
+	// there is none).
+	ErrNoChange = errors.New("no change")
+	// ErrFenced means the step was claimed by another owner since the
+	// caller's claim, or no longer exists: the caller's write is stale and
+	// was not applied. See Fenced and FencedError.
+	ErrFenced = errors.New("fenced: step claimed by another owner")
+	// ErrInvalidChange means a Mutation returned a Change that cannot be
+	// stored (wrong key, unknown status, oversized record).
+	ErrInvalidChange = errors.New("invalid change")
+	// ErrReadOnly means the journal was opened with Options.ReadOnly.
+	ErrReadOnly = errors.New("journal is read-only")
+)
+
+// Reads.
+var (
+	// ErrNotFound means the journal has no step with that key.
+	ErrNotFound = errors.New("step not found")
+)
+
+// Any operation.
+var (
+	// ErrClosed means the journal was closed.
+	ErrClosed = errors.New("journal is closed")
+	// ErrCorrupt means a record or bucket the journal needs is missing or
+	// cannot be decoded; Check tells more.
+	ErrCorrupt = errors.New("journal is corrupt")
+)
+
+// FencedError is the error a Fenced mutation returns; it wraps ErrFenced.
+type FencedError struct {
+	// Key is the step's key; Apply fills it in.
+	Key string
+	// HeldEpoch and HeldFence are the claim of the rejected writer.
+	HeldEpoch, HeldFence uint64
+	// Epoch and Fence are the claim on the current record; both are zero
+	// when the step no longer exists (Missing).
+	Epoch, Fence uint64
+	Missing      bool
+}
+
+func (e *FencedError) Error() string {
+	if e.Missing {
+		return fmt.Sprintf("step %s: %v: held epoch %d fence %d, step no longer exists",
+			e.Key, ErrFenced, e.HeldEpoch, e.HeldFence)
+	}
+	return fmt.Sprintf("step %s: %v: held epoch %d fence %d, current epoch %d fence %d",
+		e.Key, ErrFenced, e.HeldEpoch, e.HeldFence, e.Epoch, e.Fence)
+}
+
+// Unwrap makes errors.Is(err, ErrFenced) true.
+func (e *FencedError) Unwrap() error { return ErrFenced }
+
+// panicError carries a mutation's panic from the committing goroutine to the
+// goroutine that called Apply, where it is raised again.
+type panicError struct {
+	key   string
+	value any
+	stack []byte
+}
+
+func (p *panicError) Error() string {
+	return fmt.Sprintf("journal: mutation of step %s panicked: %v\n\n%s", p.key, p.value, p.stack)
+}

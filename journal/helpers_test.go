@@ -1,0 +1,131 @@
+package journal
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// tempPath returns a journal path in a fresh directory that is removed
+// after the test, unless the test failed: then the path is logged and kept.
+func tempPath(t testing.TB) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "toolguard-journal-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "journal.db")
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("journal kept for inspection: %s", path)
+			return
+		}
+		os.RemoveAll(dir)
+	})
+	return path
+}
+
+// mustOpen opens a new journal with a test clock. Its cleanup closes it and
+// runs Check on the file.
+func mustOpen(t testing.TB) *Bolt {
+	t.Helper()
+	return mustOpenPath(t, tempPath(t), Options{Now: testClock()})
+}
+
+// mustOpenPath opens path with opts; its cleanup closes the journal and
+// runs Check on the file, failing the test with every problem.
+func mustOpenPath(t testing.TB, path string, opts Options) *Bolt {
+	t.Helper()
+	b, err := Open(path, opts)
+	if err != nil {
+		t.Fatalf("open %s: %v", path, err)
+	}
+	t.Cleanup(func() {
+		if err := b.Close(); err != nil {
+			t.Errorf("close %s: %v", path, err)
+		}
+		checkFile(t, path)
+	})
+	return b
+}
+
+// checkFile opens path read-only and fails the test with Check's problems.
+func checkFile(t testing.TB, path string) {
+	t.Helper()
+	ro, err := Open(path, Options{ReadOnly: true, Timeout: 100 * time.Millisecond})
+	if err != nil {
+		t.Errorf("check %s: %v", path, err)
+		return
+	}
+	defer ro.Close()
+	if errs := ro.Check(); len(errs) > 0 {
+		t.Errorf("check %s: %d problems:\n%v", path, len(errs), errors.Join(errs...))
+	}
+}
+
+// testClock returns a clock that starts at a fixed time and advances 1ms
+// per call.
+func testClock() func() time.Time {
+	base := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	var n atomic.Int64
+	return func() time.Time { return base.Add(time.Duration(n.Add(1)) * time.Millisecond) }
+}
+
+// put is a mutation that writes s as it is (keeping CreatedAt and claims as
+// Apply decides).
+func put(s Step) Mutation {
+	return func(*Step) (Change, error) { return Change{Step: s}, nil }
+}
+
+// transition is a mutation that changes the status (and hold) of an
+// existing step, optionally claiming it.
+func transition(to Status, hold Hold, claim bool) Mutation {
+	return func(cur *Step) (Change, error) {
+		if cur == nil {
+			return Change{}, ErrNotFound
+		}
+		cur.Status, cur.Hold = to, hold
+		if to == StatusCommitted || to == StatusVerified {
+			cur.Response = &Response{Status: 200, Body: []byte(`{}`)}
+		}
+		return Change{Step: *cur, Claim: claim}, nil
+	}
+}
+
+// start creates or restarts key as started, claimed, with Attempt+1.
+func start(key, workflow string) Mutation {
+	return func(cur *Step) (Change, error) {
+		s := Step{Key: key, API: "payments", Route: "create_invoice", Workflow: workflow}
+		if cur != nil {
+			s = *cur
+		}
+		s.Status = StatusStarted
+		s.Attempt++
+		return Change{Step: s, Event: "started", Claim: true}, nil
+	}
+}
+
+func mustApply(t testing.TB, b *Bolt, key string, m Mutation) Step {
+	t.Helper()
+	s, err := b.Apply(context.Background(), key, m)
+	if err != nil {
+		t.Fatalf("apply %s: %v", key, err)
+	}
+	return s
+}
+
+func keyN(i int) string { return fmt.Sprintf("k%06d", i) }
+
+func stepKeys(steps []Step) string {
+	keys := make([]string, len(steps))
+	for i, s := range steps {
+		keys[i] = s.Key
+	}
+	return strings.Join(keys, ",")
+}

@@ -1,0 +1,182 @@
+package journal
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// Bucket layout. Every index key ends with the step key, and index values
+// are empty: an index entry exists exactly when its step has that attribute.
+var (
+	// bucketMeta holds the schema version, the epoch, the fence counter and
+	// the step counters (keys below); values are 8-byte big-endian.
+	bucketMeta = []byte("meta")
+	// bucketSteps maps a step key to the step as JSON.
+	bucketSteps = []byte("steps")
+	// bucketEvents maps an 8-byte big-endian seq to the event as JSON; the
+	// bucket's sequence is the last seq handed out.
+	bucketEvents = []byte("events")
+	// bucketByStatus: status byte + step key.
+	bucketByStatus = []byte("idx_status")
+	// bucketByHold: hold byte + step key, for held steps only.
+	bucketByHold = []byte("idx_hold")
+	// bucketByWorkflow: uvarint(len(workflow)) + workflow + step key, for
+	// steps with a workflow only. The length prefix keeps "a"+"bc…" apart
+	// from "ab"+"c…".
+	bucketByWorkflow = []byte("idx_workflow")
+	// bucketByUpdated: 8-byte big-endian UpdatedAt (Unix ns, sign bit
+	// flipped so that order is time order) + step key.
+	bucketByUpdated = []byte("idx_updated")
+
+	allBuckets = [][]byte{bucketMeta, bucketSteps, bucketEvents,
+		bucketByStatus, bucketByHold, bucketByWorkflow, bucketByUpdated}
+)
+
+// Keys of the meta bucket.
+var (
+	keySchema = []byte("schema")
+	keyEpoch  = []byte("epoch")
+	keyFence  = []byte("fence")
+	// Step counters: prefix + status or hold byte.
+	keyCountStatus = []byte("count/status/")
+	keyCountHold   = []byte("count/hold/")
+)
+
+// Limits on what a step key and a workflow id may be, so that every index
+// key stays far below bbolt's MaxKeySize.
+const (
+	maxKeyLen      = 1024
+	maxWorkflowLen = 1024
+)
+
+// buckets are the journal's buckets within one transaction.
+type buckets struct {
+	tx                                     *bolt.Tx
+	meta, steps, events                    *bolt.Bucket
+	byStatus, byHold, byWorkflow, byUpdate *bolt.Bucket
+}
+
+func openBuckets(tx *bolt.Tx) (*buckets, error) {
+	bk := &buckets{tx: tx}
+	for _, p := range []struct {
+		b    **bolt.Bucket
+		name []byte
+	}{
+		{&bk.meta, bucketMeta}, {&bk.steps, bucketSteps}, {&bk.events, bucketEvents},
+		{&bk.byStatus, bucketByStatus}, {&bk.byHold, bucketByHold},
+		{&bk.byWorkflow, bucketByWorkflow}, {&bk.byUpdate, bucketByUpdated},
+	} {
+		if *p.b = tx.Bucket(p.name); *p.b == nil {
+			return nil, fmt.Errorf("%w: bucket %s is missing", ErrCorrupt, p.name)
+		}
+	}
+	return bk, nil
+}
+
+func statusIndexKey(s Status, key string) []byte { return append([]byte{byte(s)}, key...) }
+
+func holdIndexKey(h Hold, key string) []byte { return append([]byte{byte(h)}, key...) }
+
+func workflowPrefix(w string) []byte {
+	return append(binary.AppendUvarint(nil, uint64(len(w))), w...)
+}
+
+func workflowIndexKey(w, key string) []byte { return append(workflowPrefix(w), key...) }
+
+// parseWorkflowIndexKey splits a workflow index key; ok is false when it is
+// malformed.
+func parseWorkflowIndexKey(k []byte) (workflow, key string, ok bool) {
+	n, w := binary.Uvarint(k)
+	if w <= 0 || uint64(len(k)-w) < n {
+		return "", "", false
+	}
+	return string(k[w : w+int(n)]), string(k[w+int(n):]), true
+}
+
+func timeBytes(t time.Time) []byte {
+	return binary.BigEndian.AppendUint64(nil, uint64(t.UnixNano())^(1<<63))
+}
+
+func timeIndexKey(t time.Time, key string) []byte { return append(timeBytes(t), key...) }
+
+// indexKeys returns the index entries a step has, one per index bucket; nil
+// for an index the step is not in.
+func (bk *buckets) indexKeys(s *Step) []indexEntry {
+	e := []indexEntry{
+		{bk.byStatus, statusIndexKey(s.Status, s.Key)},
+		{bk.byUpdate, timeIndexKey(s.UpdatedAt, s.Key)},
+	}
+	if s.Hold != HoldNone {
+		e = append(e, indexEntry{bk.byHold, holdIndexKey(s.Hold, s.Key)})
+	}
+	if s.Workflow != "" {
+		e = append(e, indexEntry{bk.byWorkflow, workflowIndexKey(s.Workflow, s.Key)})
+	}
+	return e
+}
+
+type indexEntry struct {
+	b   *bolt.Bucket
+	key []byte
+}
+
+// reindex replaces the index entries and counters of old (nil for a new
+// step) with those of s.
+func (bk *buckets) reindex(old, s *Step) error {
+	if old != nil {
+		for _, e := range bk.indexKeys(old) {
+			if err := e.b.Delete(e.key); err != nil {
+				return fmt.Errorf("delete index entry: %w", err)
+			}
+		}
+		if err := bk.count(old, -1); err != nil {
+			return err
+		}
+	}
+	for _, e := range bk.indexKeys(s) {
+		if err := e.b.Put(e.key, []byte{}); err != nil {
+			return fmt.Errorf("put index entry: %w", err)
+		}
+	}
+	return bk.count(s, +1)
+}
+
+// count adds delta to the counters of s's status and hold.
+func (bk *buckets) count(s *Step, delta int64) error {
+	for _, k := range [][]byte{countKey(keyCountStatus, byte(s.Status)), countKey(keyCountHold, byte(s.Hold))} {
+		if err := putUint(bk.meta, k, uint64(int64(getUint(bk.meta, k))+delta)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// countKey is the meta key of the counter of one status or hold.
+func countKey(prefix []byte, v byte) []byte { return append(bytes.Clone(prefix), v) }
+
+// has reports whether b holds key k.
+func has(b *bolt.Bucket, k []byte) bool {
+	got, _ := b.Cursor().Seek(k)
+	return got != nil && bytes.Equal(got, k)
+}
+
+func getUint(b *bolt.Bucket, k []byte) uint64 {
+	v := b.Get(k)
+	if len(v) != 8 {
+		return 0
+	}
+	return binary.BigEndian.Uint64(v)
+}
+
+func putUint(b *bolt.Bucket, k []byte, v uint64) error {
+	if err := b.Put(k, binary.BigEndian.AppendUint64(nil, v)); err != nil {
+		return fmt.Errorf("put meta %s: %w", k, err)
+	}
+	return nil
+}
+
+func seqKey(seq uint64) []byte { return binary.BigEndian.AppendUint64(nil, seq) }

@@ -1,0 +1,161 @@
+package journal
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// defaultLimit bounds List and Events when no limit is given.
+const defaultLimit = 1000
+
+// Get returns the step of key, or an error wrapping ErrNotFound.
+func (b *Bolt) Get(key string) (Step, error) {
+	var s Step
+	err := b.view("get step "+key, func(bk *buckets) error {
+		cur, err := loadStep(bk.steps, key)
+		if err == nil {
+			s = *cur
+		}
+		return err
+	})
+	return s, err
+}
+
+// loadStep decodes the step of key; ErrNotFound when there is none.
+func loadStep(steps *bolt.Bucket, key string) (*Step, error) {
+	if key == "" {
+		return nil, ErrNotFound
+	}
+	v := steps.Get([]byte(key))
+	if v == nil {
+		return nil, ErrNotFound
+	}
+	s, err := unmarshalStep(v)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrCorrupt, err)
+	}
+	return s, nil
+}
+
+// List returns the steps that match f, at most f.Limit (default 1000).
+// Without a Status, Hold or Workflow filter it walks the update-time index
+// and returns the most recently updated steps first. With one, it walks
+// only that filter's index (the workflow's if set, else the hold's, else
+// the status's) and returns steps in key order; the other filters are
+// applied to the steps found. Filter{HoldSet: true} (steps not held) alone
+// walks the time index. An empty result is a nil slice and no error.
+func (b *Bolt) List(f Filter) ([]Step, error) {
+	limit := f.Limit
+	if limit <= 0 {
+		limit = defaultLimit
+	}
+	var out []Step
+	err := b.view("list steps", func(bk *buckets) error {
+		return bk.walk(f, func(key []byte) (bool, error) {
+			s, err := loadStep(bk.steps, string(key))
+			if err != nil {
+				return false, fmt.Errorf("step %s in index: %w", key, err)
+			}
+			if f.match(s) {
+				out = append(out, *s)
+			}
+			return len(out) < limit, nil
+		})
+	})
+	return out, err
+}
+
+func (f *Filter) match(s *Step) bool {
+	return (f.Status == StatusUnknown || s.Status == f.Status) &&
+		(!(f.HoldSet || f.Hold != HoldNone) || s.Hold == f.Hold) &&
+		(f.Workflow == "" || s.Workflow == f.Workflow)
+}
+
+// walk calls fn with the step keys of the index that best serves f, until
+// fn returns false or an error.
+func (bk *buckets) walk(f Filter, fn func(key []byte) (bool, error)) error {
+	var idx *bolt.Bucket
+	var prefix []byte
+	switch {
+	case f.Workflow != "":
+		idx, prefix = bk.byWorkflow, workflowPrefix(f.Workflow)
+	case f.Hold != HoldNone:
+		idx, prefix = bk.byHold, []byte{byte(f.Hold)}
+	case f.Status != StatusUnknown:
+		idx, prefix = bk.byStatus, []byte{byte(f.Status)}
+	default:
+		c := bk.byUpdate.Cursor()
+		for k, _ := c.Last(); k != nil; k, _ = c.Prev() {
+			if len(k) <= 8 {
+				return fmt.Errorf("%w: time index key %x", ErrCorrupt, k)
+			}
+			if more, err := fn(k[8:]); !more || err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	c := idx.Cursor()
+	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
+		if more, err := fn(k[len(prefix):]); !more || err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Events returns up to limit events with seq > after, in seq order; limit
+// 0 or less means 1000. An empty result is a nil slice and no error.
+func (b *Bolt) Events(after uint64, limit int) ([]Event, error) {
+	if limit <= 0 {
+		limit = defaultLimit
+	}
+	if after == ^uint64(0) {
+		return nil, nil
+	}
+	var out []Event
+	err := b.view("list events", func(bk *buckets) error {
+		c := bk.events.Cursor()
+		for k, v := c.Seek(seqKey(after + 1)); k != nil && len(out) < limit; k, v = c.Next() {
+			var e Event
+			if err := json.Unmarshal(v, &e); err != nil {
+				return fmt.Errorf("%w: decode event %x: %v", ErrCorrupt, k, err)
+			}
+			out = append(out, e)
+		}
+		return nil
+	})
+	return out, err
+}
+
+// LastSeq returns the seq of the latest event; 0 when there is none.
+func (b *Bolt) LastSeq() (uint64, error) {
+	var seq uint64
+	err := b.view("read last event seq", func(bk *buckets) error {
+		seq = bk.events.Sequence()
+		return nil
+	})
+	return seq, err
+}
+
+// Count returns the numbers of steps by status and by hold. It reads
+// counters kept in the meta bucket, so its cost does not depend on the size
+// of the journal.
+func (b *Bolt) Count() (Counts, error) {
+	c := Counts{Status: map[Status]int{}, Hold: map[Hold]int{}}
+	err := b.view("count steps", func(bk *buckets) error {
+		for s := StatusPrepared; s <= StatusFailed; s++ {
+			n := int(getUint(bk.meta, countKey(keyCountStatus, byte(s))))
+			c.Status[s] = n
+			c.Steps += n
+		}
+		for h := HoldNone; h <= HoldNeedsReview; h++ {
+			c.Hold[h] = int(getUint(bk.meta, countKey(keyCountHold, byte(h))))
+		}
+		return nil
+	})
+	return c, err
+}

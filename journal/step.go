@@ -1,0 +1,185 @@
+package journal
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"time"
+)
+
+// SchemaVersion is the version of the Step record layout written by this build.
+const SchemaVersion = 1
+
+// Status is the state of a step (see DESIGN.md, "Step states").
+type Status uint8
+
+const (
+	// StatusUnknown is the zero value; it is never stored.
+	StatusUnknown Status = iota
+	// StatusPrepared: the intent is recorded and certainly not sent.
+	StatusPrepared
+	// StatusStarted: the request was possibly sent; its outcome is not recorded.
+	StatusStarted
+	// StatusCommitted: the upstream answered with a definitive success.
+	StatusCommitted
+	// StatusVerified: the effect was confirmed by a verification probe.
+	StatusVerified
+	// StatusFailed: a definitive failure, or not executed at all.
+	StatusFailed
+)
+
+var statusNames = [...]string{"", "prepared", "started", "committed", "verified", "failed"}
+
+func (s Status) String() string {
+	if int(s) < len(statusNames) {
+		return statusNames[s]
+	}
+	return fmt.Sprintf("status(%d)", s)
+}
+
+// ParseStatus parses a status name as printed by String.
+func ParseStatus(s string) (Status, error) {
+	for i, n := range statusNames {
+		if i > 0 && n == s {
+			return Status(i), nil
+		}
+	}
+	return StatusUnknown, fmt.Errorf("unknown step status %q (want prepared, started, committed, verified or failed)", s)
+}
+
+// MarshalText implements encoding.TextMarshaler.
+func (s Status) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
+
+// UnmarshalText implements encoding.TextUnmarshaler.
+func (s *Status) UnmarshalText(b []byte) error {
+	v, err := ParseStatus(string(b))
+	*s = v
+	return err
+}
+
+// Hold says why a step must not be forwarded until an operator acts.
+type Hold uint8
+
+const (
+	// HoldNone: the step is not held.
+	HoldNone Hold = iota
+	// HoldAwaitingApproval: the route needs an operator's approval first.
+	HoldAwaitingApproval
+	// HoldNeedsReview: the outcome is uncertain or the effect was not seen.
+	HoldNeedsReview
+)
+
+var holdNames = [...]string{"", "awaiting_approval", "needs_review"}
+
+func (h Hold) String() string {
+	if int(h) < len(holdNames) {
+		return holdNames[h]
+	}
+	return fmt.Sprintf("hold(%d)", h)
+}
+
+// ParseHold parses a hold name; the empty string is HoldNone.
+func ParseHold(s string) (Hold, error) {
+	for i, n := range holdNames {
+		if n == s {
+			return Hold(i), nil
+		}
+	}
+	return HoldNone, fmt.Errorf("unknown hold %q (want awaiting_approval or needs_review)", s)
+}
+
+// MarshalText implements encoding.TextMarshaler.
+func (h Hold) MarshalText() ([]byte, error) { return []byte(h.String()), nil }
+
+// UnmarshalText implements encoding.TextUnmarshaler.
+func (h *Hold) UnmarshalText(b []byte) error {
+	v, err := ParseHold(string(b))
+	*h = v
+	return err
+}
+
+// Step is the journal record of one idempotency key. It never holds a
+// credential or a request body: only hashes of them.
+type Step struct {
+	Schema   int    `json:"schema"`
+	Key      string `json:"key"`
+	API      string `json:"api"`
+	Route    string `json:"route"`
+	Workflow string `json:"workflow,omitempty"`
+
+	Status     Status `json:"status"`
+	Hold       Hold   `json:"hold"`
+	HoldReason string `json:"hold_reason,omitempty"`
+
+	// Attempt counts the times the request was (possibly) sent upstream.
+	Attempt int `json:"attempt"`
+	// Retryable marks a failed step that may be executed again.
+	Retryable bool `json:"retryable,omitempty"`
+
+	// Epoch and Fence identify the owner of the latest claim (see package doc).
+	Epoch uint64 `json:"epoch"`
+	Fence uint64 `json:"fence"`
+
+	// Method, Host and Path describe the target; the query string is not
+	// kept because APIs put secrets there.
+	Method string `json:"method"`
+	Host   string `json:"host"`
+	Path   string `json:"path"`
+
+	// BodyHash is the sha256 of the canonical whole request body; approvals
+	// and reviews bind to it.
+	BodyHash string `json:"body_hash"`
+	// ApprovedBodyHash is set when an operator approved the request with
+	// that body; it is consumed by the one forward it allows.
+	ApprovedBodyHash string `json:"approved_body_hash,omitempty"`
+
+	OperationID string    `json:"operation_id,omitempty"`
+	Response    *Response `json:"response,omitempty"`
+	// Evidence says how the current status was established, in words.
+	Evidence  string `json:"evidence,omitempty"`
+	LastError string `json:"last_error,omitempty"`
+
+	// Decision records the last operator decision on the step: approved,
+	// resolved_committed or resolved_not_executed; empty when none.
+	Decision string `json:"decision,omitempty"`
+
+	PromptVersion string `json:"prompt_version,omitempty"`
+	PolicyVersion string `json:"policy_version,omitempty"`
+
+	CreatedAt time.Time `json:"created_at"`
+	UpdatedAt time.Time `json:"updated_at"`
+	// VerifyBy is the deadline of a pending verification; zero when none is
+	// pending.
+	VerifyBy time.Time `json:"verify_by,omitzero"`
+}
+
+// Response is an upstream answer as stored for replay. Header holds only
+// headers that are safe to keep (no cookies, no credentials).
+type Response struct {
+	Status int         `json:"status"`
+	Header http.Header `json:"header,omitempty"`
+	Body   []byte      `json:"body,omitempty"`
+	// BodyHash is the sha256 of the full body as received.
+	BodyHash string `json:"body_hash"`
+	// Truncated is set when the body was larger than the store limit and
+	// only its hash was kept.
+	Truncated bool `json:"truncated,omitempty"`
+}
+
+// Held reports whether the step must not be forwarded.
+func (s *Step) Held() bool { return s.Hold != HoldNone }
+
+// Terminal reports whether the step has a stored, definitive outcome.
+func (s *Step) Terminal() bool {
+	return s.Status == StatusCommitted || s.Status == StatusVerified || (s.Status == StatusFailed && !s.Retryable)
+}
+
+func (s *Step) marshal() ([]byte, error) { return json.Marshal(s) }
+
+func unmarshalStep(b []byte) (*Step, error) {
+	var s Step
+	if err := json.Unmarshal(b, &s); err != nil {
+		return nil, fmt.Errorf("decode step: %w", err)
+	}
+	return &s, nil
+}

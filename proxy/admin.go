@@ -1,0 +1,224 @@
+package proxy
+
+import (
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync/atomic"
+
+	"github.com/toolguard/toolguard/journal"
+)
+
+// Store is what the admin API reads and writes.
+type Store interface {
+	Journal
+	List(f journal.Filter) ([]journal.Step, error)
+	Events(after uint64, limit int) ([]journal.Event, error)
+}
+
+// AdminOptions configure the admin API.
+type AdminOptions struct {
+	Store Store
+	// Token is the operator's bearer token; empty means no auth (only
+	// allowed on loopback, which the config enforces).
+	Token string
+	// AgentToken may read steps and workflows but never approve or resolve.
+	AgentToken string
+	// Ready reports readiness; nil means always ready.
+	Ready func() bool
+	// Extra mounts more handlers (metrics, workflows) on the same mux.
+	Extra  func(mux *http.ServeMux, auth func(role Role, h http.HandlerFunc) http.HandlerFunc)
+	Logger *slog.Logger
+}
+
+// Role is what a bearer token may do.
+type Role uint8
+
+const (
+	// RoleAgent reads steps and workflows and writes checkpoints.
+	RoleAgent Role = iota + 1
+	// RoleOperator may do everything, approvals and resolutions included.
+	RoleOperator
+)
+
+// Admin is the admin API handler.
+type Admin struct {
+	opts  AdminOptions
+	mux   *http.ServeMux
+	log   *slog.Logger
+	ready atomic.Bool
+}
+
+// NewAdmin builds the admin API.
+func NewAdmin(opts AdminOptions) *Admin {
+	a := &Admin{opts: opts, mux: http.NewServeMux(), log: opts.Logger}
+	if a.log == nil {
+		a.log = slog.New(slog.DiscardHandler)
+	}
+	a.ready.Store(true)
+	m := a.mux
+	m.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { writeJSON(w, http.StatusOK, map[string]string{"status": "ok"}) })
+	m.HandleFunc("GET /readyz", a.readyz)
+	m.HandleFunc("GET /v1/steps", a.auth(RoleAgent, a.listSteps))
+	m.HandleFunc("GET /v1/steps/{key}", a.auth(RoleAgent, a.getStep))
+	m.HandleFunc("POST /v1/steps/{key}/approve", a.auth(RoleOperator, a.approve))
+	m.HandleFunc("POST /v1/steps/{key}/resolve", a.auth(RoleOperator, a.resolve))
+	m.HandleFunc("GET /v1/events", a.auth(RoleAgent, a.events))
+	if opts.Extra != nil {
+		opts.Extra(m, a.auth)
+	}
+	return a
+}
+
+// ServeHTTP implements http.Handler.
+func (a *Admin) ServeHTTP(w http.ResponseWriter, r *http.Request) { a.mux.ServeHTTP(w, r) }
+
+// SetReady flips /readyz (false during shutdown).
+func (a *Admin) SetReady(v bool) { a.ready.Store(v) }
+
+func (a *Admin) readyz(w http.ResponseWriter, r *http.Request) {
+	if !a.ready.Load() || (a.opts.Ready != nil && !a.opts.Ready()) {
+		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "not ready"})
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+}
+
+// auth admits a request whose bearer token grants at least role. Tokens
+// are compared in constant time.
+func (a *Admin) auth(role Role, h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if a.opts.Token == "" {
+			h(w, r)
+			return
+		}
+		got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		var granted Role
+		switch {
+		case ok && tokenEqual(got, a.opts.Token):
+			granted = RoleOperator
+		case ok && a.opts.AgentToken != "" && tokenEqual(got, a.opts.AgentToken):
+			granted = RoleAgent
+		}
+		if granted == 0 {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="toolguard"`)
+			adminProblem(w, http.StatusUnauthorized, "unauthorized", "a valid bearer token is required")
+			return
+		}
+		if granted < role {
+			adminProblem(w, http.StatusForbidden, "forbidden", "this token may not do that: approvals and resolutions need the operator token")
+			return
+		}
+		h(w, r)
+	}
+}
+
+func tokenEqual(got, want string) bool {
+	return subtle.ConstantTimeCompare([]byte(got), []byte(want)) == 1
+}
+
+func (a *Admin) listSteps(w http.ResponseWriter, r *http.Request) {
+	f, err := parseFilter(r)
+	if err != nil {
+		adminProblem(w, http.StatusBadRequest, "bad-request", err.Error())
+		return
+	}
+	steps, err := a.opts.Store.List(f)
+	if err != nil {
+		adminProblem(w, http.StatusInternalServerError, "journal", err.Error())
+		return
+	}
+	if steps == nil {
+		steps = []journal.Step{}
+	}
+	views := make([]StepView, len(steps))
+	for i := range steps {
+		views[i] = ViewOf(&steps[i])
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"steps": views})
+}
+
+func parseFilter(r *http.Request) (journal.Filter, error) {
+	q := r.URL.Query()
+	var f journal.Filter
+	var err error
+	if v := q.Get("status"); v != "" {
+		if f.Status, err = journal.ParseStatus(v); err != nil {
+			return f, err
+		}
+	}
+	if q.Has("hold") {
+		if f.Hold, err = journal.ParseHold(q.Get("hold")); err != nil {
+			return f, err
+		}
+		f.HoldSet = true
+	}
+	f.Workflow = q.Get("workflow")
+	if v := q.Get("limit"); v != "" {
+		if f.Limit, err = strconv.Atoi(v); err != nil || f.Limit < 0 {
+			return f, fmt.Errorf("limit: want a positive number (got %q)", v)
+		}
+	}
+	return f, nil
+}
+
+func (a *Admin) getStep(w http.ResponseWriter, r *http.Request) {
+	st, err := a.opts.Store.Get(r.PathValue("key"))
+	if err != nil {
+		a.journalError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, ViewOf(&st))
+}
+
+func (a *Admin) events(w http.ResponseWriter, r *http.Request) {
+	var after uint64
+	if v := r.URL.Query().Get("after"); v != "" {
+		n, err := strconv.ParseUint(v, 10, 64)
+		if err != nil {
+			adminProblem(w, http.StatusBadRequest, "bad-request", fmt.Sprintf("after: want a sequence number (got %q)", v))
+			return
+		}
+		after = n
+	}
+	limit, _ := strconv.Atoi(r.URL.Query().Get("limit"))
+	evs, err := a.opts.Store.Events(after, limit)
+	if err != nil {
+		a.journalError(w, err)
+		return
+	}
+	if evs == nil {
+		evs = []journal.Event{}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"events": evs})
+}
+
+func (a *Admin) journalError(w http.ResponseWriter, err error) {
+	switch {
+	case errors.Is(err, journal.ErrNotFound):
+		adminProblem(w, http.StatusNotFound, "not-found", "no step has that key")
+	case errors.Is(err, errNotHeld):
+		adminProblem(w, http.StatusConflict, "not-held", err.Error())
+	default:
+		a.log.Error("admin journal access failed", slog.Any("error", err))
+		adminProblem(w, http.StatusInternalServerError, "journal", err.Error())
+	}
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	enc.Encode(v)
+}
+
+func adminProblem(w http.ResponseWriter, status int, typ, detail string) {
+	p := &Problem{Type: "urn:toolguard:admin:" + typ, Title: http.StatusText(status), Status: status, Detail: detail}
+	p.write(w)
+}

@@ -1,0 +1,141 @@
+package proxy
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/toolguard/toolguard/journal"
+)
+
+// replay answers from a step's stored outcome.
+func (s *Server) replay(c *call, st *journal.Step, outcome string, d Decision) *answer {
+	var resp *http.Response
+	switch r := st.Response; {
+	case r == nil:
+		// Established by a lookup or an operator: no upstream answer exists.
+		resp = s.evidenceResponse(c.in, st)
+		outcome = OutcomeRecovered
+	case r.Truncated:
+		body, _ := json.Marshal(map[string]any{
+			"toolguard":    "the original response body was larger than limits.max_stored_response; only its hash was kept",
+			"status":       r.Status,
+			"body_sha256":  r.BodyHash,
+			"operation_id": st.OperationID,
+		})
+		h := r.Header.Clone()
+		h.Set("Content-Type", "application/json")
+		h.Set("Toolguard-Body-Truncated", "true")
+		resp = bodyResponse(c.in, r.Status, h, body)
+	default:
+		resp = bodyResponse(c.in, r.Status, r.Header.Clone(), r.Body)
+	}
+	resp.Header.Set(HeaderKey, st.Key)
+	resp.Header.Set(HeaderOutcome, outcome)
+	if outcome == OutcomeReplayed {
+		resp.Header.Set(HeaderReplayed, "true")
+	}
+	return &answer{resp: resp, outcome: outcome, decision: d, attempt: st.Attempt}
+}
+
+// evidenceResponse answers a committed step for which no upstream response
+// was ever received: it was established by a lookup or an operator.
+func (s *Server) evidenceResponse(req *http.Request, st *journal.Step) *http.Response {
+	body, _ := json.Marshal(struct {
+		Resolved    string `json:"resolved"`
+		OperationID string `json:"operation_id"`
+		Note        string `json:"note"`
+	}{st.Status.String(), st.OperationID, strings.TrimPrefix(st.Evidence, "operator: ")})
+	h := http.Header{"Content-Type": {"application/json"}}
+	return bodyResponse(req, http.StatusOK, h, append(body, '\n'))
+}
+
+// recoveredAnswer answers from a lookup's evidence.
+func (s *Server) recoveredAnswer(c *call, st *journal.Step, d Decision) *answer {
+	return s.replay(c, st, OutcomeRecovered, d)
+}
+
+// blocked answers a held step with the problem its hold calls for.
+func (s *Server) blocked(c *call, st *journal.Step, d Decision) *answer {
+	key := st.Key
+	var p *Problem
+	switch {
+	case d.Hold == journal.HoldAwaitingApproval:
+		p = newProblem(ProblemAwaitingApproval, key, "an operator must approve this call: toolguard review approve "+key)
+		p.RetryAfter = 30 * time.Second
+	case d.Reason == ReasonVersionChanged:
+		p = newProblem(ProblemVersionChanged, key, "the prompt or policy version changed in the middle of the workflow; an operator must review it")
+	case d.Reason == ReasonRetryBudget:
+		p = newProblem(ProblemRetryBudget, key, "the call failed on every allowed attempt; an operator must review it")
+	case d.Reason == ReasonNotVisible:
+		p = newProblem(ProblemAmbiguousEffect, key, "the call was answered but its effect never became visible; held for review")
+	default:
+		p = newProblem(ProblemAmbiguousEffect, key, "the call may have taken effect and cannot be checked; held for review ("+d.Reason+")")
+	}
+	a := s.problemWith(c, p, d)
+	a.outcome = OutcomeBlocked
+	a.resp.Header.Set(HeaderOutcome, OutcomeBlocked)
+	return a
+}
+
+func (s *Server) problem(c *call, p *Problem) *answer {
+	return s.problemWith(c, p, Decision{})
+}
+
+func (s *Server) problemWith(c *call, p *Problem, d Decision) *answer {
+	resp := p.response(c.in)
+	outcome := OutcomeBlocked
+	if p.Key != "" {
+		resp.Header.Set(HeaderKey, p.Key)
+	}
+	resp.Header.Set(HeaderOutcome, outcome)
+	return &answer{resp: resp, outcome: outcome, decision: d}
+}
+
+// Log keys of the decision line.
+const (
+	logKey      = "key"
+	logAPI      = "api"
+	logRoute    = "route"
+	logOutcome  = "outcome"
+	logAction   = "action"
+	logStatus   = "status"
+	logAttempt  = "attempt"
+	logDuration = "duration"
+	logWhy      = "why"
+)
+
+// logDecision writes the one decision line of a guarded call: key, route,
+// outcome and duration; never a credential, never a body.
+func (s *Server) logDecision(c *call, a *answer) {
+	level := slog.LevelInfo
+	if a.outcome == OutcomeBlocked {
+		level = slog.LevelWarn
+	}
+	key := ""
+	if c.intent != nil {
+		key = c.intent.Key
+	}
+	s.log.LogAttrs(c.in.Context(), level, "guarded call",
+		slog.String(logKey, key),
+		slog.String(logAPI, c.route.API.Name),
+		slog.String(logRoute, c.route.Name),
+		slog.String(logOutcome, a.outcome),
+		slog.String(logAction, a.decision.Action.String()),
+		slog.Int(logStatus, a.resp.StatusCode),
+		slog.Int(logAttempt, a.attempt),
+		slog.Duration(logDuration, time.Since(c.start)),
+		slog.String(logWhy, a.decision.Why),
+	)
+}
+
+var (
+	_ = bytes.NewReader
+	_ = io.EOF
+	_ = strconv.Itoa
+)

@@ -1,0 +1,192 @@
+package proxy
+
+import (
+	"fmt"
+
+	"github.com/toolguard/toolguard/journal"
+	"github.com/toolguard/toolguard/rules"
+)
+
+// Strategy is how an interrupted call of a route can be resolved.
+type Strategy uint8
+
+const (
+	// StrategyNone: neither native idempotency nor a lookup.
+	StrategyNone Strategy = iota
+	// StrategyNative: the provider dedupes on the key; re-send it.
+	StrategyNative
+	// StrategyLookup: ask the provider whether the call took effect.
+	StrategyLookup
+)
+
+var strategyNames = [...]string{"none", "native", "lookup"}
+
+func (s Strategy) String() string { return strategyNames[s] }
+
+// LookupAnswer is what a lookup said about an interrupted call.
+type LookupAnswer uint8
+
+const (
+	LookupNotAsked LookupAnswer = iota
+	LookupFound
+	LookupAbsent
+	LookupUnknown
+)
+
+var lookupNames = [...]string{"not_asked", "found", "absent", "unknown"}
+
+func (a LookupAnswer) String() string { return lookupNames[a] }
+
+// Action is what the pipeline does with an arriving request.
+type Action uint8
+
+const (
+	// ActionForward sends the request upstream after claiming the step.
+	ActionForward Action = iota + 1
+	// ActionReplay answers from the stored outcome.
+	ActionReplay
+	// ActionWait waits for the call in flight in this process.
+	ActionWait
+	// ActionLookup asks the provider before deciding.
+	ActionLookup
+	// ActionRecordFound records the lookup's evidence as the outcome.
+	ActionRecordFound
+	// ActionHold puts the step on hold and answers with a problem.
+	ActionHold
+	// ActionBlock answers with a problem; the step is already held.
+	ActionBlock
+	// ActionMismatch answers payload-mismatch; nothing changes.
+	ActionMismatch
+)
+
+var actionNames = [...]string{"", "forward", "replay", "wait", "lookup", "record_found", "hold", "block", "mismatch"}
+
+func (a Action) String() string { return actionNames[a] }
+
+// Hold reasons, stored in Step.HoldReason.
+const (
+	ReasonApproval        = "approval_required"
+	ReasonOutcomeUnknown  = "outcome_unknown"
+	ReasonLookupUnknown   = "lookup_unknown"
+	ReasonNotVisible      = "effect_not_visible"
+	ReasonRetryBudget     = "retry_budget_exhausted"
+	ReasonVersionChanged  = "version_changed"
+	ReasonResolvedPending = "resolved"
+)
+
+// Situation is everything the recovery table looks at.
+type Situation struct {
+	// Step is the current record; nil for a new key.
+	Step *journal.Step
+	// InFlight: a live call with this key runs in this process.
+	InFlight bool
+	Strategy Strategy
+	Effect   rules.Effect
+	Approval bool
+	// BodyHash of the arriving request.
+	BodyHash string
+	// Lookup is the answer of a lookup made for the step's current fence.
+	Lookup LookupAnswer
+	// MaxAttempts bounds re-execution of failed, retryable steps.
+	MaxAttempts int
+}
+
+// Decision is the table's answer.
+type Decision struct {
+	Action Action
+	// Hold and Reason describe the hold ActionHold places or ActionBlock
+	// reports.
+	Hold   journal.Hold
+	Reason string
+	// Recovered marks a forward or answer that resolves an interrupted call.
+	Recovered bool
+	// Why is a short explanation for events and logs.
+	Why string
+}
+
+// Decide is the recovery table of DESIGN.md ("Step states" and "Recovery of
+// a started step"): a pure function of the step, the route's strategy and
+// effect, and what a lookup said.
+func Decide(s Situation) Decision {
+	st := s.Step
+	if st == nil {
+		if s.Approval {
+			return Decision{Action: ActionHold, Hold: journal.HoldAwaitingApproval, Reason: ReasonApproval, Why: "route requires approval"}
+		}
+		return Decision{Action: ActionForward, Why: "new intent"}
+	}
+	if st.Held() {
+		return decideHeld(s)
+	}
+	switch st.Status {
+	case journal.StatusCommitted, journal.StatusVerified:
+		return Decision{Action: ActionReplay, Why: "outcome stored"}
+	case journal.StatusFailed:
+		if !st.Retryable {
+			return Decision{Action: ActionReplay, Why: "definitive failure stored"}
+		}
+		if s.MaxAttempts > 0 && st.Attempt >= s.MaxAttempts {
+			return Decision{Action: ActionHold, Hold: journal.HoldNeedsReview, Reason: ReasonRetryBudget,
+				Why: fmt.Sprintf("retry budget of %d attempts exhausted", s.MaxAttempts)}
+		}
+		return Decision{Action: ActionForward, Why: "retryable failure"}
+	case journal.StatusPrepared:
+		// An approval or a "not executed" resolution binds to the body the
+		// operator saw, and lets exactly that body through.
+		if st.ApprovedBodyHash != "" && s.BodyHash != st.ApprovedBodyHash {
+			return Decision{Action: ActionMismatch, Why: "body differs from the approved one"}
+		}
+		return Decision{Action: ActionForward, Why: "prepared, not sent"}
+	case journal.StatusStarted:
+		if s.InFlight {
+			return Decision{Action: ActionWait, Why: "in flight"}
+		}
+		return decideStarted(s)
+	}
+	return Decision{Action: ActionHold, Hold: journal.HoldNeedsReview, Reason: ReasonOutcomeUnknown, Why: "unknown step status " + st.Status.String()}
+}
+
+// decideStarted resolves a started step that is not in flight here: its
+// outcome is unknown.
+func decideStarted(s Situation) Decision {
+	switch s.Strategy {
+	case StrategyNative:
+		return Decision{Action: ActionForward, Recovered: true, Why: "re-send: provider dedupes on the key"}
+	case StrategyLookup:
+		switch s.Lookup {
+		case LookupFound:
+			return Decision{Action: ActionRecordFound, Recovered: true, Why: "lookup found the effect"}
+		case LookupAbsent:
+			return Decision{Action: ActionForward, Recovered: true, Why: "lookup found no effect: send again"}
+		case LookupUnknown:
+			return Decision{Action: ActionHold, Hold: journal.HoldNeedsReview, Reason: ReasonLookupUnknown, Why: "lookup could not tell"}
+		default:
+			return Decision{Action: ActionLookup, Why: "outcome unknown: ask the provider"}
+		}
+	}
+	if s.Effect == rules.EffectReversible {
+		return Decision{Action: ActionForward, Recovered: true, Why: "re-send: route is reversible and cannot be queried"}
+	}
+	return Decision{Action: ActionHold, Hold: journal.HoldNeedsReview, Reason: ReasonOutcomeUnknown, Why: "outcome unknown, cannot be queried, irreversible"}
+}
+
+// decideHeld answers a held step. It stays blocked until an operator acts;
+// a retry whose body differs from the one under review is told so.
+func decideHeld(s Situation) Decision {
+	st := s.Step
+	if st.BodyHash != "" && s.BodyHash != st.BodyHash {
+		return Decision{Action: ActionMismatch, Hold: st.Hold, Reason: st.HoldReason, Why: "body differs from the one held for " + st.Hold.String()}
+	}
+	return Decision{Action: ActionBlock, Hold: st.Hold, Reason: st.HoldReason, Why: "held: " + st.HoldReason}
+}
+
+// strategyOf reports how interrupted calls of r are resolved.
+func strategyOf(r *rules.Route) Strategy {
+	switch {
+	case r.NativeIdempotency != nil:
+		return StrategyNative
+	case r.Lookup != nil:
+		return StrategyLookup
+	}
+	return StrategyNone
+}

@@ -1,0 +1,21 @@
+// Package proxy is toolguard's forward proxy: it accepts HTTP and CONNECT
+// requests from agents, intercepts TLS for the hosts named in rules, and runs
+// every side-effecting call through the guard pipeline, which decides to
+// forward, replay, wait or block it. It also serves the admin API that
+// operators use to inspect the journal and resolve holds.
+//
+// # The guard pipeline
+//
+// For a request that a rule describes, the pipeline derives the key of its
+// business intent, records the step as started in the journal before a byte
+// goes upstream, forwards it (with the key in the provider's idempotency
+// header where the rule names one), records the outcome, and only then
+// answers the agent. A duplicate is answered from the journal. A step whose
+// outcome is unknown is resolved by the recovery table in recovery.go, never
+// by blindly sending it again.
+//
+// # Dependencies
+//
+// The package consumes the journal through the small Journal interface and
+// rules through *rules.Set; neither knows about this package.
+package proxy

@@ -1,0 +1,167 @@
+package proxy
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptrace"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/toolguard/toolguard/journal"
+	"github.com/toolguard/toolguard/rules"
+)
+
+// result is what came back from one upstream attempt.
+type result struct {
+	resp *http.Response
+	body []byte
+	err  error
+	// sent is false only when no connection was made, so nothing can have
+	// reached the upstream.
+	sent bool
+}
+
+// forward sends a claimed step upstream, records the outcome durably and
+// only then answers. It returns an error wrapping journal.ErrFenced when
+// the step was taken over while the call ran.
+func (s *Server) forward(c *call, st journal.Step, fl *flight, d Decision) (*answer, error) {
+	defer s.flights.finish(st.Key, fl)
+	res := s.send(c)
+	rec, err := s.journal.Apply(context.Background(), st.Key, journal.Fenced(st.Epoch, st.Fence, func(cur *journal.Step) (journal.Change, error) {
+		return s.outcomeChange(c, cur, res), nil
+	}))
+	if err != nil {
+		return nil, err
+	}
+	outcome := OutcomeForwarded
+	if d.Recovered {
+		outcome = OutcomeRecovered
+	}
+	switch {
+	case res.err != nil && !res.sent:
+		return s.problemWith(c, newProblem(ProblemUpstreamUnreachable, st.Key, "nothing was sent: "+res.err.Error()+"; safe to retry"), d), nil
+	case rec.Status == journal.StatusStarted:
+		return s.problemWith(c, newProblem(ProblemOutcomeUnknown, st.Key, "the call was sent but its outcome is unknown ("+rec.LastError+"); the next retry resolves it"), d), nil
+	}
+	a := s.replay(c, &rec, outcome, d)
+	if rec.Response != nil && rec.Response.Truncated {
+		// The stored copy holds only the hash: this first answer gets the
+		// whole body as received.
+		a.resp.Body = io.NopCloser(bytes.NewReader(res.body))
+		a.resp.ContentLength = int64(len(res.body))
+		a.resp.Header.Set("Content-Length", strconv.Itoa(len(res.body)))
+	}
+	return a, nil
+}
+
+// send makes one upstream attempt. The agent going away does not cancel
+// it: an abandoned call would only turn a known outcome into an unknown one.
+func (s *Server) send(c *call) result {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(c.in.Context()), s.opts.UpstreamTimeout)
+	defer cancel()
+	var sent atomic.Bool
+	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
+		GotConn: func(httptrace.GotConnInfo) { sent.Store(true) },
+	})
+	out, err := s.outbound(ctx, c)
+	if err != nil {
+		return result{err: err}
+	}
+	resp, err := s.upstream.RoundTrip(out)
+	if err != nil {
+		return result{err: err, sent: sent.Load()}
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return result{err: fmt.Errorf("read response: %w", err), sent: true}
+	}
+	return result{resp: resp, body: body, sent: true}
+}
+
+// outbound builds the upstream request: the agent's request minus
+// toolguard's and hop-by-hop headers, with the derived key as the
+// provider's idempotency key where the rule names one.
+func (s *Server) outbound(ctx context.Context, c *call) (*http.Request, error) {
+	body := c.body
+	h := outboundHeader(c.in.Header)
+	if ni := c.route.NativeIdempotency; ni != nil {
+		if ni.Header != "" {
+			h.Set(ni.Header, c.intent.Key)
+		} else {
+			b, err := rules.SetBodyField(c.in.Header.Get("Content-Type"), body, ni.Body, c.intent.Key)
+			if err != nil {
+				return nil, fmt.Errorf("set idempotency key in body: %w", err)
+			}
+			body = b
+		}
+	}
+	u := *c.in.URL
+	out, err := http.NewRequestWithContext(ctx, c.in.Method, u.String(), bytes.NewReader(body))
+	if err != nil {
+		return nil, fmt.Errorf("build upstream request: %w", err)
+	}
+	out.Header = h
+	out.Host = c.in.Host
+	if len(body) == 0 {
+		out.Body = http.NoBody
+	}
+	out.ContentLength = int64(len(body))
+	return out, nil
+}
+
+// outcomeChange classifies an attempt into the step's next record.
+func (s *Server) outcomeChange(c *call, st *journal.Step, res result) journal.Change {
+	next := *st
+	switch {
+	case res.err != nil && !res.sent:
+		next.Status, next.Retryable = journal.StatusFailed, true
+		next.LastError = "not executed: " + res.err.Error()
+		return journal.Change{Step: next, Event: "failed", Reason: "upstream unreachable; nothing was sent"}
+	case res.err != nil:
+		next.LastError = res.err.Error()
+		return journal.Change{Step: next, Event: "outcome_unknown", Reason: "sent, no answer: " + res.err.Error()}
+	case res.resp.StatusCode >= 500:
+		next.LastError = "upstream answered " + res.resp.Status
+		return journal.Change{Step: next, Event: "outcome_unknown", Reason: "upstream " + strconv.Itoa(res.resp.StatusCode) + " after the request was sent"}
+	}
+	next.Response = s.storedResponse(res)
+	next.LastError = ""
+	if res.resp.StatusCode >= 400 {
+		next.Status = journal.StatusFailed
+		next.Retryable = retryableStatus(res.resp.StatusCode)
+		return journal.Change{Step: next, Event: "failed", Reason: "upstream answered " + res.resp.Status}
+	}
+	next.Status, next.Retryable = journal.StatusCommitted, false
+	next.OperationID = c.route.OperationID.Extract(res.resp.Header, res.body)
+	next.Evidence = "upstream answered " + res.resp.Status
+	return journal.Change{Step: next, Event: "committed", Reason: "upstream answered " + res.resp.Status}
+}
+
+// retryableStatus reports 4xx answers that mean "not done, try again".
+func retryableStatus(code int) bool {
+	return code == http.StatusRequestTimeout || code == http.StatusTooEarly || code == http.StatusTooManyRequests
+}
+
+func (s *Server) storedResponse(res result) *journal.Response {
+	sum := sha256.Sum256(res.body)
+	r := &journal.Response{
+		Status:   res.resp.StatusCode,
+		Header:   storableHeader(res.resp.Header),
+		BodyHash: hex.EncodeToString(sum[:]),
+	}
+	if int64(len(res.body)) > s.opts.MaxStoredResponse {
+		r.Truncated = true
+	} else {
+		r.Body = res.body
+	}
+	return r
+}
+
+var _ = time.Second

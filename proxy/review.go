@@ -1,0 +1,193 @@
+package proxy
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"time"
+
+	"github.com/toolguard/toolguard/journal"
+)
+
+// StepView is the JSON shape of a step in the admin API and the CLI. It
+// carries the stored response's status and hash, never its body.
+type StepView struct {
+	Key            string    `json:"key"`
+	API            string    `json:"api"`
+	Route          string    `json:"route"`
+	Workflow       string    `json:"workflow"`
+	Status         string    `json:"status"`
+	Hold           string    `json:"hold"`
+	HoldReason     string    `json:"hold_reason,omitempty"`
+	Attempt        int       `json:"attempt"`
+	Retryable      bool      `json:"retryable,omitempty"`
+	OperationID    string    `json:"operation_id"`
+	Method         string    `json:"method"`
+	Target         string    `json:"target"`
+	BodyHash       string    `json:"body_hash"`
+	ResponseStatus int       `json:"response_status,omitempty"`
+	ResponseHash   string    `json:"response_hash,omitempty"`
+	ResponseBytes  int       `json:"response_bytes,omitempty"`
+	Evidence       string    `json:"evidence,omitempty"`
+	LastError      string    `json:"last_error,omitempty"`
+	Decision       string    `json:"decision,omitempty"`
+	PromptVersion  string    `json:"prompt_version,omitempty"`
+	PolicyVersion  string    `json:"policy_version,omitempty"`
+	Epoch          uint64    `json:"epoch"`
+	Fence          uint64    `json:"fence"`
+	CreatedAt      time.Time `json:"created_at"`
+	UpdatedAt      time.Time `json:"updated_at"`
+	VerifyBy       time.Time `json:"verify_by,omitzero"`
+}
+
+// ViewOf renders a step for operators.
+func ViewOf(st *journal.Step) StepView {
+	v := StepView{
+		Key: st.Key, API: st.API, Route: st.Route, Workflow: st.Workflow,
+		Status: st.Status.String(), Hold: st.Hold.String(), HoldReason: st.HoldReason,
+		Attempt: st.Attempt, Retryable: st.Retryable, OperationID: st.OperationID,
+		Method: st.Method, Target: st.Host + st.Path, BodyHash: st.BodyHash,
+		Evidence: st.Evidence, LastError: st.LastError, Decision: st.Decision,
+		PromptVersion: st.PromptVersion, PolicyVersion: st.PolicyVersion,
+		Epoch: st.Epoch, Fence: st.Fence, CreatedAt: st.CreatedAt, UpdatedAt: st.UpdatedAt, VerifyBy: st.VerifyBy,
+	}
+	if r := st.Response; r != nil {
+		v.ResponseStatus, v.ResponseHash, v.ResponseBytes = r.Status, r.BodyHash, len(r.Body)
+	}
+	return v
+}
+
+// Operator decisions recorded in Step.Decision.
+const (
+	DecisionApproved            = "approved"
+	DecisionResolvedCommitted   = "resolved_committed"
+	DecisionResolvedNotExecuted = "resolved_not_executed"
+)
+
+var errNotHeld = errors.New("step is not held")
+
+// Resolution is the body of POST /v1/steps/{key}/resolve.
+type Resolution struct {
+	Outcome     string `json:"outcome"`
+	OperationID string `json:"operation_id,omitempty"`
+	Note        string `json:"note,omitempty"`
+}
+
+type approval struct {
+	Note string `json:"note,omitempty"`
+}
+
+func (a *Admin) approve(w http.ResponseWriter, r *http.Request) {
+	var body approval
+	if err := decodeOptional(r, &body, 64<<10); err != nil {
+		adminProblem(w, http.StatusBadRequest, "bad-request", err.Error())
+		return
+	}
+	st, err := a.opts.Store.Apply(r.Context(), r.PathValue("key"), ApproveMutation(body.Note))
+	if err != nil {
+		a.journalError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, ViewOf(&st))
+}
+
+// ApproveMutation releases a step held for approval: it becomes prepared
+// and bound to the body the operator saw. Approving again is a no-op.
+func ApproveMutation(note string) journal.Mutation {
+	return func(cur *journal.Step) (journal.Change, error) {
+		if cur == nil {
+			return journal.Change{}, journal.ErrNotFound
+		}
+		if cur.Hold != journal.HoldAwaitingApproval {
+			if cur.Decision == DecisionApproved {
+				return journal.Change{}, journal.ErrNoChange
+			}
+			return journal.Change{}, fmt.Errorf("%w: approve: step %s is %s (hold %q); only steps awaiting approval can be approved", errNotHeld, cur.Key, cur.Status, cur.Hold)
+		}
+		st := *cur
+		st.Hold, st.HoldReason = journal.HoldNone, ""
+		st.Status = journal.StatusPrepared
+		st.ApprovedBodyHash = cur.BodyHash
+		st.Decision = DecisionApproved
+		return journal.Change{Step: st, Event: "approved", Reason: "operator approved", Note: note}, nil
+	}
+}
+
+func (a *Admin) resolve(w http.ResponseWriter, r *http.Request) {
+	var res Resolution
+	if err := decodeOptional(r, &res, 64<<10); err != nil {
+		adminProblem(w, http.StatusBadRequest, "bad-request", err.Error())
+		return
+	}
+	m, err := ResolveMutation(res)
+	if err != nil {
+		adminProblem(w, http.StatusBadRequest, "bad-request", err.Error())
+		return
+	}
+	st, err := a.opts.Store.Apply(r.Context(), r.PathValue("key"), m)
+	if err != nil {
+		a.journalError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, ViewOf(&st))
+}
+
+// ResolveMutation ends a hold with an operator's finding. committed
+// answers retries from the stored response (or the resolution itself);
+// not_executed lets the next retry with the reviewed body be sent.
+func ResolveMutation(res Resolution) (journal.Mutation, error) {
+	var decision string
+	switch res.Outcome {
+	case "committed":
+		decision = DecisionResolvedCommitted
+	case "not_executed", "not-executed":
+		decision = DecisionResolvedNotExecuted
+	default:
+		return nil, fmt.Errorf("outcome: want committed or not_executed (got %q)", res.Outcome)
+	}
+	return func(cur *journal.Step) (journal.Change, error) {
+		if cur == nil {
+			return journal.Change{}, journal.ErrNotFound
+		}
+		if !cur.Held() {
+			if cur.Decision == decision {
+				return journal.Change{}, journal.ErrNoChange
+			}
+			return journal.Change{}, fmt.Errorf("%w: resolve: step %s is %s and not held; nothing to resolve", errNotHeld, cur.Key, cur.Status)
+		}
+		st := *cur
+		st.Hold, st.HoldReason, st.Decision = journal.HoldNone, "", decision
+		st.VerifyBy = time.Time{}
+		st.Evidence = "operator: " + res.Note
+		if decision == DecisionResolvedCommitted {
+			if st.Status != journal.StatusVerified {
+				st.Status = journal.StatusCommitted
+			}
+			st.Retryable = false
+			if res.OperationID != "" {
+				st.OperationID = res.OperationID
+			}
+		} else {
+			st.Status = journal.StatusPrepared
+			st.Response = nil
+			st.ApprovedBodyHash = cur.BodyHash
+		}
+		return journal.Change{Step: st, Event: "resolved", Reason: "operator resolved: " + res.Outcome, Note: res.Note}, nil
+	}, nil
+}
+
+// decodeOptional decodes a JSON body if there is one, refusing unknown
+// fields and bodies over max bytes.
+func decodeOptional(r *http.Request, v any, max int64) error {
+	if r.Body == nil || r.ContentLength == 0 {
+		return nil
+	}
+	dec := json.NewDecoder(io.LimitReader(r.Body, max))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil && !errors.Is(err, io.EOF) {
+		return fmt.Errorf("decode body: %w", err)
+	}
+	return nil
+}

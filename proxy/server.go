@@ -1,0 +1,328 @@
+package proxy
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/elazarl/goproxy"
+
+	"github.com/toolguard/toolguard/journal"
+	"github.com/toolguard/toolguard/rules"
+	"github.com/toolguard/toolguard/verifiers"
+)
+
+// Journal is the durable store the pipeline writes through. Implementations
+// must make Apply durable before returning (see journal.Bolt).
+type Journal interface {
+	// Apply runs m exactly once against the key's current record and
+	// commits the resulting change durably.
+	Apply(ctx context.Context, key string, m journal.Mutation) (journal.Step, error)
+	// Get returns the key's record or an error wrapping journal.ErrNotFound.
+	Get(key string) (journal.Step, error)
+	// Epoch identifies this process incarnation.
+	Epoch() uint64
+}
+
+var _ Journal = (*journal.Bolt)(nil)
+
+// Unmatched is the policy for calls that no route matches.
+type Unmatched string
+
+const (
+	UnmatchedPassthrough Unmatched = "passthrough"
+	UnmatchedGuard       Unmatched = "guard"
+	UnmatchedReject      Unmatched = "reject"
+)
+
+// Options configure a Server. Zero values take the documented defaults.
+type Options struct {
+	Rules   *rules.Set
+	Journal Journal
+	// Secret keys the credential HMAC in idempotency keys.
+	Secret []byte
+	// CA signs leaf certificates for intercepted hosts.
+	CA *CA
+	// Transport sends upstream calls; nil means NewTransport's default.
+	Transport http.RoundTripper
+	Unmatched Unmatched
+	// MaxBody bounds a guarded request body (default 8 MiB).
+	MaxBody int64
+	// MaxStoredResponse bounds a stored response body (default 1 MiB).
+	MaxStoredResponse int64
+	// InFlightWait bounds how long a duplicate waits (default 30s).
+	InFlightWait time.Duration
+	// UpstreamTimeout bounds a guarded upstream call (default 30s).
+	UpstreamTimeout time.Duration
+	// MaxAttempts bounds re-execution of retryable failures (default 3).
+	MaxAttempts int
+	// CertCacheSize bounds cached leaf certificates (default 1024).
+	CertCacheSize int
+	// Logger receives one decision line per guarded call; nil discards.
+	Logger *slog.Logger
+}
+
+// Server is the guarded forward proxy.
+type Server struct {
+	opts     Options
+	rules    *rules.Set
+	journal  Journal
+	deriver  *rules.Deriver
+	certs    *certCache
+	upstream http.RoundTripper
+	goproxy  *goproxy.ProxyHttpServer
+	log      *slog.Logger
+	flights  *flights
+	verifier *verifiers.Client
+	draining atomic.Bool
+	// active counts guarded calls being handled, for Drain.
+	active activity
+}
+
+// activity counts work in progress; idle returns a channel closed when the
+// count is zero.
+type activity struct {
+	mu   sync.Mutex
+	n    int
+	zero chan struct{}
+}
+
+func (a *activity) Add(d int) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.n == 0 && d > 0 {
+		a.zero = make(chan struct{})
+	}
+	a.n += d
+	if a.n == 0 && a.zero != nil {
+		close(a.zero)
+	}
+}
+
+func (a *activity) Done() { a.Add(-1) }
+
+func (a *activity) idle() <-chan struct{} {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.n == 0 {
+		c := make(chan struct{})
+		close(c)
+		return c
+	}
+	return a.zero
+}
+
+// New builds a Server from opts.
+func New(opts Options) (*Server, error) {
+	if opts.Journal == nil {
+		return nil, errors.New("new proxy: no journal")
+	}
+	if opts.Rules == nil {
+		opts.Rules = &rules.Set{}
+	}
+	setDefaults(&opts)
+	s := &Server{
+		opts:    opts,
+		rules:   opts.Rules,
+		journal: opts.Journal,
+		deriver: &rules.Deriver{Secret: opts.Secret},
+		log:     opts.Logger,
+		flights: newFlights(),
+	}
+	s.verifier = &verifiers.Client{Transport: opts.Transport, MaxBody: opts.MaxStoredResponse}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	if opts.CA != nil {
+		s.certs = newCertCache(opts.CA, opts.CertCacheSize)
+	}
+	s.upstream = opts.Transport
+	if s.upstream == nil {
+		t, err := NewTransport(TransportOptions{})
+		if err != nil {
+			return nil, err
+		}
+		s.upstream = t
+	}
+	if s.verifier.Transport == nil {
+		s.verifier.Transport = s.upstream
+	}
+	s.goproxy = s.buildGoproxy()
+	return s, nil
+}
+
+func setDefaults(o *Options) {
+	if o.Unmatched == "" {
+		o.Unmatched = UnmatchedPassthrough
+	}
+	if o.MaxBody <= 0 {
+		o.MaxBody = 8 << 20
+	}
+	if o.MaxStoredResponse <= 0 {
+		o.MaxStoredResponse = 1 << 20
+	}
+	if o.InFlightWait <= 0 {
+		o.InFlightWait = 30 * time.Second
+	}
+	if o.UpstreamTimeout <= 0 {
+		o.UpstreamTimeout = 30 * time.Second
+	}
+	if o.MaxAttempts <= 0 {
+		o.MaxAttempts = 3
+	}
+}
+
+// Handler returns the proxy's http.Handler, to be served on the proxy
+// listener.
+func (s *Server) Handler() http.Handler { return s.goproxy }
+
+// SetDraining makes the proxy refuse new guarded calls (shutdown).
+func (s *Server) SetDraining(v bool) { s.draining.Store(v) }
+
+// Drain refuses new guarded calls and waits until the calls being handled
+// have recorded their outcome, or ctx ends.
+func (s *Server) Drain(ctx context.Context) error {
+	s.draining.Store(true)
+	select {
+	case <-s.active.idle():
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("drain: %d calls still in flight: %w", s.flights.count(), ctx.Err())
+	}
+}
+
+// buildGoproxy wires goproxy. Quirks relied on are noted at each line.
+func (s *Server) buildGoproxy() *goproxy.ProxyHttpServer {
+	p := goproxy.NewProxyHttpServer()
+	p.Logger = discardLogger{}
+	p.Verbose = false
+	// goproxy's default transport skips TLS verification and honours
+	// HTTP_PROXY; ours does neither.
+	if t, ok := s.upstream.(*http.Transport); ok {
+		p.Tr = t
+	} else {
+		p.Tr = &http.Transport{Proxy: nil}
+	}
+	// NewProxyHttpServer installs a CONNECT dialer that reads HTTPS_PROXY
+	// from the environment: a sidecar would dial itself. Dial directly.
+	p.ConnectDial = nil
+	p.ConnectDialWithReq = func(req *http.Request, network, addr string) (net.Conn, error) {
+		d := net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}
+		return d.DialContext(req.Context(), network, addr)
+	}
+	// Pass the agent's Accept-Encoding through untouched (goproxy drops it
+	// by default and lets the transport decompress), so passthrough bodies
+	// are streamed byte for byte.
+	p.KeepAcceptEncoding = true
+	p.NonproxyHandler = http.HandlerFunc(s.serveNonProxy)
+	p.OnRequest().HandleConnectFunc(s.handleConnect)
+	p.OnRequest().DoFunc(s.handleRequest)
+	p.OnResponse().DoFunc(s.handleResponse)
+	return p
+}
+
+func (s *Server) serveNonProxy(w http.ResponseWriter, r *http.Request) {
+	newProblem(ProblemRejected, "", "this is a forward proxy: send absolute-form requests (set HTTP_PROXY/HTTPS_PROXY)").write(w)
+}
+
+// handleConnect intercepts TLS for hosts that rules describe (and for every
+// host when unmatched calls are guarded or rejected); other tunnels are
+// passed through untouched.
+func (s *Server) handleConnect(host string, ctx *goproxy.ProxyCtx) (*goproxy.ConnectAction, string) {
+	if s.certs == nil || (s.opts.Unmatched == UnmatchedPassthrough && !s.rules.Intercepts(host)) {
+		return goproxy.OkConnect, host
+	}
+	// goproxy peeks the first byte after CONNECT: a TLS handshake is
+	// terminated with TLSConfig, anything else (Node's undici sends CONNECT
+	// for http:// URLs) is read as plain HTTP inside the tunnel.
+	return &goproxy.ConnectAction{Action: goproxy.ConnectMitm, TLSConfig: s.tlsConfigFor}, host
+}
+
+func (s *Server) tlsConfigFor(host string, _ *goproxy.ProxyCtx) (*tls.Config, error) {
+	name := host
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		name = h
+	}
+	return &tls.Config{
+		MinVersion: tls.VersionTLS12,
+		NextProtos: []string{"http/1.1"},
+		GetCertificate: func(hello *tls.ClientHelloInfo) (*tls.Certificate, error) {
+			sni := hello.ServerName
+			if sni == "" {
+				sni = name
+			}
+			return s.certs.get(sni)
+		},
+	}, nil
+}
+
+// reqState is the per-request state kept in goproxy's ctx.UserData; nil
+// UserData means the request passed through.
+type reqState struct {
+	guarded bool
+}
+
+// handleRequest routes each proxied request: guarded, passed through or
+// rejected.
+func (s *Server) handleRequest(req *http.Request, ctx *goproxy.ProxyCtx) (*http.Request, *http.Response) {
+	host := req.URL.Host
+	route, params := s.rules.Match(host, req.Method, req.URL.Path)
+	if route == nil && isMutation(req.Method) {
+		switch s.opts.Unmatched {
+		case UnmatchedGuard:
+			route = rules.Fallback(req.Method, host, req.URL.Path)
+		case UnmatchedReject:
+			ctx.UserData = &reqState{guarded: true}
+			return req, newProblem(ProblemRejected, "", "no rule describes "+req.Method+" "+host+req.URL.Path+" and unmatched calls are rejected").response(req)
+		}
+	}
+	if route == nil || route.Effect == rules.EffectSafe {
+		stripToolguardHeaders(req.Header)
+		ctx.RoundTripper = passthroughTripper{s.upstream}
+		return req, nil
+	}
+	ctx.UserData = &reqState{guarded: true}
+	return req, s.guard(req, route, params)
+}
+
+// handleResponse marks passed-through answers.
+func (s *Server) handleResponse(resp *http.Response, ctx *goproxy.ProxyCtx) *http.Response {
+	if resp != nil && ctx.UserData == nil {
+		resp.Header.Set(HeaderOutcome, OutcomePassthrough)
+	}
+	return resp
+}
+
+func isMutation(method string) bool {
+	switch method {
+	case http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete:
+		return true
+	}
+	return false
+}
+
+// passthroughTripper turns transport errors into a 502 problem instead of
+// goproxy's plain-text 500 (or a silently closed MITM connection).
+type passthroughTripper struct{ rt http.RoundTripper }
+
+func (p passthroughTripper) RoundTrip(req *http.Request, _ *goproxy.ProxyCtx) (*http.Response, error) {
+	resp, err := p.rt.RoundTrip(req)
+	if err != nil {
+		return newProblem(ProblemUpstreamUnreachable, "", fmt.Sprintf("passthrough to %s failed: %v", req.URL.Host, err)).response(req), nil
+	}
+	return resp, nil
+}
+
+type discardLogger struct{}
+
+func (discardLogger) Printf(string, ...any) {}
+
+var _ = io.Discard

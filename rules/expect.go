@@ -1,0 +1,40 @@
+package rules
+
+import (
+	"slices"
+	"strings"
+
+	"github.com/tidwall/gjson"
+)
+
+// Match reports whether an answer meets every part of the expectation: the
+// status is one of Status (any when empty), each Body path exists and its
+// value's string form (gjson's Result.String: numbers as written, true and
+// false, strings unquoted) equals the expected value, and the raw body
+// contains Contains. A body that is not valid JSON never meets a Body
+// expectation. A nil Expectation matches nothing.
+func (e *Expectation) Match(status int, body []byte) bool {
+	if e == nil {
+		return false
+	}
+	if len(e.Status) > 0 && !slices.Contains(e.Status, status) {
+		return false
+	}
+	if e.Contains != "" && !strings.Contains(bstr(body), e.Contains) {
+		return false
+	}
+	if len(e.Body) == 0 {
+		return true
+	}
+	if !gjson.ValidBytes(body) {
+		return false
+	}
+	doc := bstr(body)
+	for _, m := range e.Body {
+		r := gjson.Get(doc, m.Path)
+		if !r.Exists() || r.String() != m.Value {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,145 @@
+package rules
+
+// stripper removes the members and elements that key.ignore paths name from
+// a canonical JSON document. Its buffers are reused between calls.
+type stripper struct {
+	stack []string // remaining paths of every open level
+	key   []byte   // decoded key scratch
+}
+
+// strip appends the canonical value v to dst without what paths name.
+func (s *stripper) strip(dst, v []byte, paths []string) []byte {
+	if len(paths) == 0 || len(v) == 0 {
+		return append(dst, v...)
+	}
+	switch v[0] {
+	case '{':
+		return s.object(dst, v, paths)
+	case '[':
+		return s.array(dst, v, paths)
+	}
+	return append(dst, v...)
+}
+
+func (s *stripper) object(dst, v []byte, paths []string) []byte {
+	dst = append(dst, '{')
+	first := true
+	for i := 1; v[i] != '}'; {
+		ks := i
+		i = skipValue(v, i)
+		key := v[ks+1 : i-1]
+		vs := i + 1 // past ':'
+		ve := skipValue(v, vs)
+		i = ve
+		if v[i] == ',' {
+			i++
+		}
+		s.key = decodeCanonical(s.key[:0], key)
+		base := len(s.stack)
+		drop := false
+		for _, p := range paths {
+			comp, rest, more := nextComponent(p)
+			if componentIs(comp, s.key) {
+				if !more {
+					drop = true
+					break
+				}
+				s.stack = append(s.stack, rest)
+			}
+		}
+		if !drop {
+			if !first {
+				dst = append(dst, ',')
+			}
+			first = false
+			dst = append(dst, v[ks:vs]...)
+			dst = s.strip(dst, v[vs:ve], s.stack[base:])
+		}
+		s.stack = s.stack[:base]
+	}
+	return append(dst, '}')
+}
+
+func (s *stripper) array(dst, v []byte, paths []string) []byte {
+	dst = append(dst, '[')
+	first := true
+	for i, idx := 1, 0; v[i] != ']'; idx++ {
+		es := i
+		i = skipValue(v, i)
+		elem := v[es:i]
+		if v[i] == ',' {
+			i++
+		}
+		base := len(s.stack)
+		drop := false
+		for _, p := range paths {
+			comp, rest, more := nextComponent(p)
+			if comp == "#" || componentIndex(comp) == idx {
+				if !more {
+					drop = true
+					break
+				}
+				s.stack = append(s.stack, rest)
+			}
+		}
+		if !drop {
+			if !first {
+				dst = append(dst, ',')
+			}
+			first = false
+			dst = s.strip(dst, elem, s.stack[base:])
+		}
+		s.stack = s.stack[:base]
+	}
+	return append(dst, ']')
+}
+
+// skipValue returns the end of the canonical JSON value (or key) at v[i].
+func skipValue(v []byte, i int) int {
+	depth := 0
+	for ; i < len(v); i++ {
+		switch v[i] {
+		case '"':
+			for i++; v[i] != '"'; i++ {
+				if v[i] == '\\' {
+					i++
+				}
+			}
+		case '{', '[':
+			depth++
+		case '}', ']':
+			if depth == 0 {
+				return i
+			}
+			depth--
+		case ',', ':':
+			if depth == 0 {
+				return i
+			}
+		}
+		if depth == 0 && (v[i] == '"' || v[i] == '}' || v[i] == ']') {
+			return i + 1
+		}
+	}
+	return i
+}
+
+// decodeCanonical appends the text of a canonical JSON string's contents
+// (without quotes): the only escapes are \" \\ \b \f \n \r \t and \u00xx.
+func decodeCanonical(dst, s []byte) []byte {
+	for i := 0; i < len(s); i++ {
+		if s[i] != '\\' {
+			dst = append(dst, s[i])
+			continue
+		}
+		i++
+		if s[i] == 'u' {
+			dst = append(dst, unhex(s[i+3])<<4|unhex(s[i+4]))
+			i += 4
+			continue
+		}
+		b, _ := unescapeByte(s[i])
+		dst = append(dst, b)
+	}
+	return dst
+}

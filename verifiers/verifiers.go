@@ -1,0 +1,161 @@
+package verifiers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/toolguard/toolguard/rules"
+)
+
+// Answer is a three-valued reply.
+type Answer uint8
+
+const (
+	// Unknown: the system could not be asked, or its reply matched no
+	// expectation.
+	Unknown Answer = iota
+	// Yes: found (lookup) or visible (verification).
+	Yes
+	// No: absent (lookup) or not visible yet (verification).
+	No
+)
+
+var answerNames = [...]string{"unknown", "yes", "no"}
+
+func (a Answer) String() string { return answerNames[a] }
+
+// Result is one answer with what supports it. Evidence names the request
+// and the status, never the body.
+type Result struct {
+	Answer      Answer
+	OperationID string
+	Status      int
+	Evidence    string
+}
+
+// Client sends lookups and probes.
+type Client struct {
+	// Transport sends requests; nil means http.DefaultTransport.
+	Transport http.RoundTripper
+	// Timeout bounds one request; zero means 10s.
+	Timeout time.Duration
+	// MaxBody bounds the response body read; a larger one is unknown.
+	// Zero means 1 MiB.
+	MaxBody int64
+}
+
+// Lookup asks whether a call took effect: found → Yes, absent → No,
+// anything else → Unknown.
+func (c *Client) Lookup(ctx context.Context, l *rules.Lookup, v rules.Values, creds http.Header) Result {
+	status, body, ev, err := c.do(ctx, l.Request, v, creds)
+	if err != nil {
+		return Result{Answer: Unknown, Evidence: ev + ": " + err.Error()}
+	}
+	r := Result{Status: status}
+	switch {
+	case l.Found != nil && l.Found.Match(status, body):
+		r.Answer = Yes
+		r.OperationID = l.OperationID.Extract(nil, body)
+		r.Evidence = fmt.Sprintf("%s → %d: found", ev, status)
+	case l.Absent != nil && l.Absent.Match(status, body):
+		r.Answer = No
+		r.Evidence = fmt.Sprintf("%s → %d: absent", ev, status)
+	default:
+		r.Evidence = fmt.Sprintf("%s → %d: matched neither found nor absent", ev, status)
+	}
+	return r
+}
+
+// Probe asks whether a committed effect is visible: Yes when the answer
+// meets the expectation, No otherwise, Unknown when it could not be asked.
+func (c *Client) Probe(ctx context.Context, vr *rules.Verify, v rules.Values, creds http.Header) Result {
+	status, body, ev, err := c.do(ctx, vr.Request, v, creds)
+	if err != nil {
+		return Result{Answer: Unknown, Evidence: ev + ": " + err.Error()}
+	}
+	if vr.Expect.Match(status, body) {
+		return Result{Answer: Yes, Status: status, Evidence: fmt.Sprintf("%s → %d: visible", ev, status)}
+	}
+	return Result{Answer: No, Status: status, Evidence: fmt.Sprintf("%s → %d: not as expected", ev, status)}
+}
+
+var errTooLarge = errors.New("response larger than the verifier's limit")
+
+// do sends one templated request. ev describes it without query or body.
+func (c *Client) do(ctx context.Context, rq rules.Request, v rules.Values, creds http.Header) (status int, body []byte, ev string, err error) {
+	raw, err := rq.URL.Expand(v, true)
+	ev = rq.Method + " " + rq.URL.String()
+	if err != nil {
+		return 0, nil, ev, fmt.Errorf("expand request: %w", err)
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		return 0, nil, ev, fmt.Errorf("parse request URL: %w", err)
+	}
+	ev = rq.Method + " " + u.Scheme + "://" + u.Host + u.Path
+	timeout := c.Timeout
+	if timeout <= 0 {
+		timeout = 10 * time.Second
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, rq.Method, u.String(), nil)
+	if err != nil {
+		return 0, nil, ev, fmt.Errorf("build request: %w", err)
+	}
+	for k, vs := range creds {
+		req.Header[k] = vs
+	}
+	req.Header.Set("Accept", "application/json")
+	rt := c.Transport
+	if rt == nil {
+		rt = http.DefaultTransport
+	}
+	resp, err := rt.RoundTrip(req)
+	if err != nil {
+		return 0, nil, ev, fmt.Errorf("send: %w", err)
+	}
+	defer resp.Body.Close()
+	body, err = readLimited(resp.Body, c.MaxBody)
+	if err != nil {
+		return resp.StatusCode, nil, ev, err
+	}
+	return resp.StatusCode, body, ev, nil
+}
+
+func readLimited(r io.Reader, max int64) ([]byte, error) {
+	if max <= 0 {
+		max = 1 << 20
+	}
+	b, err := io.ReadAll(io.LimitReader(r, max+1))
+	if err != nil {
+		return nil, fmt.Errorf("read answer: %w", err)
+	}
+	if int64(len(b)) > max {
+		return nil, errTooLarge
+	}
+	return b, nil
+}
+
+// CredentialHeaders picks the headers a lookup or probe reuses from the
+// triggering request: the API's credential header, or Authorization when
+// the API names none. They are held in memory only.
+func CredentialHeaders(api *rules.API, h http.Header) http.Header {
+	name := "Authorization"
+	if api != nil && api.Credential != "" {
+		name = api.Credential
+	}
+	out := http.Header{}
+	if vs := h.Values(name); len(vs) > 0 {
+		out[http.CanonicalHeaderKey(name)] = append([]string(nil), vs...)
+	}
+	return out
+}
+
+var _ = strings.TrimSpace
