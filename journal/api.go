@@ -8,7 +8,8 @@ import (
 // Change is what a Mutation decides to write.
 type Change struct {
 	// Step is the new record. Its Key must be the key passed to Apply, its
-	// Status one of the stored states and its Hold a known hold. Apply stamps
+	// Status one of the stored states and its Hold a known hold; a committed
+	// or verified step needs a Response or Evidence. Apply stamps
 	// Schema, CreatedAt and UpdatedAt itself; whatever the mutation put there
 	// is overwritten.
 	Step Step

@@ -25,11 +25,11 @@ const (
 //
 // Concurrent Applies share commits: each waits for the commit in progress,
 // and the next commit takes everything queued meanwhile, in arrival order
-// (see commit.go). Within a commit, each mutation sees the writes of the
-// mutations before it, so Applies of one key are sequential. An error of
-// one mutation affects only its caller. If the commit fails, every Apply of
-// that commit returns its error and nothing of it is written; no mutation is
-// ever run twice.
+// (see "Group commit" in the package doc). Within a commit, each mutation
+// sees the writes of the mutations before it, so Applies of one key are
+// sequential. An error of one mutation affects only its caller. If the
+// commit fails, every Apply of that commit returns its error and nothing of
+// it is written; no mutation is ever run twice.
 //
 // ctx is checked only before the request is queued: once queued, Apply waits
 // for the commit, which is short. Mutation errors are returned as they are;
@@ -182,6 +182,8 @@ func validate(key string, s *Step) error {
 		return fmt.Errorf("%w: status %v cannot be stored", ErrInvalidChange, s.Status)
 	case s.Hold > HoldNeedsReview:
 		return fmt.Errorf("%w: unknown %v", ErrInvalidChange, s.Hold)
+	case (s.Status == StatusCommitted || s.Status == StatusVerified) && s.Response == nil && s.Evidence == "":
+		return fmt.Errorf("%w: %v step without a response or evidence", ErrInvalidChange, s.Status)
 	case len(s.Workflow) > maxWorkflowLen:
 		return fmt.Errorf("%w: workflow id is %d bytes (max %d)", ErrInvalidChange, len(s.Workflow), maxWorkflowLen)
 	}

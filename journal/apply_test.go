@@ -111,6 +111,8 @@ func TestApplyTransitions(t *testing.T) {
 			{m: change(Step{Key: "a", Status: StatusFailed + 1}), wantErr: ErrInvalidChange},
 			{m: change(Step{Key: "a", Status: StatusFailed, Hold: HoldNeedsReview + 1}), wantErr: ErrInvalidChange},
 			{m: change(Step{Key: "a", Status: StatusFailed, Workflow: strings.Repeat("w", maxWorkflowLen+1)}), wantErr: ErrInvalidChange},
+			{m: change(Step{Key: "a", Status: StatusCommitted}), wantErr: ErrInvalidChange},
+			{m: change(Step{Key: "a", Status: StatusVerified}), wantErr: ErrInvalidChange},
 		},
 	}}
 	for _, tc := range tests {
@@ -155,7 +157,8 @@ func TestApplyStamps(t *testing.T) {
 	}
 	s2 := mustApply(t, b, "a", transition(StatusStarted, HoldNone, true))
 	if !s2.CreatedAt.Equal(s1.CreatedAt) || !s2.UpdatedAt.After(s1.UpdatedAt) {
-		t.Errorf("updated step: created %v (want %v), updated %v (want after %v)", s2.CreatedAt, s1.CreatedAt, s2.UpdatedAt, s1.UpdatedAt)
+		t.Errorf("updated step: created %v (want %v), updated %v (want after %v)",
+			s2.CreatedAt, s1.CreatedAt, s2.UpdatedAt, s1.UpdatedAt)
 	}
 	got, err := b.Get("a")
 	if err != nil {
@@ -174,23 +177,13 @@ func TestApplyStamps(t *testing.T) {
 // changes nothing, and Apply returns the stored record.
 func TestApplyNoChangeReturnsStoredRecord(t *testing.T) {
 	b := mustOpen(t)
-	want := mustApply(t, b, "a", transition(StatusCommitted, HoldNone, false).or(put(Step{Key: "a", Status: StatusCommitted, Evidence: "e"})))
+	want := mustApply(t, b, "a", put(Step{Key: "a", Status: StatusCommitted, Evidence: "e"}))
 	got := mustApply(t, b, "a", func(cur *Step) (Change, error) {
 		cur.Status, cur.Evidence = StatusFailed, "scribbled"
 		return Change{}, ErrNoChange
 	})
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("got %+v, want %+v", got, want)
-	}
-}
-
-// or runs m when the step exists and n when it does not.
-func (m Mutation) or(n Mutation) Mutation {
-	return func(cur *Step) (Change, error) {
-		if cur == nil {
-			return n(cur)
-		}
-		return m(cur)
 	}
 }
 
@@ -221,4 +214,16 @@ func TestApplyMutationPanic(t *testing.T) {
 	if n, _ := b.LastSeq(); n != 1 {
 		t.Errorf("last seq = %d, want 1", n)
 	}
+}
+
+func TestApplyKeyLimits(t *testing.T) {
+	b := mustOpen(t)
+	for _, key := range []string{"", strings.Repeat("k", maxKeyLen+1)} {
+		_, err := b.Apply(context.Background(), key, put(Step{Key: key, Status: StatusFailed}))
+		if !errors.Is(err, ErrInvalidChange) {
+			t.Errorf("key of %d bytes: err = %v, want ErrInvalidChange", len(key), err)
+		}
+	}
+	key := strings.Repeat("k", maxKeyLen)
+	mustApply(t, b, key, put(Step{Key: key, Status: StatusFailed, Workflow: strings.Repeat("w", maxWorkflowLen)}))
 }

@@ -94,6 +94,9 @@ func TestReadOnly(t *testing.T) {
 	b.Close()
 
 	ro := mustOpenPath(t, path, Options{ReadOnly: true})
+	if !ro.ReadOnly() {
+		t.Error("ReadOnly() = false")
+	}
 	if ro.Epoch() != 1 {
 		t.Errorf("read-only epoch = %d, want 1 (not incremented)", ro.Epoch())
 	}

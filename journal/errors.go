@@ -30,7 +30,8 @@ var (
 	// was not applied. See Fenced and FencedError.
 	ErrFenced = errors.New("fenced: step claimed by another owner")
 	// ErrInvalidChange means a Mutation returned a Change that cannot be
-	// stored (wrong key, unknown status, oversized record).
+	// stored (wrong or oversized key, unknown status or hold, a committed
+	// step without Response or Evidence, an oversized workflow id).
 	ErrInvalidChange = errors.New("invalid change")
 	// ErrReadOnly means the journal was opened with Options.ReadOnly.
 	ErrReadOnly = errors.New("journal is read-only")

@@ -84,8 +84,12 @@ func TestFenced(t *testing.T) {
 			if !errors.Is(err, ErrFenced) || !errors.As(err, &fe) || called {
 				t.Fatalf("err = %v, called = %v; want ErrFenced, not called", err, called)
 			}
-			if fe.Key != "a" || fe.HeldEpoch != epoch || fe.HeldFence != fence || fe.Fence != before.Fence || fe.Epoch != before.Epoch {
+			if fe.Key != "a" || fe.HeldEpoch != epoch || fe.HeldFence != fence ||
+				fe.Fence != before.Fence || fe.Epoch != before.Epoch {
 				t.Errorf("FencedError = %+v; step had epoch %d fence %d", fe, before.Epoch, before.Fence)
+			}
+			if msg := err.Error(); !strings.HasPrefix(msg, "step a: fenced: ") {
+				t.Errorf("message %q, want it to start with the key", msg)
 			}
 			after, _ := b.Get("a")
 			if after.Status != before.Status || !after.UpdatedAt.Equal(before.UpdatedAt) {
@@ -94,7 +98,8 @@ func TestFenced(t *testing.T) {
 			if got, _ := b.LastSeq(); got != seq {
 				t.Errorf("last seq %d -> %d: an event was written", seq, got)
 			}
-			if l := logs.String(); !strings.Contains(l, "level=WARN") || !strings.Contains(l, "key=a") || !strings.Contains(l, "held_fence=") {
+			l := logs.String()
+			if !strings.Contains(l, "level=WARN") || !strings.Contains(l, "key=a") || !strings.Contains(l, "held_fence=") {
 				t.Errorf("log = %q, want a warning with key and fences", l)
 			}
 		})

@@ -53,6 +53,9 @@ const (
 	maxWorkflowLen = 1024
 )
 
+// appendFill is the FillPercent of buckets written mostly at their end.
+const appendFill = 0.9
+
 // buckets are the journal's buckets within one transaction.
 type buckets struct {
 	tx                                     *bolt.Tx
@@ -74,6 +77,9 @@ func openBuckets(tx *bolt.Tx) (*buckets, error) {
 			return nil, fmt.Errorf("%w: bucket %s is missing", ErrCorrupt, p.name)
 		}
 	}
+	// Events and the time index grow at their end: fill split pages well
+	// beyond bbolt's default half, or they stay half empty for ever.
+	bk.events.FillPercent, bk.byUpdate.FillPercent = appendFill, appendFill
 	return bk, nil
 }
 

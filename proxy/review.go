@@ -111,7 +111,7 @@ func ApproveMutation(note string) journal.Mutation {
 		st.Status = journal.StatusPrepared
 		st.ApprovedBodyHash = cur.BodyHash
 		st.Decision = DecisionApproved
-		return journal.Change{Step: st, Event: "approved", Reason: "operator approved", Note: note}, nil
+		return journal.Change{Step: st, Event: "approved", Reason: "operator approved", Note: note, Claim: true}, nil
 	}
 }
 
@@ -174,7 +174,7 @@ func ResolveMutation(res Resolution) (journal.Mutation, error) {
 			st.Response = nil
 			st.ApprovedBodyHash = cur.BodyHash
 		}
-		return journal.Change{Step: st, Event: "resolved", Reason: "operator resolved: " + res.Outcome, Note: res.Note}, nil
+		return journal.Change{Step: st, Event: "resolved", Reason: "operator resolved: " + res.Outcome, Note: res.Note, Claim: true}, nil
 	}, nil
 }
 

@@ -35,13 +35,14 @@ func NewSet(apis ...*API) (*Set, error) {
 	}
 	var errs Errors
 	names := make(map[string]*API)
+	claims := make(map[hostKey]Pos)
 	for _, api := range apis {
 		if prev, ok := names[api.Name]; ok {
 			errs.add(api.Pos, "api: duplicate api %q (also in %s)", api.Name, prev.Pos)
 			continue
 		}
 		names[api.Name] = api
-		s.addHosts(api, &errs)
+		s.addHosts(api, claims, &errs)
 	}
 	if err := errs.err(); err != nil {
 		return nil, err
@@ -49,22 +50,25 @@ func NewSet(apis ...*API) (*Set, error) {
 	return s, nil
 }
 
-func (s *Set) addHosts(api *API, errs *Errors) {
+// addHosts enters api's hosts in the tables; claims records where each
+// host was claimed, for messages.
+func (s *Set) addHosts(api *API, claims map[hostKey]Pos, errs *Errors) {
 	t := newHostTable(api)
 	for i, h := range api.Hosts {
 		k, wildcard, err := parseRuleHost(h)
 		if err != nil {
 			continue // Parse reported it
 		}
-		m := s.exact
+		m, claim := s.exact, k
 		if wildcard {
-			m = s.wild
+			m, claim.host = s.wild, "*."+k.host
 		}
 		if prev, ok := m[k]; ok {
-			errs.add(api.hostPos(i), "hosts: host %q is already claimed by api %q (%s)", h, prev.api.Name, prev.api.Pos)
+			errs.add(api.hostPos(i), "hosts: host %q is already claimed by api %q at %s", h, prev.api.Name, claims[claim])
 			continue
 		}
 		m[k] = t
+		claims[claim] = api.hostPos(i)
 	}
 }
 

@@ -1,11 +1,11 @@
 package rules
 
 import (
-	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -25,25 +25,39 @@ type segment struct {
 	text string // literal text, or the wildcard name ("" for a trailing '/')
 }
 
+// offsetError is a problem at a byte offset of a string value.
+type offsetError struct {
+	off int
+	msg string
+}
+
+func (e *offsetError) Error() string { return e.msg }
+
 // parseMatch parses "METHOD /path" in net/http ServeMux syntax, without a
-// host.
+// host. Its errors are *offsetError.
 func parseMatch(s string) (method, path string, segs []segment, err error) {
-	method, path, ok := strings.Cut(strings.TrimSpace(s), " ")
-	path = strings.TrimSpace(path)
-	if !ok || path == "" {
-		return "", "", nil, fmt.Errorf("want \"METHOD /path\" (got %q)", s)
+	lead := len(s) - len(strings.TrimLeft(s, " \t"))
+	method, rest, ok := strings.Cut(s[lead:], " ")
+	path = strings.TrimSpace(rest)
+	pathOff := lead + len(method) + 1 + len(rest) - len(strings.TrimLeft(rest, " \t"))
+	switch {
+	case !ok || path == "":
+		return "", "", nil, &offsetError{0, fmt.Sprintf("want \"METHOD /path\" (got %q)", s)}
+	case !validMethod(method):
+		return "", "", nil, &offsetError{lead, fmt.Sprintf("method %q is not an uppercase token", method)}
+	case path[0] != '/':
+		return "", "", nil, &offsetError{pathOff, fmt.Sprintf("path %q does not start with /", path)}
 	}
-	if !validMethod(method) {
-		return "", "", nil, fmt.Errorf("method %q is not an uppercase token", method)
+	if off, msg := servemuxCheck(method + " " + path); msg != "" {
+		if off > len(method) {
+			off += pathOff - len(method) - 1
+		}
+		return "", "", nil, &offsetError{off, "invalid pattern: " + msg}
 	}
-	if path[0] != '/' {
-		return "", "", nil, fmt.Errorf("path %q does not start with /", path)
+	if segs, err = splitPattern(path); err != nil {
+		return "", "", nil, &offsetError{pathOff, err.Error()}
 	}
-	if err := servemuxCheck(method + " " + path); err != nil {
-		return "", "", nil, err
-	}
-	segs, err = splitPattern(path)
-	return method, path, segs, err
+	return method, path, segs, nil
 }
 
 func validMethod(m string) bool {
@@ -59,19 +73,23 @@ func validMethod(m string) bool {
 	return true
 }
 
-// servemuxCheck lets net/http validate the pattern's syntax.
-func servemuxCheck(pattern string) (err error) {
+// servemuxCheck lets net/http validate the pattern's syntax; it returns
+// the problem and its offset in pattern, if ServeMux says where.
+func servemuxCheck(pattern string) (off int, msg string) {
 	defer func() {
 		if p := recover(); p != nil {
-			msg := fmt.Sprint(p)
-			if _, after, ok := strings.Cut(msg, ": "); ok && strings.HasPrefix(msg, "parsing ") {
-				msg = after
+			msg = fmt.Sprint(p)
+			msg = strings.TrimPrefix(msg, fmt.Sprintf("parsing %q: ", pattern))
+			if rest, ok := strings.CutPrefix(msg, "at offset "); ok {
+				n, after, _ := strings.Cut(rest, ": ")
+				if i, err := strconv.Atoi(n); err == nil {
+					off, msg = i, after
+				}
 			}
-			err = errors.New("invalid pattern: " + msg)
 		}
 	}()
 	http.NewServeMux().Handle(pattern, http.NotFoundHandler())
-	return nil
+	return 0, ""
 }
 
 // splitPattern splits a path pattern that ServeMux accepted.

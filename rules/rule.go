@@ -47,9 +47,14 @@ const (
 	ScopeWorkflow
 )
 
-// Set is every loaded API. Its zero value matches nothing.
+// Set is every loaded API, with the tables Match uses. Build it with Load
+// or NewSet; its zero value (and any Set built otherwise) matches nothing.
+// A Set is safe for concurrent use once built.
 type Set struct {
 	APIs []*API
+
+	exact map[hostKey]*hostTable // host (and port) → its API
+	wild  map[hostKey]*hostTable // domain of "*.domain" (and port) → its API
 }
 
 // API is one rule file.
@@ -93,6 +98,7 @@ type Route struct {
 	Pos Pos
 
 	segs      []segment         // Pattern, split; see match
+	matchPos  Pos               // of the match value
 	fixedPath map[string]string // path values of a Fallback route
 }
 
@@ -187,3 +193,40 @@ type Pos struct {
 }
 
 func (p Pos) String() string { return fmt.Sprintf("%s:%d:%d", p.File, p.Line, p.Col) }
+
+var scopeNames = [...]string{"", "credential", "workflow"}
+
+func (s Scope) String() string {
+	if int(s) < len(scopeNames) && s > 0 {
+		return scopeNames[s]
+	}
+	return fmt.Sprintf("scope(%d)", s)
+}
+
+// ParseScope parses credential or workflow.
+func ParseScope(s string) (Scope, error) {
+	for i, n := range scopeNames {
+		if i > 0 && n == s {
+			return Scope(i), nil
+		}
+	}
+	return 0, fmt.Errorf("unknown scope %q (want credential or workflow)", s)
+}
+
+func (m VerifyMode) String() string {
+	if m == VerifySync {
+		return "sync"
+	}
+	return "async"
+}
+
+// ParseVerifyMode parses sync or async.
+func ParseVerifyMode(s string) (VerifyMode, error) {
+	switch s {
+	case "sync":
+		return VerifySync, nil
+	case "async":
+		return VerifyAsync, nil
+	}
+	return 0, fmt.Errorf("unknown mode %q (want sync or async)", s)
+}

@@ -1,0 +1,100 @@
+package proxy
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/toolguard/toolguard/journal"
+	"github.com/toolguard/toolguard/rules"
+)
+
+// TestDecideStartedMatrix walks every combination of (strategy × lookup
+// answer × effect) for a started step not in flight, the heart of
+// recovery: no row may re-send an irreversible call whose effect may have
+// happened unless the provider dedupes it or a lookup said it is absent.
+func TestDecideStartedMatrix(t *testing.T) {
+	type want struct {
+		action    Action
+		reason    string
+		recovered bool
+	}
+	hold := func(reason string) want { return want{ActionHold, reason, false} }
+	table := map[Strategy]map[LookupAnswer]want{
+		StrategyNative: {
+			LookupNotAsked: {ActionForward, "", true}, LookupFound: {ActionForward, "", true},
+			LookupAbsent: {ActionForward, "", true}, LookupUnknown: {ActionForward, "", true},
+		},
+		StrategyLookup: {
+			LookupNotAsked: {ActionLookup, "", false}, LookupFound: {ActionRecordFound, "", true},
+			LookupAbsent: {ActionForward, "", true}, LookupUnknown: hold(ReasonLookupUnknown),
+		},
+	}
+	for _, effect := range []rules.Effect{rules.EffectIrreversible, rules.EffectReversible} {
+		for _, strategy := range []Strategy{StrategyNone, StrategyNative, StrategyLookup} {
+			for _, lookup := range []LookupAnswer{LookupNotAsked, LookupFound, LookupAbsent, LookupUnknown} {
+				name := fmt.Sprintf("%s/%s/%s", effect, strategy, lookup)
+				t.Run(name, func(t *testing.T) {
+					w, ok := table[strategy][lookup]
+					if strategy == StrategyNone {
+						ok = true
+						w = hold(ReasonOutcomeUnknown)
+						if effect == rules.EffectReversible {
+							w = want{ActionForward, "", true}
+						}
+					}
+					if !ok {
+						t.Fatal("missing table row")
+					}
+					st := &journal.Step{Status: journal.StatusStarted, BodyHash: "b"}
+					got := Decide(Situation{Step: st, Strategy: strategy, Effect: effect, BodyHash: "b", Lookup: lookup, MaxAttempts: 3})
+					if got.Action != w.action || got.Reason != w.reason || got.Recovered != w.recovered {
+						t.Fatalf("Decide = %+v, want action %s reason %q recovered %v", got, w.action, w.reason, w.recovered)
+					}
+				})
+			}
+		}
+	}
+}
+
+func TestDecide(t *testing.T) {
+	step := func(status journal.Status, mod func(*journal.Step)) *journal.Step {
+		s := &journal.Step{Status: status, BodyHash: "b", Attempt: 1}
+		if mod != nil {
+			mod(s)
+		}
+		return s
+	}
+	tests := []struct {
+		name   string
+		sit    Situation
+		action Action
+		reason string
+	}{
+		{name: "new intent", sit: Situation{}, action: ActionForward},
+		{name: "new intent needing approval", sit: Situation{Approval: true}, action: ActionHold, reason: ReasonApproval},
+		{name: "committed replays", sit: Situation{Step: step(journal.StatusCommitted, nil)}, action: ActionReplay},
+		{name: "verified replays", sit: Situation{Step: step(journal.StatusVerified, nil)}, action: ActionReplay},
+		{name: "definitive failure replays", sit: Situation{Step: step(journal.StatusFailed, nil)}, action: ActionReplay},
+		{name: "retryable failure retries", sit: Situation{Step: step(journal.StatusFailed, func(s *journal.Step) { s.Retryable = true }), MaxAttempts: 3}, action: ActionForward},
+		{name: "retry budget exhausted holds", sit: Situation{Step: step(journal.StatusFailed, func(s *journal.Step) { s.Retryable, s.Attempt = true, 3 }), MaxAttempts: 3}, action: ActionHold, reason: ReasonRetryBudget},
+		{name: "in flight waits", sit: Situation{Step: step(journal.StatusStarted, nil), InFlight: true}, action: ActionWait},
+		{name: "awaiting approval blocks", sit: Situation{Step: step(journal.StatusPrepared, func(s *journal.Step) { s.Hold, s.HoldReason = journal.HoldAwaitingApproval, ReasonApproval })}, action: ActionBlock, reason: ReasonApproval},
+		{name: "awaiting approval, other body", sit: Situation{Step: step(journal.StatusPrepared, func(s *journal.Step) { s.Hold = journal.HoldAwaitingApproval }), BodyHash: "other"}, action: ActionMismatch},
+		{name: "approved forwards", sit: Situation{Step: step(journal.StatusPrepared, func(s *journal.Step) { s.ApprovedBodyHash = "b" }), BodyHash: "b"}, action: ActionForward},
+		{name: "approved, other body", sit: Situation{Step: step(journal.StatusPrepared, func(s *journal.Step) { s.ApprovedBodyHash = "b" }), BodyHash: "c"}, action: ActionMismatch},
+		{name: "needs review blocks", sit: Situation{Step: step(journal.StatusStarted, func(s *journal.Step) { s.Hold, s.HoldReason = journal.HoldNeedsReview, ReasonOutcomeUnknown }), BodyHash: "b"}, action: ActionBlock, reason: ReasonOutcomeUnknown},
+		{name: "needs review, other body", sit: Situation{Step: step(journal.StatusStarted, func(s *journal.Step) { s.Hold = journal.HoldNeedsReview }), BodyHash: "x"}, action: ActionMismatch},
+		{name: "held committed blocks", sit: Situation{Step: step(journal.StatusCommitted, func(s *journal.Step) { s.Hold, s.HoldReason = journal.HoldNeedsReview, ReasonNotVisible }), BodyHash: "b"}, action: ActionBlock, reason: ReasonNotVisible},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.sit.BodyHash == "" {
+				tc.sit.BodyHash = "b"
+			}
+			got := Decide(tc.sit)
+			if got.Action != tc.action || got.Reason != tc.reason {
+				t.Fatalf("Decide = %+v, want %s %q", got, tc.action, tc.reason)
+			}
+		})
+	}
+}

@@ -1,0 +1,260 @@
+package rules
+
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"testing"
+)
+
+const keyRules = `
+api: payments
+hosts: [payments.example.com]
+credential: {header: Authorization}
+routes:
+  - name: fields
+    match: POST /v1/customers/{customer}/invoices
+    effect: irreversible
+    key: {fields: [currency, lines, "meta.ref"]}
+  - name: ignore
+    match: POST /v1/charges
+    effect: irreversible
+    key: {ignore: [metadata.trace_id, "lines.#.trace", "a\\.b"]}
+  - name: whole
+    match: POST /v1/transfers
+    effect: irreversible
+  - name: credential_only
+    match: POST /v1/refunds
+    effect: irreversible
+    key: {scope: [credential]}
+  - name: unscoped
+    match: POST /v1/payouts
+    effect: irreversible
+    key: {scope: []}
+`
+
+func routeByName(t testing.TB, api *API, name string) *Route {
+	t.Helper()
+	for _, r := range api.Routes {
+		if r.Name == name {
+			return r
+		}
+	}
+	t.Fatalf("no route %q", name)
+	return nil
+}
+
+func mustParse(t testing.TB, src string) *API {
+	t.Helper()
+	api, err := Parse("test.yaml", []byte(src))
+	if err != nil {
+		t.Fatalf("Parse: %v", err)
+	}
+	return api
+}
+
+func jsonIn(body string) Input {
+	return Input{ContentType: "application/json", Body: []byte(body), Credential: "Bearer sk_1", Workflow: "wf-1"}
+}
+
+func TestDeriveSameOrDifferent(t *testing.T) {
+	api := mustParse(t, keyRules)
+	with := func(in Input, f func(*Input)) Input { f(&in); return in }
+	base := `{"currency":"eur","lines":[{"amount":1,"trace":"t1"}],"meta":{"ref":"r1","note":"n"},"metadata":{"trace_id":"x"},"a.b":1}`
+	pv := map[string]string{"customer": "c_1"}
+	tests := []struct {
+		name     string
+		route    string
+		a, b     Input
+		wantSame bool
+	}{
+		{name: "fields: order and whitespace", route: "fields", a: jsonIn(base),
+			b:        jsonIn(` { "meta":{"note":"n","ref":"r1"}, "lines":[{"trace":"t1","amount":1.0}],"currency":"eur","metadata":{"trace_id":"x"},"a.b":1 }`),
+			wantSame: true},
+		{name: "fields: unselected field changes", route: "fields", a: jsonIn(base),
+			b: jsonIn(`{"currency":"eur","lines":[{"amount":1,"trace":"t1"}],"meta":{"ref":"r1","note":"other"},"extra":true}`), wantSame: true},
+		{name: "fields: selected field changes", route: "fields", a: jsonIn(base),
+			b: jsonIn(`{"currency":"usd","lines":[{"amount":1,"trace":"t1"}],"meta":{"ref":"r1"}}`)},
+		{name: "fields: nested selected field changes", route: "fields", a: jsonIn(base),
+			b: jsonIn(`{"currency":"eur","lines":[{"amount":1,"trace":"t1"}],"meta":{"ref":"r2"}}`)},
+		{name: "fields: missing equals null", route: "fields", a: jsonIn(`{"currency":"eur"}`),
+			b: jsonIn(`{"currency":"eur","lines":null}`), wantSame: true},
+		{name: "fields: path values differ", route: "fields",
+			a: with(jsonIn(base), func(in *Input) { in.PathValues = pv }),
+			b: with(jsonIn(base), func(in *Input) { in.PathValues = map[string]string{"customer": "c_2"} })},
+		{name: "ignore: ignored fields change", route: "ignore", a: jsonIn(base),
+			b:        jsonIn(`{"currency":"eur","lines":[{"amount":1,"trace":"t2"}],"meta":{"ref":"r1","note":"n"},"metadata":{"trace_id":"y"},"a.b":2}`),
+			wantSame: true},
+		{name: "ignore: ignored fields absent", route: "ignore", a: jsonIn(base),
+			b:        jsonIn(`{"currency":"eur","lines":[{"amount":1}],"meta":{"ref":"r1","note":"n"},"metadata":{}}`),
+			wantSame: true},
+		{name: "ignore: other field changes", route: "ignore", a: jsonIn(base),
+			b: jsonIn(`{"currency":"eur","lines":[{"amount":1,"trace":"t1"}],"meta":{"ref":"r1","note":"changed"},"metadata":{"trace_id":"x"},"a.b":1}`)},
+		{name: "whole: any field changes", route: "whole", a: jsonIn(base),
+			b: jsonIn(`{"currency":"eur","lines":[{"amount":1,"trace":"t2"}],"meta":{"ref":"r1","note":"n"},"metadata":{"trace_id":"x"},"a.b":1}`)},
+		{name: "whole: number forms", route: "whole", a: jsonIn(`{"amount":100}`), b: jsonIn(`{"amount":1e2}`), wantSame: true},
+		{name: "whole: form and json of the same strings", route: "whole", a: jsonIn(`{"a":"1","b":["2","3"]}`),
+			b:        Input{ContentType: "application/x-www-form-urlencoded", Body: []byte("b=2&a=1&b=3"), Credential: "Bearer sk_1", Workflow: "wf-1"},
+			wantSame: true},
+		{name: "whole: form order", route: "whole",
+			a:        Input{ContentType: "application/x-www-form-urlencoded", Body: []byte("a=1&b=2")},
+			b:        Input{ContentType: "application/x-www-form-urlencoded", Body: []byte("b=2&a=1")},
+			wantSame: true},
+		{name: "whole: repeated form values order matters", route: "whole",
+			a: Input{ContentType: "application/x-www-form-urlencoded", Body: []byte("t=1&t=2")},
+			b: Input{ContentType: "application/x-www-form-urlencoded", Body: []byte("t=2&t=1")}},
+		{name: "query order", route: "whole",
+			a:        with(jsonIn(base), func(in *Input) { in.RawQuery = "b=2&a=1" }),
+			b:        with(jsonIn(base), func(in *Input) { in.RawQuery = "a=1&b=2" }),
+			wantSame: true},
+		{name: "query differs", route: "whole",
+			a: with(jsonIn(base), func(in *Input) { in.RawQuery = "a=1" }),
+			b: with(jsonIn(base), func(in *Input) { in.RawQuery = "a=2" })},
+		{name: "empty query is no query", route: "whole",
+			a: with(jsonIn(base), func(in *Input) { in.RawQuery = "&" }), b: jsonIn(base), wantSame: true},
+		{name: "credential differs", route: "whole", a: jsonIn(base),
+			b: with(jsonIn(base), func(in *Input) { in.Credential = "Bearer sk_2" })},
+		{name: "no credential differs from some", route: "whole", a: jsonIn(base),
+			b: with(jsonIn(base), func(in *Input) { in.Credential = "" })},
+		{name: "workflow differs", route: "whole", a: jsonIn(base),
+			b: with(jsonIn(base), func(in *Input) { in.Workflow = "wf-2" })},
+		{name: "credential scope ignores workflow", route: "credential_only", a: jsonIn(base),
+			b: with(jsonIn(base), func(in *Input) { in.Workflow = "wf-2" }), wantSame: true},
+		{name: "credential scope keeps credential", route: "credential_only", a: jsonIn(base),
+			b: with(jsonIn(base), func(in *Input) { in.Credential = "Bearer sk_2" })},
+		{name: "empty scope ignores credential and workflow", route: "unscoped", a: jsonIn(base),
+			b: with(jsonIn(base), func(in *Input) { in.Credential, in.Workflow = "other", "wf-9" }), wantSame: true},
+	}
+	d := &Deriver{Secret: []byte("secret")}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			r := routeByName(t, api, tc.route)
+			a, err := d.Derive(r, tc.a)
+			if err != nil {
+				t.Fatalf("Derive(a) error = %v", err)
+			}
+			b, err := d.Derive(r, tc.b)
+			if err != nil {
+				t.Fatalf("Derive(b) error = %v", err)
+			}
+			if same := a.Key == b.Key; same != tc.wantSame {
+				t.Errorf("same key = %v, want %v\na: %s\nb: %s", same, tc.wantSame, a.Material, b.Material)
+			}
+		})
+	}
+}
+
+func TestDeriveMaterial(t *testing.T) {
+	api := mustParse(t, keyRules)
+	d := &Deriver{Secret: []byte("secret")}
+	in := jsonIn(`{"meta":{"ref":"r1"},"currency":"eur","lines":[{"amount":1.50}],"x":1}`)
+	in.PathValues = map[string]string{"customer": "c_1"}
+	in.RawQuery = "expand=lines&dry=0"
+	got, err := d.Derive(routeByName(t, api, "fields"), in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mac := hmac.New(sha256.New, []byte("secret"))
+	mac.Write([]byte("payments\x00Bearer sk_1"))
+	cred := hex.EncodeToString(mac.Sum(nil))
+	want := `{"api":"payments","fields":{"currency":"eur","lines":[{"amount":1.5}],"meta.ref":"r1"},` +
+		`"path":{"customer":"c_1"},"query":{"dry":"0","expand":"lines"},"route":"fields",` +
+		`"scope":{"credential":"` + cred + `","workflow":"wf-1"}}`
+	if string(got.Material) != want {
+		t.Errorf("Material =\n%s\nwant\n%s", got.Material, want)
+	}
+	if sum := sha256.Sum256([]byte(want)); got.Key != hex.EncodeToString(sum[:]) {
+		t.Errorf("Key = %s, want sha256 of Material", got.Key)
+	}
+	doc := `{"currency":"eur","lines":[{"amount":1.5}],"meta":{"ref":"r1"},"x":1}`
+	if string(got.Doc) != doc {
+		t.Errorf("Doc = %s, want %s", got.Doc, doc)
+	}
+	if sum := sha256.Sum256([]byte(doc)); got.BodyHash != hex.EncodeToString(sum[:]) {
+		t.Errorf("BodyHash = %s, want sha256 of Doc", got.BodyHash)
+	}
+	// The intent owns its bytes: later derivations must not change it.
+	key, mat := got.Key, string(got.Material)
+	for range 3 {
+		d.Derive(routeByName(t, api, "whole"), jsonIn(`{"other":"body"}`))
+	}
+	if got.Key != key || string(got.Material) != mat || string(got.Doc) != doc {
+		t.Errorf("intent changed by a later Derive")
+	}
+}
+
+func TestDeriveLongSecret(t *testing.T) {
+	secret := make([]byte, 100)
+	for i := range secret {
+		secret[i] = byte(i)
+	}
+	var s deriveScratch
+	got := (&Deriver{Secret: secret}).appendMAC(nil, &s, "api", "cred")
+	mac := hmac.New(sha256.New, secret)
+	mac.Write([]byte("api\x00cred"))
+	if want := hex.EncodeToString(mac.Sum(nil)); string(got) != want {
+		t.Errorf("appendMAC = %s, want %s", got, want)
+	}
+}
+
+func TestDeriveErrors(t *testing.T) {
+	api := mustParse(t, keyRules)
+	r := routeByName(t, api, "whole")
+	tests := []struct {
+		name string
+		in   Input
+		want string
+	}{
+		{name: "invalid json", in: jsonIn(`{"a":1,}`), want: `invalid JSON at offset 7: unexpected character '}', want an object key`},
+		{name: "duplicate key", in: jsonIn(`{"a":1,"a":2}`), want: `invalid JSON at offset 7: duplicate key "a"`},
+		{name: "bad form", in: Input{ContentType: "application/x-www-form-urlencoded", Body: []byte("a=%G1")}, want: `invalid form body at offset 2: invalid escape "%G1"`},
+		{name: "bad query", in: Input{RawQuery: "a=1&b=%"}, want: `invalid query string at offset 6: invalid escape "%"`},
+		{name: "unsupported type", in: Input{ContentType: "text/csv", Body: []byte("a,b")}, want: `invalid body: unsupported content type "text/csv" (want JSON or application/x-www-form-urlencoded)`},
+	}
+	d := &Deriver{}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := d.Derive(r, tc.in)
+			if err == nil || err.Error() != tc.want || !errors.Is(err, ErrInvalidBody) {
+				t.Errorf("Derive() error = %v, want %q wrapping ErrInvalidBody", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestFallback(t *testing.T) {
+	d := &Deriver{Secret: []byte("s")}
+	in := jsonIn(`{"a":1}`)
+	key := func(method, host, path string) string {
+		it, err := d.Derive(Fallback(method, host, path), in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return it.Key
+	}
+	base := key("POST", "api.example.com", "/v1/things")
+	tests := []struct {
+		name               string
+		method, host, path string
+		wantSame           bool
+	}{
+		{name: "same request", method: "POST", host: "api.example.com", path: "/v1/things", wantSame: true},
+		{name: "host case", method: "POST", host: "API.example.com", path: "/v1/things", wantSame: true},
+		{name: "other host", method: "POST", host: "api2.example.com", path: "/v1/things"},
+		{name: "other port", method: "POST", host: "api.example.com:8443", path: "/v1/things"},
+		{name: "other path", method: "POST", host: "api.example.com", path: "/v1/other"},
+		{name: "other method", method: "PUT", host: "api.example.com", path: "/v1/things"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if same := key(tc.method, tc.host, tc.path) == base; same != tc.wantSame {
+				t.Errorf("same key = %v, want %v", same, tc.wantSame)
+			}
+		})
+	}
+	r := Fallback("POST", "api.example.com:443", "/x")
+	if r.API.Name != "unmatched" || r.Name != "POST api.example.com:443" || r.Effect != EffectIrreversible || r.API.Credential != "Authorization" {
+		t.Errorf("Fallback() = %+v", r)
+	}
+}

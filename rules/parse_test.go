@@ -1,0 +1,154 @@
+package rules
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+var update = flag.Bool("update", false, "rewrite the testdata/*.golden files")
+
+// golden compares got with the golden file, or rewrites it under -update.
+func golden(t *testing.T, path, got string) {
+	t.Helper()
+	if *update {
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test ./rules -run %s -update to create it)", err, t.Name())
+	}
+	if got != string(want) {
+		t.Errorf("%s differs (go test -update rewrites it)\ngot:\n%s\nwant:\n%s", path, got, want)
+	}
+}
+
+// TestParseGolden parses every testdata/rules file: good_* files must
+// parse (their golden file is a dump of the result), every other file
+// must fail with exactly the errors of its golden file.
+func TestParseGolden(t *testing.T) {
+	files, err := filepath.Glob("testdata/rules/*.yaml")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no rule files: %v", err)
+	}
+	for _, file := range files {
+		name := strings.TrimSuffix(filepath.Base(file), ".yaml")
+		t.Run(name, func(t *testing.T) {
+			data, err := os.ReadFile(file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			api, err := Parse(filepath.ToSlash(file), data)
+			wantOK := strings.HasPrefix(name, "good")
+			var got string
+			switch {
+			case err == nil && wantOK:
+				got = dumpAPI(api)
+			case err != nil && !wantOK:
+				var es *Errors
+				if !errors.As(err, &es) {
+					t.Fatalf("error is %T, want *Errors: %v", err, err)
+				}
+				got = err.Error() + "\n"
+			default:
+				t.Fatalf("Parse() error = %v, want ok = %v", err, wantOK)
+			}
+			golden(t, strings.TrimSuffix(file, ".yaml")+".golden", got)
+		})
+	}
+}
+
+func TestLoadGolden(t *testing.T) {
+	_, err := Load("testdata/load")
+	var es *Errors
+	if !errors.As(err, &es) {
+		t.Fatalf("Load() error = %v, want *Errors", err)
+	}
+	golden(t, "testdata/load.golden", filepath.ToSlash(err.Error())+"\n")
+}
+
+func TestLoad(t *testing.T) {
+	dir := t.TempDir()
+	good, _ := filepath.Glob("testdata/rules/good_*.yaml")
+	for _, f := range good {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ext := ".yaml"
+		if strings.Contains(f, "minimal") {
+			ext = ".yml"
+		}
+		name := strings.TrimSuffix(filepath.Base(f), ".yaml") + ext
+		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	os.WriteFile(filepath.Join(dir, "README.md"), []byte("not rules"), 0o644)
+	set, err := Load(dir)
+	if err != nil {
+		t.Fatalf("Load() error = %v", err)
+	}
+	var names []string
+	for _, a := range set.APIs {
+		names = append(names, a.Name)
+	}
+	if got, want := strings.Join(names, ","), "shop_v2,mail,payments"; got != want {
+		t.Errorf("APIs = %s, want %s", got, want)
+	}
+	if r, _ := set.Match("payments.example.com:443", "POST", "/v1/invoices"); r == nil || r.Name != "create_invoice" {
+		t.Errorf("Match() = %v, want create_invoice", r)
+	}
+	if _, err := Load(filepath.Join(dir, "missing")); err == nil || errors.As(err, new(*Errors)) {
+		t.Errorf("Load(missing dir) error = %v, want a plain error", err)
+	}
+}
+
+// dumpAPI prints what Parse made of a file, for the golden files.
+func dumpAPI(a *API) string {
+	var b strings.Builder
+	p := func(format string, args ...any) { fmt.Fprintf(&b, format+"\n", args...) }
+	p("api %s at %s", a.Name, a.Pos)
+	p("hosts %q", a.Hosts)
+	p("credential %q", a.Credential)
+	for _, r := range a.Routes {
+		p("route %s at %s", r.Name, r.Pos)
+		p("  match %s %s %v", r.Method, r.Pattern, wildcards(r.segs))
+		p("  effect %s", r.Effect)
+		scope := fmt.Sprint(r.Key.Scope)
+		if r.Key.Scope == nil {
+			scope = "default"
+		}
+		p("  key fields=%q ignore=%q scope=%s", r.Key.Fields, r.Key.Ignore, scope)
+		if ni := r.NativeIdempotency; ni != nil {
+			p("  native_idempotency header=%q body=%q", ni.Header, ni.Body)
+		}
+		p("  operation_id %q", r.OperationID)
+		if l := r.Lookup; l != nil {
+			p("  lookup %s %s", l.Request.Method, l.Request.URL)
+			p("    found %s", dumpExpectation(l.Found))
+			p("    absent %s", dumpExpectation(l.Absent))
+			p("    operation_id %q", l.OperationID)
+		}
+		if v := r.Verify; v != nil {
+			p("  verify %s %s within %s mode %s", v.Request.Method, v.Request.URL, v.Within, v.Mode)
+			p("    expect %s", dumpExpectation(&v.Expect))
+		}
+		p("  approval_required %v redact=%q", r.ApprovalRequired, r.Redact)
+	}
+	return b.String()
+}
+
+func dumpExpectation(e *Expectation) string {
+	if e == nil {
+		return "<none>"
+	}
+	return fmt.Sprintf("status=%v body=%q contains=%q", e.Status, e.Body, e.Contains)
+}
