@@ -238,7 +238,7 @@ func TestBadInput(t *testing.T) {
 
 	cases := []struct {
 		name, body, problem string
-		status             int
+		status              int
 	}{
 		{"unparseable", `{"customer":`, "urn:toolguard:invalid-body", 400},
 		{"too large", `{"customer":"` + strings.Repeat("x", 2048) + `"}`, "urn:toolguard:body-too-large", 413},

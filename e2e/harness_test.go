@@ -299,7 +299,9 @@ func (u *upstream) stream(w http.ResponseWriter, r *http.Request) {
 }
 
 // host is the upstream's host:port, as rules name it.
-func (u *upstream) host() string { return strings.TrimPrefix(strings.TrimPrefix(u.URL, "http://"), "https://") }
+func (u *upstream) host() string {
+	return strings.TrimPrefix(strings.TrimPrefix(u.URL, "http://"), "https://")
+}
 
 // caPEM writes the upstream's TLS certificate as PEM, for upstream.ca_file.
 func (u *upstream) caPEM(t *testing.T, dir string) string {

@@ -62,7 +62,9 @@ func NewAdmin(opts AdminOptions) *Admin {
 	}
 	a.ready.Store(true)
 	m := a.mux
-	m.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { writeJSON(w, http.StatusOK, map[string]string{"status": "ok"}) })
+	m.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	})
 	m.HandleFunc("GET /readyz", a.readyz)
 	m.HandleFunc("GET /v1/steps", a.auth(RoleAgent, a.listSteps))
 	m.HandleFunc("GET /v1/steps/{key}", a.auth(RoleAgent, a.getStep))
