@@ -94,12 +94,13 @@ func TestConcurrentDuplicatesOneEffect(t *testing.T) {
 	up := newUpstream(t, false)
 	release := make(chan struct{})
 	arrived := make(chan struct{}, 16)
-	up.hook = func(stage string, r *http.Request) {
+	up.setHook(func(stage string, r *http.Request) bool {
 		if stage == "before" {
 			arrived <- struct{}{}
 			<-release
 		}
-	}
+		return true
+	})
 	p := newSetup(t, map[string]string{"billing.yaml": ruleFile(up.host(), invoiceRoute)}).start(t)
 	c := p.client(t)
 	const n = 16

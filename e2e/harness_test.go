@@ -225,20 +225,27 @@ type upstream struct {
 	effects atomic.Int64
 	mu      sync.Mutex
 	byRef   map[string]string
+	byIdem  map[string]string // Idempotency-Key → stored answer (native dedupe)
+	hidden  map[string]bool   // invoice ids not yet visible to GET
 	// hook, when set, runs for every effectful request before (stage
-	// "before") and after (stage "after") its effect is committed.
-	hook func(stage string, r *http.Request)
+	// "before") and after (stage "after") its effect is committed. A false
+	// answer at "before" aborts the request with no effect.
+	hookMu sync.Mutex
+	hook   func(stage string, r *http.Request) bool
 	// status overrides the answer's status code when set.
 	status atomic.Int64
+	// hide makes new invoices invisible to GET until show is called.
+	hide atomic.Bool
 }
 
 func newUpstream(t *testing.T, tlsServer bool) *upstream {
-	u := &upstream{byRef: map[string]string{}}
+	u := &upstream{byRef: map[string]string{}, byIdem: map[string]string{}, hidden: map[string]bool{}}
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v1/invoices", u.create)
 	mux.HandleFunc("POST /v1/emails", u.create)
 	mux.HandleFunc("PUT /v1/things/{id}", u.create)
 	mux.HandleFunc("GET /v1/invoices", u.lookup)
+	mux.HandleFunc("GET /v1/invoices/{id}", u.get)
 	mux.HandleFunc("GET /v1/stream", u.stream)
 	mux.HandleFunc("GET /v1/ping", func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "pong") })
 	if tlsServer {
@@ -252,8 +259,22 @@ func newUpstream(t *testing.T, tlsServer bool) *upstream {
 
 func (u *upstream) create(w http.ResponseWriter, r *http.Request) {
 	body, _ := io.ReadAll(r.Body)
-	if u.hook != nil {
-		u.hook("before", r)
+	hook := u.getHook()
+	if hook != nil && !hook("before", r) {
+		panic(http.ErrAbortHandler) // the connection drops; no effect
+	}
+	idem := r.Header.Get("Idempotency-Key")
+	if idem != "" {
+		u.mu.Lock()
+		stored, seen := u.byIdem[idem]
+		u.mu.Unlock()
+		if seen { // the provider dedupes: the original answer, no effect
+			w.Header().Set("Content-Type", "application/json")
+			w.Header().Set("Idempotent-Replayed", "true")
+			w.WriteHeader(http.StatusCreated)
+			io.WriteString(w, stored)
+			return
+		}
 	}
 	n := u.effects.Add(1)
 	id := fmt.Sprintf("inv_%d", n)
@@ -265,8 +286,17 @@ func (u *upstream) create(w http.ResponseWriter, r *http.Request) {
 			u.mu.Unlock()
 		}
 	}
-	if u.hook != nil {
-		u.hook("after", r)
+	answer := fmt.Sprintf(`{"id":%q,"status":"open","auth_seen":%q,"idem":%q}`, id, r.Header.Get("Authorization"), idem)
+	u.mu.Lock()
+	if idem != "" {
+		u.byIdem[idem] = answer
+	}
+	if u.hide.Load() {
+		u.hidden[id] = true
+	}
+	u.mu.Unlock()
+	if hook != nil {
+		hook("after", r)
 	}
 	status := http.StatusCreated
 	if s := u.status.Load(); s != 0 {
@@ -275,7 +305,39 @@ func (u *upstream) create(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Set-Cookie", "session=upstream-secret")
 	w.WriteHeader(status)
-	fmt.Fprintf(w, `{"id":%q,"status":"open","auth_seen":%q,"idem":%q}`, id, r.Header.Get("Authorization"), r.Header.Get("Idempotency-Key"))
+	io.WriteString(w, answer)
+}
+
+// get answers GET /v1/invoices/{id}: 404 while the invoice is hidden.
+func (u *upstream) get(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	u.mu.Lock()
+	hidden := u.hidden[id]
+	u.mu.Unlock()
+	if hidden || !strings.HasPrefix(id, "inv_") {
+		http.Error(w, `{"error":"not found"}`, http.StatusNotFound)
+		return
+	}
+	fmt.Fprintf(w, `{"id":%q,"status":"open"}`, id)
+}
+
+func (u *upstream) setHook(h func(stage string, r *http.Request) bool) {
+	u.hookMu.Lock()
+	defer u.hookMu.Unlock()
+	u.hook = h
+}
+
+func (u *upstream) getHook() func(stage string, r *http.Request) bool {
+	u.hookMu.Lock()
+	defer u.hookMu.Unlock()
+	return u.hook
+}
+
+// show makes every hidden invoice visible.
+func (u *upstream) show() {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	clear(u.hidden)
 }
 
 func (u *upstream) lookup(w http.ResponseWriter, r *http.Request) {

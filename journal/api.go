@@ -44,6 +44,9 @@ type Filter struct {
 	Hold     Hold
 	HoldSet  bool // Hold is a filter even when it is HoldNone
 	Workflow string
+	// VerifyPending selects steps with a pending verification, earliest
+	// deadline first; it takes precedence over the other indexes.
+	VerifyPending bool
 	// Limit bounds the result; 0 or less means the default of 1000.
 	Limit int
 }

@@ -121,6 +121,12 @@ func (c *checker) indexes(bk *buckets) {
 		w, key, ok := parseWorkflowIndexKey(k)
 		return key, func(s *Step) bool { return ok && w != "" && s.Workflow == w }
 	})
+	c.index(bk, bk.byVerify, func(k []byte) (string, func(*Step) bool) {
+		if len(k) < 8 {
+			return "", nil
+		}
+		return string(k[8:]), func(s *Step) bool { return !s.VerifyBy.IsZero() && string(timeBytes(s.VerifyBy)) == string(k[:8]) }
+	})
 	c.index(bk, bk.byUpdate, func(k []byte) (string, func(*Step) bool) {
 		if len(k) < 8 {
 			return "", nil
@@ -207,6 +213,8 @@ func bucketName(bk *buckets, b *bolt.Bucket) string {
 		return string(bucketByWorkflow)
 	case bk.byUpdate:
 		return string(bucketByUpdated)
+	case bk.byVerify:
+		return string(bucketByVerify)
 	}
 	return "?"
 }

@@ -31,9 +31,12 @@ var (
 	// bucketByUpdated: 8-byte big-endian UpdatedAt (Unix ns, sign bit
 	// flipped so that order is time order) + step key.
 	bucketByUpdated = []byte("idx_updated")
+	// bucketByVerify: 8-byte VerifyBy (as in idx_updated) + step key, for
+	// steps with a pending verification only.
+	bucketByVerify = []byte("idx_verify")
 
 	allBuckets = [][]byte{bucketMeta, bucketSteps, bucketEvents,
-		bucketByStatus, bucketByHold, bucketByWorkflow, bucketByUpdated}
+		bucketByStatus, bucketByHold, bucketByWorkflow, bucketByUpdated, bucketByVerify}
 )
 
 // Keys of the meta bucket.
@@ -61,6 +64,7 @@ type buckets struct {
 	tx                                     *bolt.Tx
 	meta, steps, events                    *bolt.Bucket
 	byStatus, byHold, byWorkflow, byUpdate *bolt.Bucket
+	byVerify                               *bolt.Bucket
 }
 
 func openBuckets(tx *bolt.Tx) (*buckets, error) {
@@ -72,6 +76,7 @@ func openBuckets(tx *bolt.Tx) (*buckets, error) {
 		{&bk.meta, bucketMeta}, {&bk.steps, bucketSteps}, {&bk.events, bucketEvents},
 		{&bk.byStatus, bucketByStatus}, {&bk.byHold, bucketByHold},
 		{&bk.byWorkflow, bucketByWorkflow}, {&bk.byUpdate, bucketByUpdated},
+		{&bk.byVerify, bucketByVerify},
 	} {
 		if *p.b = tx.Bucket(p.name); *p.b == nil {
 			return nil, fmt.Errorf("%w: bucket %s is missing", ErrCorrupt, p.name)
@@ -121,6 +126,9 @@ func (bk *buckets) indexKeys(s *Step) []indexEntry {
 	}
 	if s.Workflow != "" {
 		e = append(e, indexEntry{bk.byWorkflow, workflowIndexKey(s.Workflow, s.Key)})
+	}
+	if !s.VerifyBy.IsZero() {
+		e = append(e, indexEntry{bk.byVerify, timeIndexKey(s.VerifyBy, s.Key)})
 	}
 	return e
 }

@@ -71,7 +71,8 @@ func (b *Bolt) List(f Filter) ([]Step, error) {
 func (f *Filter) match(s *Step) bool {
 	return (f.Status == StatusUnknown || s.Status == f.Status) &&
 		(!(f.HoldSet || f.Hold != HoldNone) || s.Hold == f.Hold) &&
-		(f.Workflow == "" || s.Workflow == f.Workflow)
+		(f.Workflow == "" || s.Workflow == f.Workflow) &&
+		(!f.VerifyPending || !s.VerifyBy.IsZero())
 }
 
 // walk calls fn with the step keys of the index that best serves f, until
@@ -80,6 +81,17 @@ func (bk *buckets) walk(f Filter, fn func(key []byte) (bool, error)) error {
 	var idx *bolt.Bucket
 	var prefix []byte
 	switch {
+	case f.VerifyPending:
+		c := bk.byVerify.Cursor()
+		for k, _ := c.First(); k != nil; k, _ = c.Next() {
+			if len(k) <= 8 {
+				return fmt.Errorf("%w: verify index key %x", ErrCorrupt, k)
+			}
+			if more, err := fn(k[8:]); !more || err != nil {
+				return err
+			}
+		}
+		return nil
 	case f.Workflow != "":
 		idx, prefix = bk.byWorkflow, workflowPrefix(f.Workflow)
 	case f.Hold != HoldNone:

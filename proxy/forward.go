@@ -15,6 +15,7 @@ import (
 
 	"github.com/toolguard/toolguard/journal"
 	"github.com/toolguard/toolguard/rules"
+	"github.com/toolguard/toolguard/verifiers"
 )
 
 // result is what came back from one upstream attempt.
@@ -49,6 +50,7 @@ func (s *Server) forward(c *call, st journal.Step, fl *flight, d Decision) (*ans
 	case rec.Status == journal.StatusStarted:
 		return s.problemWith(c, newProblem(ProblemOutcomeUnknown, st.Key, "the call was sent but its outcome is unknown ("+rec.LastError+"); the next retry resolves it"), d), nil
 	}
+	s.afterCommit(c, rec)
 	a := s.replay(c, &rec, outcome, d)
 	if rec.Response != nil && rec.Response.Truncated {
 		// The stored copy holds only the hash: this first answer gets the
@@ -141,6 +143,9 @@ func (s *Server) outcomeChange(c *call, st *journal.Step, res result) journal.Ch
 	next.Status, next.Retryable = journal.StatusCommitted, false
 	next.OperationID = c.route.OperationID.Extract(res.resp.Header, res.body)
 	next.Evidence = "upstream answered " + res.resp.Status
+	if v := c.route.Verify; v != nil {
+		next.VerifyBy = time.Now().Add(v.Within)
+	}
 	return journal.Change{Step: next, Event: "committed", Reason: "upstream answered " + res.resp.Status}
 }
 
@@ -164,4 +169,17 @@ func (s *Server) storedResponse(res result) *journal.Response {
 	return r
 }
 
-var _ = time.Second
+// afterCommit starts the verification of a step just committed, if its
+// rule asks for one; a sync verification finishes before the answer.
+func (s *Server) afterCommit(c *call, rec journal.Step) {
+	v := c.route.Verify
+	if v == nil || rec.Status != journal.StatusCommitted || rec.VerifyBy.IsZero() {
+		return
+	}
+	ver := verification{route: c.route, step: rec, vals: s.values(c, &rec), creds: verifiers.CredentialHeaders(c.route.API, c.in.Header)}
+	if v.Mode == rules.VerifySync {
+		s.verify(c.in.Context(), ver)
+		return
+	}
+	s.startVerify(ver)
+}

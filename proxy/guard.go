@@ -137,6 +137,7 @@ func (s *Server) run(c *call) *answer {
 		case ActionLookup:
 			s.lookupFor(c, &st)
 		case ActionRecordFound:
+			s.afterCommit(c, st)
 			return s.recoveredAnswer(c, &st, d)
 		case ActionHold, ActionBlock:
 			return s.blocked(c, &st, d)
@@ -170,7 +171,7 @@ func (s *Server) decide(c *call) (d Decision, st journal.Step, fl *flight, wait 
 			}
 		}
 		d = Decide(sit)
-		ch, ok := s.changeFor(c, cur, d)
+		ch, ok := s.changeFor(c, cur, d, now)
 		if !ok {
 			return journal.Change{}, journal.ErrNoChange
 		}
@@ -192,7 +193,7 @@ const leaseGrace = 5 * time.Second
 
 // changeFor builds the journal change a decision calls for; ok is false
 // when the decision changes nothing.
-func (s *Server) changeFor(c *call, cur *journal.Step, d Decision) (journal.Change, bool) {
+func (s *Server) changeFor(c *call, cur *journal.Step, d Decision, now time.Time) (journal.Change, bool) {
 	var st journal.Step
 	why := d.Why
 	if c.lookupEvidence != "" {
@@ -232,6 +233,9 @@ func (s *Server) changeFor(c *call, cur *journal.Step, d Decision) (journal.Chan
 		st.OperationID = lf.operationID
 		st.Evidence = lf.evidence
 		st.Response = nil
+		if v := c.route.Verify; v != nil && st.OperationID != "" {
+			st.VerifyBy = now.Add(v.Within)
+		}
 		return journal.Change{Step: st, Event: "recovered", Reason: why}, true
 	}
 	return journal.Change{}, false

@@ -62,6 +62,9 @@ type Options struct {
 	InFlightWait time.Duration
 	// UpstreamTimeout bounds a guarded upstream call (default 30s).
 	UpstreamTimeout time.Duration
+	// VerifyMaxInterval caps the wait between verification probes
+	// (default 30s).
+	VerifyMaxInterval time.Duration
 	// MaxAttempts bounds re-execution of retryable failures (default 3).
 	MaxAttempts int
 	// CertCacheSize bounds cached leaf certificates (default 1024).
@@ -85,6 +88,16 @@ type Server struct {
 	draining atomic.Bool
 	// active counts guarded calls being handled, for Drain.
 	active activity
+	// bg is cancelled by Close; background verifications run under it.
+	bg       context.Context
+	stopBg   context.CancelFunc
+	bgWork   sync.WaitGroup
+	store    lister
+}
+
+// lister is the part of the journal that background work reads.
+type lister interface {
+	List(f journal.Filter) ([]journal.Step, error)
 }
 
 // activity counts work in progress; idle returns a channel closed when the
@@ -141,6 +154,10 @@ func New(opts Options) (*Server, error) {
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
+	s.bg, s.stopBg = context.WithCancel(context.Background())
+	if l, ok := opts.Journal.(lister); ok {
+		s.store = l
+	}
 	if opts.CA != nil {
 		s.certs = newCertCache(opts.CA, opts.CertCacheSize)
 	}
@@ -175,6 +192,9 @@ func setDefaults(o *Options) {
 	if o.UpstreamTimeout <= 0 {
 		o.UpstreamTimeout = 30 * time.Second
 	}
+	if o.VerifyMaxInterval <= 0 {
+		o.VerifyMaxInterval = 30 * time.Second
+	}
 	if o.MaxAttempts <= 0 {
 		o.MaxAttempts = 3
 	}
@@ -197,6 +217,13 @@ func (s *Server) Drain(ctx context.Context) error {
 	case <-ctx.Done():
 		return fmt.Errorf("drain: %d calls still in flight: %w", s.flights.count(), ctx.Err())
 	}
+}
+
+// Close stops background verifications, leaving them pending in the
+// journal, and waits for them to return.
+func (s *Server) Close() {
+	s.stopBg()
+	s.bgWork.Wait()
 }
 
 // buildGoproxy wires goproxy. Quirks relied on are noted at each line.

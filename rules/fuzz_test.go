@@ -1,6 +1,8 @@
 package rules
 
 import (
+	"fmt"
+	"time"
 	"bytes"
 	"encoding/json"
 	"errors"
@@ -14,6 +16,8 @@ import (
 // output. Seeds: testdata/fuzz/FuzzCanonicalJSON.
 func FuzzCanonicalJSON(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
+		tm := time.AfterFunc(2*time.Second, func() { panic(fmt.Sprintf("HANG %q", data)) })
+		defer tm.Stop()
 		out, err := CanonicalJSON(nil, data)
 		if err != nil {
 			if !errors.Is(err, ErrInvalidBody) {

@@ -132,10 +132,17 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, stdout io.W
 		InFlightWait:      cfg.Limits.InFlightWait,
 		UpstreamTimeout:   cfg.Upstream.Timeout,
 		MaxAttempts:       cfg.Retry.MaxAttempts,
+		VerifyMaxInterval: cfg.Verify.MaxInterval,
 		Logger:            log,
 	})
 	if err != nil {
 		return err
+	}
+	defer srv.Close()
+	if n, err := srv.ResumeVerifications(); err != nil {
+		return fmt.Errorf("resume verifications: %w", err)
+	} else if n > 0 {
+		log.Info("resumed pending verifications", "count", n)
 	}
 	admin := proxy.NewAdmin(proxy.AdminOptions{Store: j, Token: cfg.Admin.Token, AgentToken: cfg.Admin.AgentToken, Logger: log})
 
@@ -236,5 +243,6 @@ func startupCounts(j *journal.Bolt) (ambiguous, verifying, held int) {
 	if err != nil {
 		return 0, 0, 0
 	}
-	return c.Status[journal.StatusStarted], 0, c.Steps - c.Hold[journal.HoldNone]
+	pending, _ := j.List(journal.Filter{VerifyPending: true, Limit: 100000})
+	return c.Status[journal.StatusStarted], len(pending), c.Steps - c.Hold[journal.HoldNone]
 }

@@ -1,0 +1,151 @@
+// Command bench measures toolguard's throughput, latency, memory and journal
+// commits per call against a local upstream, in one run:
+//
+//	go run ./bench                       # full grid, 5s per cell
+//	go run ./bench -duration 3s          # full grid, shorter
+//	go run ./bench -quick                # one concurrency, one latency, 2s per cell
+//	go run ./bench -cpuprofile           # also profile the in-process proxy (guarded, conc 64)
+//
+// # What runs
+//
+// The harness starts, all on 127.0.0.1:
+//
+//   - an upstream API (plain HTTP and a TLS twin) answering POST /v1/invoices
+//     with a small JSON and GET /v1/ping, with a fixed added latency per cell;
+//   - the real toolguard binary (built from ./cmd/toolguard) as a subprocess,
+//     with a rule file that guards POST /v1/invoices on both upstreams;
+//   - a bare, tuned goproxy (goproxy.NewProxyHttpServer with a keep-alive
+//     transport) as a second subprocess: this same binary re-executed with
+//     -serve-bare-goproxy, so both proxies run in their own process;
+//   - closed-loop load clients: N goroutines with keep-alive, each sending its
+//     next request as soon as the previous answer was read.
+//
+// # Scenarios
+//
+//	direct       GET /v1/ping straight to the upstream
+//	bare         GET /v1/ping through the bare goproxy
+//	passthrough  GET /v1/ping through toolguard (no rule matches: streamed)
+//	guarded      POST /v1/invoices through toolguard, a new intent every call
+//	replay       POST /v1/invoices of intents already committed (cycled)
+//	https        GET /v1/ping to the TLS upstream through toolguard's
+//	             interception (CONNECT, toolguard's CA, keep-alive)
+//
+// Every scenario runs at every concurrency and upstream latency; cells are
+// interleaved (for each latency, for each concurrency, every scenario) so
+// that drift in the machine's load hits all scenarios alike, and ratios are
+// taken against direct and passthrough of the same cell. toolguard's peak
+// RSS (VmHWM, reset before each cell) is read from /proc.
+//
+// Then, on fresh proxies: peak RSS at concurrency 256 with 64 KiB bodies
+// (guarded POSTs and passthrough GETs), and an in-process toolguard wired as
+// cmd/toolguard wires it, whose journal reports the commits (fsyncs) per
+// guarded call; with -cpuprofile its CPU profile under guarded load at
+// concurrency 64 is written with pprof labels role=proxy|client|upstream
+// (go tool pprof -tagfocus role=proxy).
+//
+// Results go to stdout and to -out (default bench/results): latest.md and
+// latest.json.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// options are the harness's flags.
+type options struct {
+	duration   time.Duration
+	warmup     time.Duration
+	concs      []int
+	latencies  []time.Duration
+	scenarios  []string
+	quick      bool
+	out        string
+	binary     string
+	cpuprofile bool
+	memory     bool
+	inproc     bool
+	replaySet  int
+	memConc    int
+	memBody    int
+}
+
+func main() {
+	if len(os.Args) > 1 && os.Args[1] == bareFlag {
+		serveBare()
+		return
+	}
+	o, err := parseFlags(os.Args[1:])
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(2)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, o); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+func parseFlags(args []string) (options, error) {
+	var o options
+	var conc, lat, scen string
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	fs.DurationVar(&o.duration, "duration", 5*time.Second, "measured time per cell")
+	fs.DurationVar(&o.warmup, "warmup", 0, "unmeasured time before each cell (default duration/6, at most 500ms)")
+	fs.StringVar(&conc, "conc", "1,16,64,256", "comma-separated client concurrencies")
+	fs.StringVar(&lat, "latency", "0,5ms", "comma-separated upstream latencies")
+	fs.StringVar(&scen, "scenarios", strings.Join(allScenarios, ","), "comma-separated scenarios")
+	fs.BoolVar(&o.quick, "quick", false, "development run: -conc 16 -latency 0 -duration 2s unless set")
+	fs.StringVar(&o.out, "out", "bench/results", "directory for latest.md and latest.json (empty: stdout only)")
+	fs.StringVar(&o.binary, "toolguard", "", "prebuilt toolguard binary (default: go build ./cmd/toolguard)")
+	fs.BoolVar(&o.cpuprofile, "cpuprofile", false, "write a CPU profile of the in-process proxy (guarded, conc 64) to -out")
+	fs.BoolVar(&o.memory, "memory", true, "measure peak RSS at -mem-conc with -mem-body bodies on a fresh toolguard")
+	fs.BoolVar(&o.inproc, "inproc", true, "measure journal commits per call on an in-process toolguard")
+	fs.IntVar(&o.replaySet, "replay-set", 2048, "intents committed before the replay cells, then cycled")
+	fs.IntVar(&o.memConc, "mem-conc", 256, "concurrency of the memory measurement")
+	fs.IntVar(&o.memBody, "mem-body", 64<<10, "body size in bytes of the memory measurement")
+	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	if fs.NArg() > 0 {
+		return o, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if o.quick {
+		if !set["conc"] {
+			conc = "16"
+		}
+		if !set["latency"] {
+			lat = "0"
+		}
+		if !set["duration"] {
+			o.duration = 2 * time.Second
+		}
+		if !set["replay-set"] {
+			o.replaySet = 512
+		}
+	}
+	if o.warmup <= 0 {
+		o.warmup = min(o.duration/6, 500*time.Millisecond)
+	}
+	var err error
+	if o.concs, err = parseInts(conc); err != nil {
+		return o, fmt.Errorf("-conc: %w", err)
+	}
+	if o.latencies, err = parseDurations(lat); err != nil {
+		return o, fmt.Errorf("-latency: %w", err)
+	}
+	if o.scenarios, err = parseScenarios(scen); err != nil {
+		return o, fmt.Errorf("-scenarios: %w", err)
+	}
+	return o, nil
+}

@@ -1,0 +1,346 @@
+package e2e
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os/exec"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// Route variants by recovery strategy. The lookup asks the upstream for an
+// invoice by the caller's reference.
+func recoveryRoute(strategy, host string) string {
+	r := `  - name: create_invoice
+    match: POST /v1/invoices
+    effect: irreversible
+    key:
+      ignore: [trace_id]
+    operation_id: body:id
+`
+	switch strategy {
+	case "native":
+		r += "    native_idempotency: {header: Idempotency-Key}\n"
+	case "lookup":
+		r += fmt.Sprintf(`    lookup:
+      request: GET http://%s/v1/invoices?reference={{body.reference}}
+      found: {status: 200, body: {"data.#": "1"}}
+      absent: {status: 200, body: {"data.#": "0"}}
+      operation_id: body:data.0.id
+`, host)
+	}
+	return r
+}
+
+const invoiceBody = `{"customer":"c1","amount":4200,"reference":"order-77","trace_id":"t1"}`
+
+// killMidCall sends one guarded call and SIGKILLs toolguard while the
+// upstream holds it: at "before", the upstream then drops the request with
+// no effect; at "after", the effect is committed and the answer is lost.
+func killMidCall(t *testing.T, p *proc, up *upstream, stage string) {
+	t.Helper()
+	reached := make(chan struct{})
+	release := make(chan struct{})
+	var once sync.Once
+	up.setHook(func(s string, r *http.Request) bool {
+		if s != stage {
+			return true
+		}
+		once.Do(func() { close(reached) })
+		<-release
+		return stage == "after"
+	})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		req, _ := http.NewRequest("POST", up.URL+"/v1/invoices", strings.NewReader(invoiceBody))
+		req.Header.Set("Content-Type", "application/json")
+		if resp, err := p.client(t).Do(req); err == nil {
+			resp.Body.Close()
+		}
+	}()
+	<-reached
+	p.kill()
+	close(release)
+	<-done
+	up.setHook(nil)
+}
+
+// waitStep polls the admin API until the key's step satisfies ok.
+func waitStep(t *testing.T, p *proc, key string, ok func(map[string]any) bool) map[string]any {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		var st map[string]any
+		p.admin(t, "GET", "/v1/steps/"+key, nil, &st)
+		if ok(st) {
+			return st
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("step %s never reached the expected state; last: %v", key, st)
+		}
+		time.Sleep(20 * time.Millisecond) // polling an observable state, not synchronising
+	}
+}
+
+func TestRecoveryAfterKill(t *testing.T) {
+	tests := []struct {
+		strategy, stage string
+		wantStatus      int
+		wantOutcome     string
+		wantEffects     int64
+		wantHold        string
+	}{
+		{strategy: "native", stage: "before", wantStatus: 201, wantOutcome: "recovered", wantEffects: 1},
+		{strategy: "native", stage: "after", wantStatus: 201, wantOutcome: "recovered", wantEffects: 1},
+		{strategy: "lookup", stage: "before", wantStatus: 201, wantOutcome: "recovered", wantEffects: 1},
+		{strategy: "lookup", stage: "after", wantStatus: 200, wantOutcome: "recovered", wantEffects: 1},
+		{strategy: "none", stage: "before", wantStatus: 409, wantOutcome: "blocked", wantEffects: 0, wantHold: "needs_review"},
+		{strategy: "none", stage: "after", wantStatus: 409, wantOutcome: "blocked", wantEffects: 1, wantHold: "needs_review"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.strategy+"/kill-"+tc.stage, func(t *testing.T) {
+			up := newUpstream(t, false)
+			s := newSetup(t, map[string]string{"billing.yaml": ruleFile(up.host(), recoveryRoute(tc.strategy, up.host()))})
+			killMidCall(t, s.start(t), up, tc.stage)
+
+			p := s.start(t)
+			c := p.client(t)
+			// Duplicate deliveries during recovery: eight retries at once.
+			const n = 8
+			var wg sync.WaitGroup
+			resps := make([]*http.Response, n)
+			bodies := make([]string, n)
+			for i := range n {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					resps[i], bodies[i] = post(t, c, up.URL+"/v1/invoices", invoiceBody)
+				}()
+			}
+			wg.Wait()
+			if got := up.effects.Load(); got != tc.wantEffects {
+				t.Fatalf("upstream effects = %d, want %d", got, tc.wantEffects)
+			}
+			recovered := 0
+			for i, r := range resps {
+				if r.StatusCode != tc.wantStatus {
+					t.Errorf("retry %d: status %d, want %d: %s", i, r.StatusCode, tc.wantStatus, bodies[i])
+				}
+				if o := r.Header.Get("Toolguard-Outcome"); o == tc.wantOutcome {
+					recovered++
+				} else if o != "replayed" && o != tc.wantOutcome {
+					t.Errorf("retry %d: outcome %q", i, o)
+				}
+			}
+			if recovered == 0 {
+				t.Errorf("no retry was answered %q", tc.wantOutcome)
+			}
+			key := resps[0].Header.Get("Toolguard-Key")
+			st := waitStep(t, p, key, func(map[string]any) bool { return true })
+			if st["hold"] != tc.wantHold {
+				t.Errorf("hold = %v, want %q", st["hold"], tc.wantHold)
+			}
+			if tc.wantHold == "" && st["operation_id"] != "inv_1" {
+				t.Errorf("operation_id = %v, want inv_1", st["operation_id"])
+			}
+			// After recovery, a later duplicate is answered from the journal.
+			r, _ := post(t, c, up.URL+"/v1/invoices", invoiceBody)
+			if tc.wantHold == "" && r.Header.Get("Toolguard-Outcome") != "replayed" && r.Header.Get("Toolguard-Outcome") != "recovered" {
+				t.Errorf("later duplicate: outcome %q", r.Header.Get("Toolguard-Outcome"))
+			}
+			if got := up.effects.Load(); got != tc.wantEffects {
+				t.Fatalf("upstream effects after a later duplicate = %d, want %d", got, tc.wantEffects)
+			}
+		})
+	}
+}
+
+// TestReviewResolve ends an ambiguous hold both ways, through the CLI.
+func TestReviewResolve(t *testing.T) {
+	for _, tc := range []struct {
+		stage, outcome string
+		wantStatus     int
+		wantEffects    int64
+	}{
+		{stage: "after", outcome: "committed", wantStatus: 200, wantEffects: 1},
+		{stage: "before", outcome: "not-executed", wantStatus: 201, wantEffects: 1},
+	} {
+		t.Run(tc.outcome, func(t *testing.T) {
+			up := newUpstream(t, false)
+			s := newSetup(t, map[string]string{"billing.yaml": ruleFile(up.host(), recoveryRoute("none", up.host()))})
+			killMidCall(t, s.start(t), up, tc.stage)
+			p := s.start(t)
+			c := p.client(t)
+			r, _ := post(t, c, up.URL+"/v1/invoices", invoiceBody)
+			key := r.Header.Get("Toolguard-Key")
+			if r.StatusCode != 409 {
+				t.Fatalf("status %d, want 409", r.StatusCode)
+			}
+			out, err := exec.Command(binary, "review", "ls", "--admin", p.adminURL).CombinedOutput()
+			if err != nil || !strings.Contains(string(out), key) || !strings.Contains(string(out), "outcome_unknown") {
+				t.Fatalf("review ls: %v\n%s", err, out)
+			}
+			out, err = exec.Command(binary, "review", "resolve", key, "--outcome", tc.outcome, "--operation-id", "inv_1", "--note", "checked the dashboard", "--admin", p.adminURL).CombinedOutput()
+			if err != nil {
+				t.Fatalf("review resolve: %v\n%s", err, out)
+			}
+			// Resolving again is idempotent; approving a resolved key is a 409.
+			if out, err := exec.Command(binary, "review", "resolve", key, "--outcome", tc.outcome, "--admin", p.adminURL).CombinedOutput(); err != nil {
+				t.Fatalf("second resolve: %v\n%s", err, out)
+			}
+			if out, err := exec.Command(binary, "review", "approve", key, "--admin", p.adminURL).CombinedOutput(); err == nil || !strings.Contains(string(out), "409") {
+				t.Fatalf("approve of a resolved key: %v\n%s", err, out)
+			}
+			r, body := post(t, c, up.URL+"/v1/invoices", invoiceBody)
+			if r.StatusCode != tc.wantStatus {
+				t.Fatalf("after resolve: %d %s, want %d", r.StatusCode, body, tc.wantStatus)
+			}
+			if tc.outcome == "committed" {
+				var got map[string]string
+				json.Unmarshal([]byte(body), &got)
+				if got["resolved"] != "committed" || got["operation_id"] != "inv_1" || got["note"] != "checked the dashboard" || r.Header.Get("Toolguard-Outcome") != "recovered" {
+					t.Errorf("resolved answer = %s (outcome %q)", body, r.Header.Get("Toolguard-Outcome"))
+				}
+			}
+			if got := up.effects.Load(); got != tc.wantEffects {
+				t.Fatalf("upstream effects = %d, want %d", got, tc.wantEffects)
+			}
+			var evs struct {
+				Events []map[string]any `json:"events"`
+			}
+			p.admin(t, "GET", "/v1/events", nil, &evs)
+			noted := false
+			for _, e := range evs.Events {
+				if e["type"] == "resolved" && e["note"] == "checked the dashboard" {
+					noted = true
+				}
+			}
+			if !noted {
+				t.Errorf("no resolved event with the operator's note in %v", evs.Events)
+			}
+		})
+	}
+}
+
+func TestUpstream500AfterEffect(t *testing.T) {
+	for _, strategy := range []string{"native", "lookup"} {
+		t.Run(strategy, func(t *testing.T) {
+			up := newUpstream(t, false)
+			p := newSetup(t, map[string]string{"billing.yaml": ruleFile(up.host(), recoveryRoute(strategy, up.host()))}).start(t)
+			c := p.client(t)
+			up.status.Store(500)
+			r, _ := post(t, c, up.URL+"/v1/invoices", invoiceBody)
+			if r.StatusCode != 504 {
+				t.Fatalf("first answer %d, want 504 outcome-unknown", r.StatusCode)
+			}
+			up.status.Store(0)
+			r, body := post(t, c, up.URL+"/v1/invoices", invoiceBody)
+			if r.Header.Get("Toolguard-Outcome") != "recovered" || !strings.Contains(body, "inv_1") {
+				t.Fatalf("retry: %d %q %s, want recovered inv_1", r.StatusCode, r.Header.Get("Toolguard-Outcome"), body)
+			}
+			if got := up.effects.Load(); got != 1 {
+				t.Fatalf("upstream effects = %d, want 1", got)
+			}
+		})
+	}
+}
+
+func TestVerification(t *testing.T) {
+	route := func(host, within string) string {
+		return fmt.Sprintf(`  - name: create_invoice
+    match: POST /v1/invoices
+    effect: irreversible
+    key:
+      ignore: [trace_id]
+    operation_id: body:id
+    verify:
+      request: GET http://%s/v1/invoices/{{operation_id}}
+      expect: {status: 200, body: {status: open}}
+      within: %s
+`, host, within)
+	}
+	t.Run("visible later", func(t *testing.T) {
+		up := newUpstream(t, false)
+		up.hide.Store(true)
+		p := newSetup(t, map[string]string{"billing.yaml": ruleFile(up.host(), route(up.host(), "30s"))}).start(t)
+		r, _ := post(t, p.client(t), up.URL+"/v1/invoices", invoiceBody)
+		key := r.Header.Get("Toolguard-Key")
+		st := waitStep(t, p, key, func(st map[string]any) bool { return st["status"] != "" })
+		if st["status"] != "committed" {
+			t.Fatalf("status %v while the effect is withheld, want committed", st["status"])
+		}
+		up.show()
+		waitStep(t, p, key, func(st map[string]any) bool { return st["status"] == "verified" })
+	})
+	t.Run("never visible", func(t *testing.T) {
+		up := newUpstream(t, false)
+		up.hide.Store(true)
+		p := newSetup(t, map[string]string{"billing.yaml": ruleFile(up.host(), route(up.host(), "300ms"))}).start(t)
+		r, _ := post(t, p.client(t), up.URL+"/v1/invoices", invoiceBody)
+		key := r.Header.Get("Toolguard-Key")
+		st := waitStep(t, p, key, func(st map[string]any) bool { return st["hold"] != "" })
+		if st["hold"] != "needs_review" || st["hold_reason"] != "effect_not_visible" || st["status"] != "committed" {
+			t.Fatalf("step = %v, want committed, held needs_review effect_not_visible", st)
+		}
+	})
+	t.Run("pending across a restart", func(t *testing.T) {
+		up := newUpstream(t, false)
+		up.hide.Store(true)
+		s := newSetup(t, map[string]string{"billing.yaml": ruleFile(up.host(), route(up.host(), "30s"))})
+		p := s.start(t)
+		r, _ := post(t, p.client(t), up.URL+"/v1/invoices", invoiceBody)
+		key := r.Header.Get("Toolguard-Key")
+		p.kill()
+		up.show()
+		p2 := s.start(t)
+		waitStep(t, p2, key, func(st map[string]any) bool { return st["status"] == "verified" })
+	})
+}
+
+func TestApproval(t *testing.T) {
+	up := newUpstream(t, false)
+	route := `  - name: create_refund
+    match: POST /v1/invoices
+    effect: irreversible
+    key:
+      fields: [customer, amount]
+    approval: required
+`
+	p := newSetup(t, map[string]string{"billing.yaml": ruleFile(up.host(), route)}).start(t)
+	c := p.client(t)
+	body := `{"customer":"c1","amount":10,"memo":"as shown"}`
+	r, b := post(t, c, up.URL+"/v1/invoices", body)
+	if r.StatusCode != 409 || !strings.Contains(b, "urn:toolguard:awaiting-approval") || r.Header.Get("Retry-After") == "" {
+		t.Fatalf("first call: %d %s (Retry-After %q), want 409 awaiting-approval", r.StatusCode, b, r.Header.Get("Retry-After"))
+	}
+	key := r.Header.Get("Toolguard-Key")
+	if st := waitStep(t, p, key, func(map[string]any) bool { return true }); st["status"] != "prepared" || st["hold"] != "awaiting_approval" {
+		t.Fatalf("step = %v, want prepared awaiting_approval", st)
+	}
+	if out, err := exec.Command(binary, "review", "approve", key, "--note", "ok by finance", "--admin", p.adminURL).CombinedOutput(); err != nil {
+		t.Fatalf("approve: %v\n%s", err, out)
+	}
+	// Same key, different body: not forwarded under the approval.
+	r, b = post(t, c, up.URL+"/v1/invoices", `{"customer":"c1","amount":10,"memo":"changed"}`)
+	if r.StatusCode != 422 || !strings.Contains(b, "urn:toolguard:payload-mismatch") {
+		t.Fatalf("changed body: %d %s, want 422 payload-mismatch", r.StatusCode, b)
+	}
+	r, _ = post(t, c, up.URL+"/v1/invoices", body)
+	if r.StatusCode != 201 || r.Header.Get("Toolguard-Outcome") != "forwarded" {
+		t.Fatalf("approved call: %d %q, want 201 forwarded", r.StatusCode, r.Header.Get("Toolguard-Outcome"))
+	}
+	r, _ = post(t, c, up.URL+"/v1/invoices", body)
+	if r.Header.Get("Toolguard-Outcome") != "replayed" {
+		t.Fatalf("retry after the approved call: %q, want replayed", r.Header.Get("Toolguard-Outcome"))
+	}
+	if got := up.effects.Load(); got != 1 {
+		t.Fatalf("upstream effects = %d, want exactly 1", got)
+	}
+	if out, err := exec.Command(binary, "review", "approve", key, "--admin", p.adminURL).CombinedOutput(); err != nil {
+		t.Fatalf("second approve is idempotent, got: %v\n%s", err, out)
+	}
+}

@@ -1,0 +1,136 @@
+package proxy
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/toolguard/toolguard/journal"
+	"github.com/toolguard/toolguard/rules"
+	"github.com/toolguard/toolguard/verifiers"
+)
+
+// firstProbeDelay is the wait before the first verification probe; the
+// wait doubles after every miss, up to Options.VerifyMaxInterval.
+const firstProbeDelay = 100 * time.Millisecond
+
+// verification is one pending verification of a committed step.
+type verification struct {
+	route *rules.Route
+	step  journal.Step
+	vals  rules.Values
+	// creds are the triggering request's credential headers, in memory
+	// only; nil after a restart.
+	creds http.Header
+}
+
+// startVerify verifies a committed step in the background, without
+// delaying the agent's answer.
+func (s *Server) startVerify(v verification) {
+	s.bgWork.Add(1)
+	go func() {
+		defer s.bgWork.Done()
+		s.verify(s.bg, v)
+	}()
+}
+
+// verify probes until the effect is visible or the step's VerifyBy passes,
+// then records verified or holds the step for review. Its writes are
+// fenced: a step that an operator resolved meanwhile is left alone. When
+// ctx ends first (shutdown) the verification stays pending in the journal
+// and is resumed after the restart.
+func (s *Server) verify(ctx context.Context, v verification) {
+	delay := firstProbeDelay
+	var last verifiers.Result
+	for {
+		last = s.verifier.Probe(ctx, v.route.Verify, v.vals, v.creds)
+		if last.Answer == verifiers.Yes {
+			s.finishVerify(v, last, true)
+			return
+		}
+		wait := time.Until(v.step.VerifyBy)
+		if wait <= 0 {
+			s.finishVerify(v, last, false)
+			return
+		}
+		t := time.NewTimer(min(delay, wait))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+		delay = min(2*delay, s.opts.VerifyMaxInterval)
+	}
+}
+
+func (s *Server) finishVerify(v verification, res verifiers.Result, visible bool) {
+	_, err := s.journal.Apply(context.Background(), v.step.Key, journal.Fenced(v.step.Epoch, v.step.Fence, func(cur *journal.Step) (journal.Change, error) {
+		if cur.Status != journal.StatusCommitted || cur.VerifyBy.IsZero() {
+			return journal.Change{}, journal.ErrNoChange
+		}
+		st := *cur
+		st.VerifyBy = time.Time{}
+		if visible {
+			st.Status = journal.StatusVerified
+			st.Evidence = "verify " + res.Evidence
+			return journal.Change{Step: st, Event: "verified", Reason: "verify " + res.Evidence}, nil
+		}
+		st.Hold, st.HoldReason = journal.HoldNeedsReview, ReasonNotVisible
+		st.LastError = "effect not visible within " + v.route.Verify.Within.String() + ": verify " + res.Evidence
+		return journal.Change{Step: st, Event: "held", Reason: st.LastError}, nil
+	}))
+	switch {
+	case errors.Is(err, journal.ErrFenced):
+		s.log.Warn("verification result discarded: the step was taken over", slog.String(logKey, v.step.Key), slog.Any("error", err))
+	case err != nil && !errors.Is(err, journal.ErrNoChange):
+		s.log.Error("record verification", slog.String(logKey, v.step.Key), slog.Any("error", err))
+	default:
+		s.log.Info("verification", slog.String(logKey, v.step.Key), slog.Bool("visible", visible), slog.String("evidence", res.Evidence))
+	}
+}
+
+// ResumeVerifications restarts the verifications that were pending when
+// the previous process stopped. They run without the original request's
+// credentials, which were never stored. It returns how many it resumed.
+func (s *Server) ResumeVerifications() (int, error) {
+	if s.store == nil {
+		return 0, nil
+	}
+	steps, err := s.store.List(journal.Filter{VerifyPending: true, Limit: 100000})
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for i := range steps {
+			st := steps[i]
+			route := s.routeOf(st.API, st.Route)
+			if route == nil || route.Verify == nil || st.Status != journal.StatusCommitted {
+				continue
+			}
+			vals := rules.Values{Key: st.Key, OperationID: st.OperationID}
+			if st.Response != nil && !st.Response.Truncated {
+				vals.Response = st.Response.Body
+			}
+		s.startVerify(verification{route: route, step: st, vals: vals})
+		n++
+	}
+	return n, nil
+}
+
+// routeOf finds a loaded route by API and route name.
+func (s *Server) routeOf(api, name string) *rules.Route {
+	for _, a := range s.rules.APIs {
+		if a.Name != api {
+			continue
+		}
+		for _, r := range a.Routes {
+			if r.Name == name {
+				return r
+			}
+		}
+	}
+	return nil
+}
