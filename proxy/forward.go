@@ -5,8 +5,10 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptrace"
 	"strconv"
@@ -77,7 +79,7 @@ func (s *Server) send(c *call) result {
 	}
 	resp, err := s.upstream.RoundTrip(out)
 	if err != nil {
-		return result{err: err, sent: sent.Load()}
+		return result{err: err, sent: possiblySent(s.upstream, sent.Load(), err)}
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(resp.Body)
@@ -85,6 +87,18 @@ func (s *Server) send(c *call) result {
 		return result{err: fmt.Errorf("read response: %w", err), sent: true}
 	}
 	return result{resp: resp, body: body, sent: true}
+}
+
+// possiblySent decides whether a failed attempt may have reached the
+// upstream. With an http.Transport the trace tells: no connection, nothing
+// sent. Other transports report nothing, so only a dial error counts as
+// "not sent"; everything else is ambiguous.
+func possiblySent(rt http.RoundTripper, gotConn bool, err error) bool {
+	if _, ok := rt.(*http.Transport); ok {
+		return gotConn
+	}
+	var op *net.OpError
+	return !(errors.As(err, &op) && op.Op == "dial")
 }
 
 // outbound builds the upstream request: the agent's request minus

@@ -152,7 +152,7 @@ func (s *Server) run(c *call) *answer {
 // journal transaction, making the change it calls for.
 func (s *Server) decide(c *call) (d Decision, st journal.Step, fl *flight, wait *flight, err error) {
 	key := c.intent.Key
-	now := time.Now()
+	now := s.now()
 	st, err = s.journal.Apply(c.in.Context(), key, func(cur *journal.Step) (journal.Change, error) {
 		sit := Situation{
 			Step:        cur,

@@ -89,10 +89,12 @@ type Server struct {
 	// active counts guarded calls being handled, for Drain.
 	active activity
 	// bg is cancelled by Close; background verifications run under it.
-	bg       context.Context
-	stopBg   context.CancelFunc
-	bgWork   sync.WaitGroup
-	store    lister
+	bg     context.Context
+	stopBg context.CancelFunc
+	bgWork sync.WaitGroup
+	store  lister
+	// now is the clock of leases; tests replace it.
+	now func() time.Time
 }
 
 // lister is the part of the journal that background work reads.
@@ -154,6 +156,7 @@ func New(opts Options) (*Server, error) {
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
+	s.now = time.Now
 	s.bg, s.stopBg = context.WithCancel(context.Background())
 	if l, ok := opts.Journal.(lister); ok {
 		s.store = l

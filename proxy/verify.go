@@ -105,15 +105,15 @@ func (s *Server) ResumeVerifications() (int, error) {
 	}
 	n := 0
 	for i := range steps {
-			st := steps[i]
-			route := s.routeOf(st.API, st.Route)
-			if route == nil || route.Verify == nil || st.Status != journal.StatusCommitted {
-				continue
-			}
-			vals := rules.Values{Key: st.Key, OperationID: st.OperationID}
-			if st.Response != nil && !st.Response.Truncated {
-				vals.Response = st.Response.Body
-			}
+		st := steps[i]
+		route := s.routeOf(st.API, st.Route)
+		if route == nil || route.Verify == nil || st.Status != journal.StatusCommitted {
+			continue
+		}
+		vals := rules.Values{Key: st.Key, OperationID: st.OperationID}
+		if st.Response != nil && !st.Response.Truncated {
+			vals.Response = st.Response.Body
+		}
 		s.startVerify(verification{route: route, step: st, vals: vals})
 		n++
 	}
