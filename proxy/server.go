@@ -311,7 +311,9 @@ func (s *Server) handleRequest(req *http.Request, ctx *goproxy.ProxyCtx) (*http.
 			route = rules.Fallback(req.Method, host, req.URL.Path)
 		case UnmatchedReject:
 			ctx.UserData = &reqState{guarded: true}
-			return req, newProblem(ProblemRejected, "", "no rule describes "+req.Method+" "+host+req.URL.Path+" and unmatched calls are rejected").response(req)
+			resp := newProblem(ProblemRejected, "", "no rule describes "+req.Method+" "+host+req.URL.Path+" and unmatched calls are rejected").response(req)
+			resp.Header.Set(HeaderOutcome, OutcomeBlocked)
+			return req, resp
 		}
 	}
 	if route == nil || route.Effect == rules.EffectSafe {
