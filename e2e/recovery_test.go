@@ -72,17 +72,25 @@ func killMidCall(t *testing.T, p *proc, up *upstream, stage string) {
 // waitStep polls the admin API until the key's step satisfies ok.
 func waitStep(t *testing.T, p *proc, key string, ok func(map[string]any) bool) map[string]any {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		var st map[string]any
+	var st map[string]any
+	eventually(t, "step "+key, func() bool {
+		st = nil
 		p.admin(t, "GET", "/v1/steps/"+key, nil, &st)
-		if ok(st) {
-			return st
-		}
+		return ok(st)
+	})
+	return st
+}
+
+// eventually polls an observable state (the admin API) until cond holds,
+// for states reached by toolguard's background work (verification).
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !cond() {
 		if time.Now().After(deadline) {
-			t.Fatalf("step %s never reached the expected state; last: %v", key, st)
+			t.Fatalf("%s never reached the expected state", what)
 		}
-		time.Sleep(20 * time.Millisecond) // polling an observable state, not synchronising
+		time.Sleep(20 * time.Millisecond)
 	}
 }
 

@@ -19,6 +19,9 @@ type Change struct {
 	// Reason and Note are carried into the event.
 	Reason string
 	Note   string
+	// Extra events are recorded after the transition's own, with the same
+	// time, key, status and claim; set Type, Reason and Note.
+	Extra []Event
 	// Claim stamps Step with the journal's current epoch and a new fencing
 	// token before it is written. Without Claim the step keeps the Epoch and
 	// Fence of the current record (zero for a new step), whatever the

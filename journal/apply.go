@@ -132,6 +132,7 @@ type pending struct {
 	step    Step
 	data    []byte
 	event   Event
+	extra   []Event
 	claimed bool
 }
 
@@ -164,10 +165,16 @@ func (b *Bolt) prepare(bk *buckets, key string, cur *Step, ch Change) (*pending,
 	if typ == "" {
 		typ = s.Status.String()
 	}
-	return &pending{old: cur, step: s, data: data, claimed: ch.Claim, event: Event{
+	p := &pending{old: cur, step: s, data: data, claimed: ch.Claim, event: Event{
 		Time: now, Key: key, Type: typ, From: from, To: s.Status, Hold: s.Hold,
 		Reason: ch.Reason, Note: ch.Note, Epoch: s.Epoch, Fence: s.Fence,
-	}}, nil
+	}}
+	for _, e := range ch.Extra {
+		e.Time, e.Key, e.Epoch, e.Fence = now, key, s.Epoch, s.Fence
+		e.From, e.To, e.Hold = s.Status, s.Status, s.Hold
+		p.extra = append(p.extra, e)
+	}
+	return p, nil
 }
 
 func validate(key string, s *Step) error {
@@ -210,6 +217,36 @@ func (p *pending) write(bk *buckets) error {
 	}
 	p.event.Seq = seq
 	data, err := json.Marshal(&p.event)
+	if err != nil {
+		return fmt.Errorf("encode event: %w", err)
+	}
+	if err := bk.events.Put(seqKey(seq), data); err != nil {
+		return err
+	}
+	for _, e := range p.extra {
+		if err := bk.appendEvent(e); err != nil {
+			return err
+		}
+	}
+	if p.step.Workflow != "" {
+		if err := bk.touchWorkflow(p.step.Workflow, &p.step, p.event.Time); err != nil {
+			return err
+		}
+	}
+	if p.old != nil && p.old.Workflow != "" && p.old.Workflow != p.step.Workflow {
+		return bk.touchWorkflow(p.old.Workflow, nil, p.event.Time)
+	}
+	return nil
+}
+
+// appendEvent writes e with the next seq.
+func (bk *buckets) appendEvent(e Event) error {
+	seq, err := bk.events.NextSequence()
+	if err != nil {
+		return fmt.Errorf("next event seq: %w", err)
+	}
+	e.Seq = seq
+	data, err := json.Marshal(&e)
 	if err != nil {
 		return fmt.Errorf("encode event: %w", err)
 	}

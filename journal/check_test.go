@@ -57,7 +57,7 @@ func TestCheckFindsProblems(t *testing.T) {
 		corrupt: func(bk *buckets) error {
 			return bk.byHold.Put(holdIndexKey(HoldNeedsReview, "ghost"), []byte{})
 		},
-		want: []string{"step ghost: entry 0267686f7374 in index idx_hold: step not found"},
+		want: []string{"step ghost: entry 0267686f7374 in index idx_hold: not found"},
 	}, {
 		name:    "index entry with the wrong value",
 		corrupt: editStep(func(s *Step) { s.Hold = HoldAwaitingApproval }),

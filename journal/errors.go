@@ -37,10 +37,20 @@ var (
 	ErrReadOnly = errors.New("journal is read-only")
 )
 
+// Checkpoints (PutCheckpoint).
+var (
+	// ErrVersionMismatch means the caller named a workflow version that is
+	// no longer current; see VersionError.
+	ErrVersionMismatch = errors.New("workflow version mismatch")
+	// ErrPreconditionRequired means the workflow has a checkpoint and the
+	// caller named no version to replace.
+	ErrPreconditionRequired = errors.New("workflow has a checkpoint: name the version you read")
+)
+
 // Reads.
 var (
-	// ErrNotFound means the journal has no step with that key.
-	ErrNotFound = errors.New("step not found")
+	// ErrNotFound means the journal has no step (or workflow) with that key.
+	ErrNotFound = errors.New("not found")
 )
 
 // Any operation.

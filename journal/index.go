@@ -34,9 +34,11 @@ var (
 	// bucketByVerify: 8-byte VerifyBy (as in idx_updated) + step key, for
 	// steps with a pending verification only.
 	bucketByVerify = []byte("idx_verify")
+	// bucketWorkflows maps a workflow id to its record as JSON.
+	bucketWorkflows = []byte("workflows")
 
 	allBuckets = [][]byte{bucketMeta, bucketSteps, bucketEvents,
-		bucketByStatus, bucketByHold, bucketByWorkflow, bucketByUpdated, bucketByVerify}
+		bucketByStatus, bucketByHold, bucketByWorkflow, bucketByUpdated, bucketByVerify, bucketWorkflows}
 )
 
 // Keys of the meta bucket.
@@ -64,7 +66,7 @@ type buckets struct {
 	tx                                     *bolt.Tx
 	meta, steps, events                    *bolt.Bucket
 	byStatus, byHold, byWorkflow, byUpdate *bolt.Bucket
-	byVerify                               *bolt.Bucket
+	byVerify, workflows                    *bolt.Bucket
 }
 
 func openBuckets(tx *bolt.Tx) (*buckets, error) {
@@ -76,7 +78,7 @@ func openBuckets(tx *bolt.Tx) (*buckets, error) {
 		{&bk.meta, bucketMeta}, {&bk.steps, bucketSteps}, {&bk.events, bucketEvents},
 		{&bk.byStatus, bucketByStatus}, {&bk.byHold, bucketByHold},
 		{&bk.byWorkflow, bucketByWorkflow}, {&bk.byUpdate, bucketByUpdated},
-		{&bk.byVerify, bucketByVerify},
+		{&bk.byVerify, bucketByVerify}, {&bk.workflows, bucketWorkflows},
 	} {
 		if *p.b = tx.Bucket(p.name); *p.b == nil {
 			return nil, fmt.Errorf("%w: bucket %s is missing", ErrCorrupt, p.name)

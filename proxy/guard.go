@@ -29,6 +29,9 @@ type call struct {
 	lookupFound *lookupResult
 	// lookupEvidence describes the latest lookup, whatever it said.
 	lookupEvidence string
+	// versionChange describes a prompt/policy version change of the
+	// workflow; "" when none.
+	versionChange string
 }
 
 // answer is what the pipeline sends back, with what to log about it.
@@ -153,6 +156,7 @@ func (s *Server) run(c *call) *answer {
 func (s *Server) decide(c *call) (d Decision, st journal.Step, fl *flight, wait *flight, err error) {
 	key := c.intent.Key
 	now := s.now()
+	c.versionChange = s.versionChange(c)
 	st, err = s.journal.Apply(c.in.Context(), key, func(cur *journal.Step) (journal.Change, error) {
 		sit := Situation{
 			Step:        cur,
@@ -171,6 +175,9 @@ func (s *Server) decide(c *call) (d Decision, st journal.Step, fl *flight, wait 
 			}
 		}
 		d = Decide(sit)
+		if cur == nil {
+			d = s.applyVersionPolicy(c, d)
+		}
 		ch, ok := s.changeFor(c, cur, d, now)
 		if !ok {
 			return journal.Change{}, journal.ErrNoChange
@@ -217,7 +224,11 @@ func (s *Server) changeFor(c *call, cur *journal.Step, d Decision, now time.Time
 		st.Hold, st.HoldReason = journal.HoldNone, ""
 		st.ApprovedBodyHash = ""
 		st.Attempt++
-		return journal.Change{Step: st, Event: ev, Reason: why, Claim: true}, true
+		ch := journal.Change{Step: st, Event: ev, Reason: why, Claim: true}
+		if cur == nil && c.versionChange != "" {
+			ch.Extra = []journal.Event{{Type: "version_changed", Reason: c.versionChange + " (allowed by policy)"}}
+		}
+		return ch, true
 	case ActionHold:
 		if cur == nil {
 			st.Status = journal.StatusPrepared

@@ -65,6 +65,9 @@ type Options struct {
 	// VerifyMaxInterval caps the wait between verification probes
 	// (default 30s).
 	VerifyMaxInterval time.Duration
+	// OnVersionChange is the policy for a prompt or policy version change
+	// in the middle of a workflow (default stop).
+	OnVersionChange VersionPolicy
 	// MaxAttempts bounds re-execution of retryable failures (default 3).
 	MaxAttempts int
 	// CertCacheSize bounds cached leaf certificates (default 1024).
@@ -197,6 +200,9 @@ func setDefaults(o *Options) {
 	}
 	if o.VerifyMaxInterval <= 0 {
 		o.VerifyMaxInterval = 30 * time.Second
+	}
+	if o.OnVersionChange == "" {
+		o.OnVersionChange = VersionStop
 	}
 	if o.MaxAttempts <= 0 {
 		o.MaxAttempts = 3

@@ -52,6 +52,7 @@ Usage:
   toolguard review ls [--json]
   toolguard review approve KEY [--note T]
   toolguard review resolve KEY --outcome committed|not-executed [--operation-id ID] [--note T]
+  toolguard workflow ls|show ID|resume ID [--json]
   toolguard rules check [DIR]
   toolguard key explain --rules DIR --method M --url URL [--header 'K: V'] [--body DATA|@FILE]
   toolguard ca init [--dir DIR]
@@ -77,6 +78,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return runJournal(ctx, rest, stdout, stderr)
 	case "review":
 		return runReview(ctx, rest, stdout, stderr)
+	case "workflow":
+		return runWorkflow(ctx, rest, stdout, stderr)
 	case "rules":
 		return runRules(rest, stdout, stderr)
 	case "key":

@@ -71,11 +71,13 @@ func TestExitCodes(t *testing.T) {
 		fmt.Fprint(w, `{"type":"urn:toolguard:journal","title":"journal","status":500,"detail":"disk on fire"}`)
 	}))
 	defer broken.Close()
-	// serve must never get as far as listening here: every case fails
-	// before, and the paths keep it out of the working directory if not.
+	// serve must never get as far as listening here. Every case fails
+	// before; should one not, the broken rules stop it before it writes
+	// or listens anywhere.
 	serve := func(extra ...string) []string {
 		return append([]string{"serve", "--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0",
-			"--journal", filepath.Join(dir, "tg.db"), "--ca-dir", filepath.Join(dir, "ca")}, extra...)
+			"--journal", filepath.Join(dir, "tg.db"), "--ca-dir", filepath.Join(dir, "ca"),
+			"--rules", "testdata/broken/effect"}, extra...)
 	}
 
 	tests := []struct {
@@ -115,7 +117,7 @@ func TestExitCodes(t *testing.T) {
 			wantStderr: `toolguard: config: TOOLGUARD_IN_FLIGHT_WAIT: invalid duration "soon"`},
 		{name: "env number", args: serve(), env: map[string]string{"TOOLGUARD_RETRY_MAX_ATTEMPTS": "three"}, wantCode: 2,
 			wantStderr: `toolguard: config: TOOLGUARD_RETRY_MAX_ATTEMPTS: want a whole number (got "three")`},
-		{name: "admin beyond loopback without token", args: serve(), env: map[string]string{"TOOLGUARD_ADMIN_LISTEN": "0.0.0.0:0"}, wantCode: 2,
+		{name: "admin beyond loopback without token", args: serve("--admin-listen", "0.0.0.0:0"), wantCode: 2,
 			wantStderr: "a token is required when the admin API listens beyond loopback"},
 		{name: "config file unknown field", args: serve("--config", "testdata/config/unknown_field.yaml"), wantCode: 2,
 			wantStderr: `toolguard: config: testdata/config/unknown_field.yaml:3:3: admin: unknown field "lisen" (did you mean "listen"?)`},
@@ -125,7 +127,7 @@ func TestExitCodes(t *testing.T) {
 		// Runtime errors: 1.
 		{name: "rules check missing dir", args: []string{"rules", "check", "testdata/absent"}, wantCode: 1, wantStderr: "no such file or directory"},
 		{name: "rules check broken dir", args: []string{"rules", "check", "testdata/broken/effect"}, wantCode: 1, wantStderr: "testdata/broken/effect has errors"},
-		{name: "serve broken rules", args: serve("--rules", "testdata/broken/effect"), wantCode: 1, wantStderr: `billing.yaml:8:13: effect: unknown effect "maybe"`},
+		{name: "serve broken rules", args: serve(), wantCode: 1, wantStderr: `billing.yaml:8:13: effect: unknown effect "maybe"`},
 		{name: "journal ls missing file", args: []string{"journal", "ls", "--journal", filepath.Join(dir, "absent.db")}, wantCode: 1, wantStderr: "open journal"},
 		{name: "journal ls admin error", args: []string{"journal", "ls", "--admin", broken.URL}, wantCode: 1, wantStderr: "admin API: 500 Internal Server Error: disk on fire"},
 		{name: "journal show admin from env", args: []string{"journal", "show", "k1"}, env: map[string]string{"TOOLGUARD_ADMIN_URL": broken.URL}, wantCode: 1,

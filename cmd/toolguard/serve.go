@@ -133,6 +133,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, stdout io.W
 		UpstreamTimeout:   cfg.Upstream.Timeout,
 		MaxAttempts:       cfg.Retry.MaxAttempts,
 		VerifyMaxInterval: cfg.Verify.MaxInterval,
+		OnVersionChange:   proxy.VersionPolicy(cfg.Workflows.OnVersionChange.String()),
 		Logger:            log,
 	})
 	if err != nil {
@@ -144,7 +145,8 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, stdout io.W
 	} else if n > 0 {
 		log.Info("resumed pending verifications", "count", n)
 	}
-	admin := proxy.NewAdmin(proxy.AdminOptions{Store: j, Token: cfg.Admin.Token, AgentToken: cfg.Admin.AgentToken, Logger: log})
+	admin := proxy.NewAdmin(proxy.AdminOptions{Store: j, Token: cfg.Admin.Token, AgentToken: cfg.Admin.AgentToken, Logger: log,
+		Extra: srv.WorkflowAdmin()})
 
 	proxyLn, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {

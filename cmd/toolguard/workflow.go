@@ -1,0 +1,123 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/url"
+	"text/tabwriter"
+	"time"
+
+	"github.com/toolguard/toolguard/journal"
+)
+
+const workflowHelp = `Usage: toolguard workflow COMMAND
+
+Commands:
+  ls [--json]           workflows and their status
+  show ID [--json]      one workflow's record
+  resume ID             the resume packet: checkpoint, evidence, unresolved steps, next safe action (JSON)
+`
+
+func runWorkflow(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	sub, rest, err := subcommand("workflow", args, stdout, workflowHelp)
+	if err != nil {
+		return err
+	}
+	var src sourceFlags
+	var asJSON bool
+	fs := newFlags("workflow "+sub, "workflow "+sub+" [ID]", stdout)
+	src.register(fs)
+	fs.BoolVar(&asJSON, "json", false, "print JSON")
+	pos, err := interleaved(fs, rest)
+	if err != nil {
+		return err
+	}
+	switch sub {
+	case "ls":
+		return workflowLs(ctx, &src, stdout, asJSON)
+	case "show", "resume":
+		if len(pos) != 1 {
+			return usagef("workflow %s: want exactly one ID", sub)
+		}
+		if sub == "show" {
+			return workflowShow(ctx, &src, pos[0], stdout, asJSON)
+		}
+		if src.journal != "" {
+			return usagef("workflow resume: needs the running proxy's admin API (the packet's next action depends on the rules it runs)")
+		}
+		var packet json.RawMessage
+		if err := src.client().do(ctx, "GET", "/v1/workflows/"+url.PathEscape(pos[0])+"/resume", nil, &packet); err != nil {
+			return err
+		}
+		return printJSON(stdout, packet)
+	}
+	return usagef("workflow: unknown sub-command %q\n%s", sub, workflowHelp)
+}
+
+func workflowLs(ctx context.Context, src *sourceFlags, stdout io.Writer, asJSON bool) error {
+	var list []journal.Workflow
+	if src.journal != "" {
+		j, err := openReadOnly(src.journal)
+		if err != nil {
+			return err
+		}
+		defer j.Close()
+		if list, err = j.ListWorkflows(0); err != nil {
+			return err
+		}
+	} else {
+		var out struct {
+			Workflows []journal.Workflow `json:"workflows"`
+		}
+		if err := src.client().do(ctx, "GET", "/v1/workflows", nil, &out); err != nil {
+			return err
+		}
+		list = out.Workflows
+	}
+	if asJSON {
+		for i := range list {
+			list[i].Checkpoint = nil
+		}
+		return printJSON(stdout, map[string]any{"workflows": nonNil(list)})
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tSTATUS\tVERSION\tSTEPS\tHELD\tCURRENT_ROUTE\tUPDATED")
+	for _, w := range list {
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%s\t%s\n", w.ID, w.Status, w.Version, w.Steps, w.Held, dash(w.CurrentRoute), w.UpdatedAt.UTC().Format(time.RFC3339))
+	}
+	return tw.Flush()
+}
+
+func workflowShow(ctx context.Context, src *sourceFlags, id string, stdout io.Writer, asJSON bool) error {
+	var w journal.Workflow
+	if src.journal != "" {
+		j, err := openReadOnly(src.journal)
+		if err != nil {
+			return err
+		}
+		defer j.Close()
+		if w, err = j.GetWorkflow(id); err != nil {
+			return fmt.Errorf("workflow %s: %w", id, err)
+		}
+	} else if err := src.client().do(ctx, "GET", "/v1/workflows/"+url.PathEscape(id), nil, &w); err != nil {
+		return err
+	}
+	if asJSON {
+		return printJSON(stdout, w)
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "id:\t%s\nstatus:\t%s\nversion:\t%d\nsteps:\t%d (%d held)\ncurrent step:\t%s %s\ninput hash:\t%s\nversions:\tprompt %s, policy %s\ncheckpoint:\t%s\nupdated:\t%s\n",
+		w.ID, w.Status, w.Version, w.Steps, w.Held, dash(w.CurrentRoute), dash(w.CurrentStep), dash(w.InputHash),
+		dash(w.PromptVersion), dash(w.PolicyVersion), dash(string(w.Checkpoint)), w.UpdatedAt.UTC().Format(time.RFC3339))
+	return tw.Flush()
+}
+
+func openReadOnly(path string) (*journal.Bolt, error) {
+	j, err := journal.Open(path, journal.Options{ReadOnly: true, Timeout: 2 * time.Second})
+	if err != nil {
+		return nil, fmt.Errorf("%w (is the proxy still running? use the admin API instead)", err)
+	}
+	return j, nil
+}

@@ -1,0 +1,270 @@
+package journal
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// Workflow statuses (contract), derived from a workflow's steps and holds.
+const (
+	WorkflowPlanned          = "planned"
+	WorkflowAwaitingApproval = "awaiting_approval"
+	WorkflowExecuting        = "executing"
+	WorkflowVerifying        = "verifying"
+	WorkflowCompleted        = "completed"
+	WorkflowFailedRetryable  = "failed_retryable"
+)
+
+// Workflow is the record of the steps that share a Toolguard-Workflow
+// value. Version increases by one on every change; writers that act on
+// what they read name the version they read (optimistic concurrency).
+type Workflow struct {
+	ID      string `json:"id"`
+	Status  string `json:"status"`
+	Version uint64 `json:"version"`
+	// CurrentStep is the key of the step changed last, CurrentRoute its
+	// route.
+	CurrentStep  string `json:"current_step,omitempty"`
+	CurrentRoute string `json:"current_route,omitempty"`
+	// InputHash identifies the workflow's input: the body hash of its first
+	// step.
+	InputHash     string `json:"input_hash,omitempty"`
+	PromptVersion string `json:"prompt_version,omitempty"`
+	PolicyVersion string `json:"policy_version,omitempty"`
+	Steps         int    `json:"steps"`
+	Held          int    `json:"held"`
+	// Checkpoint is the agent's own compact resume state, as JSON; nil
+	// until one is written.
+	Checkpoint json.RawMessage `json:"checkpoint,omitempty"`
+	CreatedAt  time.Time       `json:"created_at"`
+	UpdatedAt  time.Time       `json:"updated_at"`
+}
+
+// DeriveWorkflowStatus is the status of a workflow with these steps, in
+// order of precedence: a hold → awaiting_approval (an operator must act);
+// a started step → executing; a retryable failure → failed_retryable; a
+// pending verification → verifying; only definitive outcomes →
+// completed; nothing sent yet → planned.
+func DeriveWorkflowStatus(steps []Step) string {
+	var held, started, retry, verifying, done, prepared int
+	for i := range steps {
+		s := &steps[i]
+		switch {
+		case s.Held():
+			held++
+		case s.Status == StatusStarted:
+			started++
+		case s.Status == StatusFailed && s.Retryable:
+			retry++
+		case s.Status == StatusCommitted && !s.VerifyBy.IsZero():
+			verifying++
+		case s.Terminal():
+			done++
+		default:
+			prepared++
+		}
+	}
+	switch {
+	case held > 0:
+		return WorkflowAwaitingApproval
+	case started > 0:
+		return WorkflowExecuting
+	case retry > 0:
+		return WorkflowFailedRetryable
+	case verifying > 0:
+		return WorkflowVerifying
+	case done > 0 && prepared == 0:
+		return WorkflowCompleted
+	}
+	return WorkflowPlanned
+}
+
+// touchWorkflow recomputes the record of workflow id after step s changed,
+// in the same transaction as the change.
+func (bk *buckets) touchWorkflow(id string, s *Step, now time.Time) error {
+	w, err := loadWorkflow(bk.workflows, id)
+	if errors.Is(err, ErrNotFound) {
+		w, err = &Workflow{ID: id, CreatedAt: now}, nil
+	}
+	if err != nil {
+		return err
+	}
+	steps, err := bk.workflowSteps(id)
+	if err != nil {
+		return err
+	}
+	w.Status = DeriveWorkflowStatus(steps)
+	w.Steps, w.Held = len(steps), 0
+	for i := range steps {
+		if steps[i].Held() {
+			w.Held++
+		}
+	}
+	if s != nil && s.Workflow == id {
+		w.CurrentStep, w.CurrentRoute = s.Key, s.Route
+		if w.InputHash == "" {
+			w.InputHash = s.BodyHash
+		}
+		// A held step's versions are not the workflow's until an operator
+		// releases it: a version change stays under review.
+		if s.PromptVersion != "" && !s.Held() {
+			w.PromptVersion = s.PromptVersion
+		}
+		if s.PolicyVersion != "" && !s.Held() {
+			w.PolicyVersion = s.PolicyVersion
+		}
+	}
+	w.Version++
+	w.UpdatedAt = now
+	return putWorkflow(bk.workflows, w)
+}
+
+// workflowSteps loads every step of a workflow through its index.
+func (bk *buckets) workflowSteps(id string) ([]Step, error) {
+	prefix := workflowPrefix(id)
+	var out []Step
+	c := bk.byWorkflow.Cursor()
+	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
+		s, err := loadStep(bk.steps, string(k[len(prefix):]))
+		if err != nil {
+			return nil, fmt.Errorf("workflow %s: %w", id, err)
+		}
+		out = append(out, *s)
+	}
+	return out, nil
+}
+
+func loadWorkflow(b *bolt.Bucket, id string) (*Workflow, error) {
+	v := b.Get([]byte(id))
+	if v == nil {
+		return nil, ErrNotFound
+	}
+	var w Workflow
+	if err := json.Unmarshal(v, &w); err != nil {
+		return nil, fmt.Errorf("%w: decode workflow %s: %v", ErrCorrupt, id, err)
+	}
+	return &w, nil
+}
+
+func putWorkflow(b *bolt.Bucket, w *Workflow) error {
+	data, err := json.Marshal(w)
+	if err != nil {
+		return fmt.Errorf("encode workflow %s: %w", w.ID, err)
+	}
+	if err := b.Put([]byte(w.ID), data); err != nil {
+		return fmt.Errorf("put workflow %s: %w", w.ID, err)
+	}
+	return nil
+}
+
+// GetWorkflow returns a workflow's record, or an error wrapping
+// ErrNotFound.
+func (b *Bolt) GetWorkflow(id string) (Workflow, error) {
+	var w Workflow
+	err := b.view("get workflow "+id, func(bk *buckets) error {
+		got, err := loadWorkflow(bk.workflows, id)
+		if err == nil {
+			w = *got
+		}
+		return err
+	})
+	return w, err
+}
+
+// ListWorkflows returns up to limit workflows (default 1000) in id order.
+func (b *Bolt) ListWorkflows(limit int) ([]Workflow, error) {
+	if limit <= 0 {
+		limit = defaultLimit
+	}
+	var out []Workflow
+	err := b.view("list workflows", func(bk *buckets) error {
+		return bk.workflows.ForEach(func(k, v []byte) error {
+			if len(out) >= limit {
+				return nil
+			}
+			var w Workflow
+			if err := json.Unmarshal(v, &w); err != nil {
+				return fmt.Errorf("%w: decode workflow %s: %v", ErrCorrupt, k, err)
+			}
+			out = append(out, w)
+			return nil
+		})
+	})
+	return out, err
+}
+
+// WorkflowSteps returns every step of a workflow, in key order.
+func (b *Bolt) WorkflowSteps(id string) ([]Step, error) {
+	var out []Step
+	err := b.view("list workflow steps "+id, func(bk *buckets) error {
+		var err error
+		out, err = bk.workflowSteps(id)
+		return err
+	})
+	return out, err
+}
+
+// VersionError is returned by PutCheckpoint when the caller's version is
+// not the workflow's current one; it wraps ErrVersionMismatch.
+type VersionError struct {
+	ID      string
+	Want    uint64 // the version the caller named
+	Current uint64
+}
+
+func (e *VersionError) Error() string {
+	return fmt.Sprintf("workflow %s is at version %d, not %d", e.ID, e.Current, e.Want)
+}
+
+func (e *VersionError) Unwrap() error { return ErrVersionMismatch }
+
+// PutCheckpoint stores a workflow's checkpoint as a compare-and-swap on its
+// version, inside one durable transaction. ifVersion is the version the
+// caller read; nil means the caller names none, which is allowed only
+// while the workflow has no checkpoint (ErrPreconditionRequired
+// otherwise). A stale version fails with a *VersionError. The workflow is
+// created (status planned) if it does not exist.
+func (b *Bolt) PutCheckpoint(id string, ifVersion *uint64, checkpoint json.RawMessage) (Workflow, error) {
+	if b.readOnly {
+		return Workflow{}, fmt.Errorf("put checkpoint %s: %w", id, ErrReadOnly)
+	}
+	if id == "" || len(id) > maxWorkflowLen {
+		return Workflow{}, fmt.Errorf("put checkpoint: %w: workflow id must be 1 to %d bytes", ErrInvalidChange, maxWorkflowLen)
+	}
+	var out Workflow
+	err := b.db.Update(func(tx *bolt.Tx) error {
+		bk, err := openBuckets(tx)
+		if err != nil {
+			return err
+		}
+		now := b.now().UTC()
+		w, err := loadWorkflow(bk.workflows, id)
+		switch {
+		case errors.Is(err, ErrNotFound):
+			w = &Workflow{ID: id, Status: WorkflowPlanned, CreatedAt: now}
+		case err != nil:
+			return err
+		}
+		switch {
+		case ifVersion == nil && w.Checkpoint != nil:
+			return ErrPreconditionRequired
+		case ifVersion != nil && *ifVersion != w.Version:
+			return &VersionError{ID: id, Want: *ifVersion, Current: w.Version}
+		}
+		w.Checkpoint = checkpoint
+		w.Version++
+		w.UpdatedAt = now
+		out = *w
+		return putWorkflow(bk.workflows, w)
+	})
+	if err != nil {
+		return Workflow{}, fmt.Errorf("put checkpoint %s: %w", id, err)
+	}
+	b.commits.Add(1)
+	return out, nil
+}

@@ -1,0 +1,345 @@
+package proxy
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/toolguard/toolguard/journal"
+	"github.com/toolguard/toolguard/rules"
+)
+
+// Checkpoint is an agent's compact resume state: facts and references,
+// never hidden reasoning or raw tool output. Unknown fields are refused.
+type Checkpoint struct {
+	Goal          string     `json:"goal"`
+	Constraints   []string   `json:"constraints,omitempty"`
+	Plan          []string   `json:"plan,omitempty"`
+	Unresolved    []string   `json:"unresolved,omitempty"`
+	Artifacts     []Artifact `json:"artifacts,omitempty"`
+	PromptVersion string     `json:"prompt_version,omitempty"`
+	PolicyVersion string     `json:"policy_version,omitempty"`
+}
+
+// Artifact references a produced artifact by id and content hash.
+type Artifact struct {
+	ID     string `json:"id"`
+	SHA256 string `json:"sha256"`
+	URI    string `json:"uri,omitempty"`
+}
+
+// Checkpoint limits: a checkpoint holds concise facts.
+const (
+	maxCheckpointBytes = 64 << 10
+	maxCheckpointText  = 2048
+	maxCheckpointItems = 100
+)
+
+var sha256Hex = regexp.MustCompile(`^[0-9a-f]{64}$`)
+
+// errTooLarge marks a checkpoint over its size limits (413).
+var errTooLarge = errors.New("checkpoint too large")
+
+// validate checks a checkpoint's shape and sizes.
+func (c *Checkpoint) validate() error {
+	if strings.TrimSpace(c.Goal) == "" {
+		return errors.New("goal: required")
+	}
+	texts := map[string][]string{"goal": {c.Goal}, "constraints": c.Constraints, "plan": c.Plan, "unresolved": c.Unresolved}
+	for field, list := range texts {
+		if len(list) > maxCheckpointItems {
+			return fmt.Errorf("%w: %s: %d items (max %d)", errTooLarge, field, len(list), maxCheckpointItems)
+		}
+		for i, t := range list {
+			if len(t) > maxCheckpointText {
+				return fmt.Errorf("%w: %s[%d]: %d bytes (max %d): store raw tool output as an artifact (id and sha256), not in the checkpoint", errTooLarge, field, i, len(t), maxCheckpointText)
+			}
+		}
+	}
+	if len(c.Artifacts) > maxCheckpointItems {
+		return fmt.Errorf("%w: artifacts: %d items (max %d)", errTooLarge, len(c.Artifacts), maxCheckpointItems)
+	}
+	for i, a := range c.Artifacts {
+		if a.ID == "" || !sha256Hex.MatchString(a.SHA256) {
+			return fmt.Errorf("artifacts[%d]: want an id and a lowercase hex sha256 (got id %q, sha256 %q)", i, a.ID, a.SHA256)
+		}
+	}
+	return nil
+}
+
+// StepEvidence is toolguard's own record of one step in a resume packet.
+// It never carries a response body: only its status and hash.
+type StepEvidence struct {
+	Key            string `json:"key"`
+	Route          string `json:"route"`
+	Status         string `json:"status"`
+	Hold           string `json:"hold"`
+	OperationID    string `json:"operation_id"`
+	Attempt        int    `json:"attempt"`
+	Evidence       string `json:"evidence"`
+	ResponseStatus int    `json:"response_status,omitempty"`
+	ResponseHash   string `json:"response_hash,omitempty"`
+	Verified       bool   `json:"verified"`
+	NextAction     string `json:"next_action"`
+}
+
+// Unresolved is a held step and why.
+type Unresolved struct {
+	Key    string    `json:"key"`
+	Route  string    `json:"route"`
+	Hold   string    `json:"hold"`
+	Reason string    `json:"reason"`
+	Detail string    `json:"detail,omitempty"`
+	Since  time.Time `json:"since"`
+}
+
+// ResumePacket is what an agent rebuilds its context from.
+type ResumePacket struct {
+	Workflow       journal.Workflow `json:"workflow"`
+	Checkpoint     json.RawMessage  `json:"checkpoint"`
+	Steps          []StepEvidence   `json:"steps"`
+	Unresolved     []Unresolved     `json:"unresolved"`
+	NextSafeAction string           `json:"next_safe_action"`
+}
+
+// resumePacket builds a workflow's packet from the journal alone.
+func (s *Server) resumePacket(w journal.Workflow, steps []journal.Step) ResumePacket {
+	sort.SliceStable(steps, func(i, j int) bool { return steps[i].CreatedAt.Before(steps[j].CreatedAt) })
+	p := ResumePacket{Workflow: w, Checkpoint: w.Checkpoint, Steps: []StepEvidence{}, Unresolved: []Unresolved{}}
+	p.Workflow.Checkpoint = nil
+	if p.Checkpoint == nil {
+		p.Checkpoint = json.RawMessage("null")
+	}
+	now := s.now()
+	var actions []string
+	for i := range steps {
+		st := &steps[i]
+		action := s.nextAction(st, now)
+		ev := StepEvidence{Key: st.Key, Route: st.Route, Status: st.Status.String(), Hold: st.Hold.String(),
+			OperationID: st.OperationID, Attempt: st.Attempt, Evidence: st.Evidence,
+			Verified: st.Status == journal.StatusVerified, NextAction: action}
+		if r := st.Response; r != nil {
+			ev.ResponseStatus, ev.ResponseHash = r.Status, r.BodyHash
+		}
+		p.Steps = append(p.Steps, ev)
+		if st.Held() {
+			p.Unresolved = append(p.Unresolved, Unresolved{Key: st.Key, Route: st.Route, Hold: st.Hold.String(),
+				Reason: st.HoldReason, Detail: st.LastError, Since: st.UpdatedAt})
+		}
+		if action != "" {
+			actions = append(actions, action)
+		}
+	}
+	p.NextSafeAction = pickAction(actions, len(steps))
+	return p
+}
+
+// nextAction says what is safe to do about one step, from the same
+// recovery table the proxy uses; "" when nothing is left to do.
+func (s *Server) nextAction(st *journal.Step, now time.Time) string {
+	route := s.routeOf(st.API, st.Route)
+	sit := Situation{Step: st, BodyHash: st.BodyHash, MaxAttempts: s.opts.MaxAttempts,
+		InFlight: s.flights.live(st.Key, now) != nil}
+	if route != nil {
+		sit.Strategy, sit.Effect, sit.Approval = strategyOf(route), route.Effect, route.ApprovalRequired
+	} else {
+		sit.Effect = rules.EffectIrreversible
+	}
+	name := st.Route
+	d := Decide(sit)
+	switch d.Action {
+	case ActionBlock, ActionHold:
+		switch d.Reason {
+		case ReasonApproval:
+			return "wait: approval of " + name + " pending"
+		case ReasonVersionChanged:
+			return "operator review needed: " + name + " held after a prompt/policy version change"
+		case ReasonNotVisible:
+			return "operator review needed: " + name + " effect not visible"
+		case ReasonRetryBudget:
+			return "operator review needed: " + name + " failed on every attempt"
+		}
+		return "operator review needed: " + name + " outcome unknown"
+	case ActionWait:
+		return "wait: " + name + " in flight"
+	case ActionLookup:
+		return "retry " + name + ": toolguard asks the provider first and does not re-send if it took effect"
+	case ActionForward:
+		switch {
+		case st.Status == journal.StatusStarted && sit.Strategy == StrategyNative:
+			return "retry " + name + ": provider dedupes on the key"
+		case st.Status == journal.StatusStarted:
+			return "retry " + name + ": reversible route, it will be re-sent"
+		case st.Status == journal.StatusFailed:
+			return "retry " + name + ": failed before taking effect, safe to retry"
+		}
+		return "retry " + name + ": approved, not sent yet"
+	}
+	if st.Status == journal.StatusCommitted && !st.VerifyBy.IsZero() {
+		return "wait: verification of " + name + " pending"
+	}
+	return ""
+}
+
+// pickAction orders the steps' actions: an operator's review first, then
+// waits, then retries; with nothing left, continue with the plan.
+func pickAction(actions []string, steps int) string {
+	for _, prefix := range []string{"operator review needed", "wait", "retry"} {
+		for _, a := range actions {
+			if strings.HasPrefix(a, prefix) {
+				return a
+			}
+		}
+	}
+	if steps == 0 {
+		return "start: no step has been sent yet"
+	}
+	return "continue: every step has a recorded outcome; proceed with the plan"
+}
+
+// mountWorkflows adds the workflow endpoints to the admin API.
+func (s *Server) mountWorkflows(mux *http.ServeMux, auth func(Role, http.HandlerFunc) http.HandlerFunc, ws WorkflowStore, cp checkpointer) {
+	mux.HandleFunc("GET /v1/workflows", auth(RoleAgent, func(w http.ResponseWriter, r *http.Request) {
+		list, err := ws.ListWorkflows(0)
+		if err != nil {
+			adminProblem(w, http.StatusInternalServerError, "journal", err.Error())
+			return
+		}
+		for i := range list {
+			list[i].Checkpoint = nil
+		}
+		writeJSON(w, http.StatusOK, map[string]any{"workflows": nonNilList(list)})
+	}))
+	mux.HandleFunc("GET /v1/workflows/{id}", auth(RoleAgent, func(w http.ResponseWriter, r *http.Request) {
+		wf, err := ws.GetWorkflow(r.PathValue("id"))
+		if err != nil {
+			workflowError(w, err)
+			return
+		}
+		w.Header().Set("ETag", strconv.Quote(strconv.FormatUint(wf.Version, 10)))
+		writeJSON(w, http.StatusOK, wf)
+	}))
+	mux.HandleFunc("GET /v1/workflows/{id}/resume", auth(RoleAgent, func(w http.ResponseWriter, r *http.Request) {
+		id := r.PathValue("id")
+		wf, err := ws.GetWorkflow(id)
+		if err != nil {
+			workflowError(w, err)
+			return
+		}
+		steps, err := ws.WorkflowSteps(id)
+		if err != nil {
+			workflowError(w, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, s.resumePacket(wf, steps))
+	}))
+	mux.HandleFunc("PUT /v1/workflows/{id}/checkpoint", auth(RoleAgent, func(w http.ResponseWriter, r *http.Request) {
+		putCheckpoint(w, r, cp)
+	}))
+}
+
+func nonNilList[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
+}
+
+// checkpointer stores checkpoints as a compare-and-swap on the version.
+type checkpointer interface {
+	PutCheckpoint(id string, ifVersion *uint64, checkpoint json.RawMessage) (journal.Workflow, error)
+}
+
+func putCheckpoint(w http.ResponseWriter, r *http.Request, cp checkpointer) {
+	data, err := io.ReadAll(io.LimitReader(r.Body, maxCheckpointBytes+1))
+	if err != nil {
+		adminProblem(w, http.StatusBadRequest, "bad-request", "read body: "+err.Error())
+		return
+	}
+	if len(data) > maxCheckpointBytes {
+		adminProblem(w, http.StatusRequestEntityTooLarge, "checkpoint-too-large", fmt.Sprintf("a checkpoint is at most %d bytes of concise facts; store large content as an artifact (id and sha256)", maxCheckpointBytes))
+		return
+	}
+	var c Checkpoint
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&c); err != nil {
+		adminProblem(w, http.StatusBadRequest, "bad-checkpoint", "checkpoint: "+err.Error()+" (fields: goal, constraints, plan, unresolved, artifacts, prompt_version, policy_version; raw tool output is refused)")
+		return
+	}
+	if err := c.validate(); err != nil {
+		status := http.StatusBadRequest
+		if errors.Is(err, errTooLarge) {
+			status = http.StatusRequestEntityTooLarge
+		}
+		adminProblem(w, status, "bad-checkpoint", err.Error())
+		return
+	}
+	ifVersion, err := parseIfMatch(r.Header.Get("If-Match"))
+	if err != nil {
+		adminProblem(w, http.StatusBadRequest, "bad-request", err.Error())
+		return
+	}
+	canon, _ := json.Marshal(c)
+	wf, err := cp.PutCheckpoint(r.PathValue("id"), ifVersion, canon)
+	var ve *journal.VersionError
+	switch {
+	case errors.As(err, &ve):
+		writeJSON(w, http.StatusPreconditionFailed, map[string]any{"type": "urn:toolguard:admin:version-mismatch", "title": "Precondition Failed",
+			"status": 412, "detail": ve.Error(), "current_version": ve.Current})
+		return
+	case errors.Is(err, journal.ErrPreconditionRequired):
+		adminProblem(w, http.StatusPreconditionRequired, "if-match-required", "this workflow has a checkpoint: send If-Match with the version you read")
+		return
+	case err != nil:
+		workflowError(w, err)
+		return
+	}
+	w.Header().Set("ETag", strconv.Quote(strconv.FormatUint(wf.Version, 10)))
+	writeJSON(w, http.StatusOK, wf)
+}
+
+// parseIfMatch reads If-Match: "7" or 7; nil when absent.
+func parseIfMatch(v string) (*uint64, error) {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return nil, nil
+	}
+	n, err := strconv.ParseUint(strings.Trim(strings.TrimPrefix(v, "W/"), `"`), 10, 64)
+	if err != nil {
+		return nil, fmt.Errorf("If-Match: want a quoted workflow version such as \"3\" (got %s)", v)
+	}
+	return &n, nil
+}
+
+func workflowError(w http.ResponseWriter, err error) {
+	switch {
+	case errors.Is(err, journal.ErrNotFound):
+		adminProblem(w, http.StatusNotFound, "not-found", "no workflow has that id")
+	case errors.Is(err, journal.ErrInvalidChange):
+		adminProblem(w, http.StatusBadRequest, "bad-request", err.Error())
+	default:
+		adminProblem(w, http.StatusInternalServerError, "journal", err.Error())
+	}
+}
+
+// WorkflowAdmin returns the hook that mounts the workflow endpoints on the
+// admin API, or nil when the journal keeps no workflows.
+func (s *Server) WorkflowAdmin() func(*http.ServeMux, func(Role, http.HandlerFunc) http.HandlerFunc) {
+	ws, ok := s.journal.(WorkflowStore)
+	cp, ok2 := s.journal.(checkpointer)
+	if !ok || !ok2 {
+		return nil
+	}
+	return func(mux *http.ServeMux, auth func(Role, http.HandlerFunc) http.HandlerFunc) {
+		s.mountWorkflows(mux, auth, ws, cp)
+	}
+}

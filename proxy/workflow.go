@@ -1,0 +1,63 @@
+package proxy
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/toolguard/toolguard/journal"
+)
+
+// WorkflowStore is what workflow features read and write.
+type WorkflowStore interface {
+	GetWorkflow(id string) (journal.Workflow, error)
+	ListWorkflows(limit int) ([]journal.Workflow, error)
+	WorkflowSteps(id string) ([]journal.Step, error)
+}
+
+// VersionPolicy says what a prompt or policy version change in the middle
+// of a workflow does.
+type VersionPolicy string
+
+const (
+	// VersionStop holds the step for review with version-changed.
+	VersionStop VersionPolicy = "stop"
+	// VersionAllow records the change as an event and goes on.
+	VersionAllow VersionPolicy = "allow"
+)
+
+// versionChange compares the versions a request carries with the ones its
+// workflow recorded; it describes the change, or returns "" when there is
+// none (or nothing to compare).
+func (s *Server) versionChange(c *call) string {
+	id := c.in.Header.Get(HeaderWorkflow)
+	ws, ok := s.journal.(WorkflowStore)
+	if id == "" || !ok {
+		return ""
+	}
+	w, err := ws.GetWorkflow(id)
+	if err != nil {
+		return ""
+	}
+	var changes []string
+	if v := c.in.Header.Get(HeaderPromptVersion); v != "" && w.PromptVersion != "" && v != w.PromptVersion {
+		changes = append(changes, fmt.Sprintf("prompt version %s → %s", w.PromptVersion, v))
+	}
+	if v := c.in.Header.Get(HeaderPolicyVersion); v != "" && w.PolicyVersion != "" && v != w.PolicyVersion {
+		changes = append(changes, fmt.Sprintf("policy version %s → %s", w.PolicyVersion, v))
+	}
+	return strings.Join(changes, ", ")
+}
+
+// applyVersionPolicy adjusts the decision for a new step whose workflow
+// changed versions: stop holds it (nothing is sent), allow goes on and
+// leaves an event.
+func (s *Server) applyVersionPolicy(c *call, d Decision) Decision {
+	if c.versionChange == "" || d.Action != ActionForward {
+		return d
+	}
+	if s.opts.OnVersionChange == VersionAllow {
+		return d
+	}
+	return Decision{Action: ActionHold, Hold: journal.HoldNeedsReview, Reason: ReasonVersionChanged,
+		Why: c.versionChange + " in the middle of the workflow"}
+}
