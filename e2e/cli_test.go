@@ -42,8 +42,8 @@ func tg(t *testing.T, env []string, args ...string) cliResult {
 	return r
 }
 
-// ok runs the binary and fails the test unless it exits 0.
-func ok(t *testing.T, env []string, args ...string) string {
+// tgOK runs the binary and fails the test unless it exits 0.
+func tgOK(t *testing.T, env []string, args ...string) string {
 	t.Helper()
 	r := tg(t, env, args...)
 	if r.code != 0 {
@@ -102,7 +102,7 @@ type inspection struct {
 // --journal FILE) and checks what they print.
 func inspect(t *testing.T, env []string, src []string, plain, inWorkflow string) inspection {
 	t.Helper()
-	run := func(args ...string) string { t.Helper(); return ok(t, env, append(args, src...)...) }
+	run := func(args ...string) string { t.Helper(); return tgOK(t, env, append(args, src...)...) }
 	var in inspection
 
 	// journal ls: a table with full keys.
@@ -256,7 +256,7 @@ func TestCLIJournal(t *testing.T) {
 	plain, inWorkflow := journalCalls(t, p, up)
 
 	live := inspect(t, nil, []string{"--admin", p.adminURL}, plain, inWorkflow)
-	if got := ok(t, []string{"TOOLGUARD_ADMIN_URL=" + p.adminURL}, "journal", "ls", "--json"); got != live.lsJSON {
+	if got := tgOK(t, []string{"TOOLGUARD_ADMIN_URL=" + p.adminURL}, "journal", "ls", "--json"); got != live.lsJSON {
 		t.Errorf("journal ls with TOOLGUARD_ADMIN_URL differs from --admin:\n%s\n%s", got, live.lsJSON)
 	}
 	dbPath := filepath.Join(s.dir, "toolguard.db")
@@ -366,7 +366,7 @@ func TestCLITailFollow(t *testing.T) {
 	// lastSeq is the newest event's seq, from a one-shot journal tail.
 	lastSeq := func() uint64 {
 		t.Helper()
-		out := strings.TrimRight(ok(t, nil, "journal", "tail", "--admin", p.adminURL), "\n")
+		out := strings.TrimRight(tgOK(t, nil, "journal", "tail", "--admin", p.adminURL), "\n")
 		f := strings.Fields(out[strings.LastIndex(out, "\n")+1:])
 		n, err := strconv.ParseUint(f[0], 10, 64)
 		if err != nil {
@@ -423,7 +423,7 @@ func TestCLITailFollow(t *testing.T) {
 	if err := cmd.Wait(); err != nil {
 		t.Errorf("journal tail -f after an interrupt: %v, want exit code 0; stderr:\n%s", err, errb.String())
 	}
-	if !strings.Contains(ok(t, nil, "journal", "tail", "--admin", p.adminURL, "--after", strconv.FormatUint(want-1, 10)), r2.Header.Get("Toolguard-Key")) {
+	if !strings.Contains(tgOK(t, nil, "journal", "tail", "--admin", p.adminURL, "--after", strconv.FormatUint(want-1, 10)), r2.Header.Get("Toolguard-Key")) {
 		t.Errorf("the last event is not the second call's")
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -71,7 +72,8 @@ func curlPost(t *testing.T, env []string, url, body string, args ...string) answ
 }
 
 func stderrOf(err error) string {
-	if ee, ok := err.(*exec.ExitError); ok {
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
 		return string(ee.Stderr)
 	}
 	return ""
@@ -171,7 +173,7 @@ func TestClientTools(t *testing.T) {
 // proxy (EnvHttpProxyAgent, axios): it sends CONNECT even for an http://
 // URL and then speaks plain HTTP/1.1 inside the tunnel, keeping the
 // connection alive between requests. Node 20's fetch reads no proxy
-// variables, so the client is emulated here, byte for byte.
+// variables, so its wire behaviour is emulated here.
 func TestClientConnectTunnelPlainHTTP(t *testing.T) {
 	up, p := guardedUpstream(t, false)
 	conn, err := net.DialTimeout("tcp", p.proxyURL.Host, 10*time.Second)

@@ -79,6 +79,10 @@ type Options struct {
 	// Logger receives fencing rejections and other notable events; nil
 	// discards them.
 	Logger *slog.Logger
+	// OnCommit, when set, is called after every durable group commit with
+	// its duration and the number of Applies it carried (metrics). It must
+	// not block.
+	OnCommit func(d time.Duration, batch int)
 	// Now returns the time stamped on records; nil means time.Now.
 	Now func() time.Time
 }

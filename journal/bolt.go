@@ -26,8 +26,9 @@ type Bolt struct {
 	epoch    uint64
 	readOnly bool
 
-	commits atomic.Uint64
-	closed  atomic.Bool // fast path for reads; mu guards the transition
+	commits  atomic.Uint64
+	onCommit func(d time.Duration, batch int)
+	closed   atomic.Bool // fast path for reads; mu guards the transition
 
 	// Group commit state (commit.go).
 	mu    sync.Mutex
@@ -47,7 +48,7 @@ func Open(path string, opts Options) (*Bolt, error) {
 	if opts.Timeout <= 0 {
 		opts.Timeout = DefaultTimeout
 	}
-	b := &Bolt{path: path, log: opts.Logger, now: opts.Now, readOnly: opts.ReadOnly}
+	b := &Bolt{path: path, log: opts.Logger, now: opts.Now, readOnly: opts.ReadOnly, onCommit: opts.OnCommit}
 	if b.log == nil {
 		b.log = slog.New(slog.DiscardHandler)
 	}

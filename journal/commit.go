@@ -32,6 +32,7 @@ package journal
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	bolt "go.etcd.io/bbolt"
 )
@@ -124,6 +125,7 @@ func (b *Bolt) commit(batch []*request) {
 			panic(v)
 		}
 	}()
+	start := time.Now()
 	err := b.db.Update(func(tx *bolt.Tx) error {
 		bk, err := openBuckets(tx)
 		if err != nil {
@@ -145,6 +147,9 @@ func (b *Bolt) commit(batch []*request) {
 	switch {
 	case err == nil:
 		b.commits.Add(1)
+		if b.onCommit != nil {
+			b.onCommit(time.Since(start), len(batch))
+		}
 	case errors.Is(err, errNothingWritten):
 		err = nil
 	}

@@ -268,3 +268,5 @@ func (b *Bolt) PutCheckpoint(id string, ifVersion *uint64, checkpoint json.RawMe
 	b.commits.Add(1)
 	return out, nil
 }
+
+var jsonUnmarshal = json.Unmarshal

@@ -31,6 +31,8 @@ type AdminOptions struct {
 	AgentToken string
 	// Ready reports readiness; nil means always ready.
 	Ready func() bool
+	// Metrics serves GET /metrics; nil leaves it out.
+	Metrics http.Handler
 	// Extra mounts more handlers (metrics, workflows) on the same mux.
 	Extra  func(mux *http.ServeMux, auth func(role Role, h http.HandlerFunc) http.HandlerFunc)
 	Logger *slog.Logger
@@ -71,6 +73,9 @@ func NewAdmin(opts AdminOptions) *Admin {
 	m.HandleFunc("POST /v1/steps/{key}/approve", a.auth(RoleOperator, a.approve))
 	m.HandleFunc("POST /v1/steps/{key}/resolve", a.auth(RoleOperator, a.resolve))
 	m.HandleFunc("GET /v1/events", a.auth(RoleAgent, a.events))
+	if opts.Metrics != nil {
+		m.HandleFunc("GET /metrics", a.auth(RoleAgent, opts.Metrics.ServeHTTP))
+	}
 	if opts.Extra != nil {
 		opts.Extra(m, a.auth)
 	}

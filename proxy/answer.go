@@ -37,6 +37,9 @@ func (s *Server) replay(c *call, st *journal.Step, outcome string, d Decision) *
 	}
 	resp.Header.Set(HeaderKey, st.Key)
 	resp.Header.Set(HeaderOutcome, outcome)
+	if s.opts.Retention > 0 && st.Terminal() {
+		resp.Header.Set(HeaderKeyExpires, st.UpdatedAt.Add(s.opts.Retention).UTC().Format(http.TimeFormat))
+	}
 	if outcome == OutcomeReplayed {
 		resp.Header.Set(HeaderReplayed, "true")
 	}
@@ -120,6 +123,15 @@ func (s *Server) logDecision(c *call, a *answer) {
 	key := ""
 	if c.intent != nil {
 		key = c.intent.Key
+	}
+	s.metrics.request(c.route.API.Name, c.route.Name, a.outcome)
+	switch d := a.decision; {
+	case d.Action == ActionRecordFound:
+		s.metrics.recovery(strategyOf(c.route), "found")
+	case d.Recovered:
+		s.metrics.recovery(strategyOf(c.route), "resent")
+	case d.Action == ActionHold && (d.Reason == ReasonOutcomeUnknown || d.Reason == ReasonLookupUnknown):
+		s.metrics.recovery(strategyOf(c.route), "held")
 	}
 	s.log.LogAttrs(c.in.Context(), level, "guarded call",
 		slog.String(logKey, key),

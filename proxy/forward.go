@@ -77,7 +77,9 @@ func (s *Server) send(c *call) result {
 	if err != nil {
 		return result{err: err}
 	}
+	began := time.Now()
 	resp, err := s.upstream.RoundTrip(out)
+	s.metrics.upstreamCall(c.route.API.Name, c.route.Name, time.Since(began))
 	if err != nil {
 		return result{err: err, sent: possiblySent(s.upstream, sent.Load(), err)}
 	}

@@ -58,13 +58,16 @@ func (s *Server) guard(req *http.Request, route *rules.Route, params map[string]
 // prepare reads the body and derives the key; it answers only on bad input.
 func (s *Server) prepare(c *call) *answer {
 	if s.draining.Load() {
+		s.metrics.reject("draining")
 		return s.problem(c, newProblem(ProblemUnavailable, "", "toolguard is shutting down; retry shortly"))
 	}
 	body, err := readBody(c.in, s.opts.MaxBody)
 	if err != nil {
 		if errors.Is(err, errBodyTooLarge) {
+			s.metrics.reject("body_too_large")
 			return s.problem(c, newProblem(ProblemBodyTooLarge, "", fmt.Sprintf("request body exceeds limits.max_body (%d bytes)", s.opts.MaxBody)))
 		}
+		s.metrics.reject("invalid_body")
 		return s.problem(c, newProblem(ProblemInvalidBody, "", "read request body: "+err.Error()))
 	}
 	c.body = body
@@ -80,6 +83,7 @@ func (s *Server) prepare(c *call) *answer {
 	}
 	intent, err := s.deriver.Derive(c.route, in)
 	if err != nil {
+		s.metrics.reject("invalid_body")
 		return s.problem(c, newProblem(ProblemInvalidBody, "", err.Error()))
 	}
 	c.intent = intent

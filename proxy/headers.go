@@ -13,6 +13,10 @@ const (
 	HeaderKey           = "Toolguard-Key"
 	HeaderOutcome       = "Toolguard-Outcome"
 	HeaderReplayed      = "Idempotent-Replayed"
+	// HeaderKeyExpires says until when the key answers duplicates from the
+	// journal (journal.retention after the step's last change); absent when
+	// steps are kept forever.
+	HeaderKeyExpires = "Toolguard-Key-Expires"
 )
 
 // Outcomes carried in Toolguard-Outcome (contract).

@@ -72,6 +72,11 @@ type Options struct {
 	MaxAttempts int
 	// CertCacheSize bounds cached leaf certificates (default 1024).
 	CertCacheSize int
+	// Retention is how long a finished step is kept (and so how long its
+	// key answers duplicates); zero keeps steps forever.
+	Retention time.Duration
+	// Metrics records Prometheus metrics; nil records none.
+	Metrics *Metrics
 	// Logger receives one decision line per guarded call; nil discards.
 	Logger *slog.Logger
 }
@@ -92,10 +97,11 @@ type Server struct {
 	// active counts guarded calls being handled, for Drain.
 	active activity
 	// bg is cancelled by Close; background verifications run under it.
-	bg     context.Context
-	stopBg context.CancelFunc
-	bgWork sync.WaitGroup
-	store  lister
+	bg      context.Context
+	stopBg  context.CancelFunc
+	bgWork  sync.WaitGroup
+	store   lister
+	metrics *Metrics
 	// now is the clock of leases; tests replace it.
 	now func() time.Time
 }
@@ -163,6 +169,10 @@ func New(opts Options) (*Server, error) {
 	s.bg, s.stopBg = context.WithCancel(context.Background())
 	if l, ok := opts.Journal.(lister); ok {
 		s.store = l
+	}
+	s.metrics = opts.Metrics
+	if src, ok := opts.Journal.(StateSource); ok {
+		s.metrics.watchState(s, src)
 	}
 	if opts.CA != nil {
 		s.certs = newCertCache(opts.CA, opts.CertCacheSize)
@@ -319,6 +329,8 @@ func (s *Server) handleRequest(req *http.Request, ctx *goproxy.ProxyCtx) (*http.
 			ctx.UserData = &reqState{guarded: true}
 			resp := newProblem(ProblemRejected, "", "no rule describes "+req.Method+" "+host+req.URL.Path+" and unmatched calls are rejected").response(req)
 			resp.Header.Set(HeaderOutcome, OutcomeBlocked)
+			s.metrics.request("", "", OutcomeBlocked)
+			s.metrics.reject("unmatched")
 			return req, resp
 		}
 	}
@@ -335,6 +347,7 @@ func (s *Server) handleRequest(req *http.Request, ctx *goproxy.ProxyCtx) (*http.
 func (s *Server) handleResponse(resp *http.Response, ctx *goproxy.ProxyCtx) *http.Response {
 	if resp != nil && ctx.UserData == nil {
 		resp.Header.Set(HeaderOutcome, OutcomePassthrough)
+		s.metrics.request("", "", OutcomePassthrough)
 	}
 	return resp
 }

@@ -25,7 +25,7 @@ func runCA(args []string, stdout, stderr io.Writer) error {
 	var dir string
 	fs := newFlags("ca init", "ca init [--dir DIR]", stdout)
 	fs.StringVar(&dir, "dir", envOr("TOOLGUARD_CA_DIR", "./ca"), "CA `dir`ectory")
-	if err := parseFlags(fs, rest); err != nil {
+	if err := parseNoArgs(fs, rest); err != nil {
 		return err
 	}
 	ca, created, err := proxy.LoadOrCreateCA(dir)

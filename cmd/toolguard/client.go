@@ -170,6 +170,9 @@ func (c *adminClient) do(ctx context.Context, method, path string, body, out any
 	if resp.StatusCode >= 300 {
 		var p proxy.Problem
 		if json.Unmarshal(data, &p) == nil && p.Detail != "" {
+			if resp.StatusCode == http.StatusUnauthorized {
+				p.Detail += " (set TOOLGUARD_ADMIN_TOKEN)"
+			}
 			return &adminError{status: resp.StatusCode, detail: p.Detail}
 		}
 		return &adminError{status: resp.StatusCode, detail: strings.TrimSpace(string(data))}

@@ -45,7 +45,7 @@ func journalLs(ctx context.Context, args []string, stdout io.Writer) error {
 	fs.StringVar(&workflow, "workflow", "", "only steps of this workflow `id`")
 	fs.IntVar(&limit, "limit", 1000, "at most `N` steps")
 	fs.BoolVar(&asJSON, "json", false, "print JSON")
-	if err := parseFlags(fs, args); err != nil {
+	if err := parseNoArgs(fs, args); err != nil {
 		return err
 	}
 	f := journal.Filter{Workflow: workflow, Limit: limit}
@@ -120,7 +120,7 @@ func journalTail(ctx context.Context, args []string, stdout io.Writer) error {
 	fs.BoolVar(&follow, "f", false, "follow: keep printing new events")
 	fs.Uint64Var(&after, "after", 0, "start after event `SEQ`")
 	fs.BoolVar(&asJSON, "json", false, "print JSON lines")
-	if err := parseFlags(fs, args); err != nil {
+	if err := parseNoArgs(fs, args); err != nil {
 		return err
 	}
 	s, err := src.open()

@@ -45,7 +45,7 @@ func runKey(args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&body, "body", "", "request body, or @file to read it from a file")
 	fs.StringVar(&dir, "rules", envOr("TOOLGUARD_RULES_DIR", "./rules"), "rules `dir`ectory")
 	fs.StringVar(&journalPath, "journal", envOr("TOOLGUARD_JOURNAL_PATH", "./toolguard.db"), "journal `file` whose secret keys the credential")
-	if err := parseFlags(fs, rest); err != nil {
+	if err := parseNoArgs(fs, rest); err != nil {
 		return err
 	}
 	if rawURL == "" {

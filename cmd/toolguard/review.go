@@ -46,7 +46,7 @@ func reviewLs(ctx context.Context, args []string, stdout io.Writer) error {
 	fs := newFlags("review ls", "review ls [--json]", stdout)
 	src.register(fs)
 	fs.BoolVar(&asJSON, "json", false, "print JSON")
-	if err := parseFlags(fs, args); err != nil {
+	if err := parseNoArgs(fs, args); err != nil {
 		return err
 	}
 	s, err := src.open()

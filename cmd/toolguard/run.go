@@ -125,11 +125,22 @@ func parseFlags(fs *flag.FlagSet, args []string) error {
 	fs.SetOutput(io.Discard)
 	err := fs.Parse(args)
 	if errors.Is(err, flag.ErrHelp) {
-		fs.Usage()
-		return errHelp
+		return errHelp // Parse has printed the usage
 	}
 	if err != nil {
 		return usagef("%s: %v", fs.Name(), err)
+	}
+	return nil
+}
+
+// parseNoArgs parses flags of a command that takes no arguments.
+func parseNoArgs(fs *flag.FlagSet, args []string) error {
+	pos, err := interleaved(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 0 {
+		return usagef("%s: unexpected argument %q", fs.Name(), pos[0])
 	}
 	return nil
 }

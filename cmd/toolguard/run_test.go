@@ -103,6 +103,10 @@ func TestExitCodes(t *testing.T) {
 		{name: "key explain without url", args: []string{"key", "explain"}, wantCode: 2, wantStderr: "--url is required"},
 		{name: "key explain relative url", args: []string{"key", "explain", "--url", "/v1/invoices"}, wantCode: 2, wantStderr: "--url must be absolute"},
 		{name: "key explain bad header", args: []string{"key", "explain", "--url", "http://x/", "--header", "NoColon"}, wantCode: 2, wantStderr: "--header must be 'Name: value'"},
+		{name: "workflow unknown sub-command", args: []string{"workflow", "list"}, wantCode: 2, wantStderr: `workflow: unknown sub-command "list"`},
+		{name: "workflow show without id", args: []string{"workflow", "show"}, wantCode: 2, wantStderr: "want exactly one ID"},
+		{name: "workflow resume from a file", args: []string{"workflow", "resume", "wf-1", "--journal", filepath.Join(dir, "tg.db")}, wantCode: 2,
+			wantStderr: "needs the running proxy's admin API"},
 		{name: "ca unknown sub-command", args: []string{"ca", "rotate"}, wantCode: 2, wantStderr: `ca: unknown sub-command "rotate"`},
 		{name: "serve stray argument", args: serve("now"), wantCode: 2, wantStderr: `unexpected argument "now"`},
 
@@ -175,6 +179,9 @@ func TestHelp(t *testing.T) {
 		{name: "review ls", args: []string{"review", "ls", "--help"}, wantPrefix: "Usage: toolguard review ls"},
 		{name: "review approve", args: []string{"review", "approve", "--help"}, wantPrefix: "Usage: toolguard review approve"},
 		{name: "review resolve", args: []string{"review", "resolve", "--help"}, wantPrefix: "Usage: toolguard review resolve"},
+		{name: "workflow", args: []string{"workflow", "--help"}, wantPrefix: "Usage: toolguard workflow COMMAND"},
+		{name: "workflow ls", args: []string{"workflow", "ls", "--help"}, wantPrefix: "Usage: toolguard workflow ls"},
+		{name: "workflow show", args: []string{"workflow", "show", "--help"}, wantPrefix: "Usage: toolguard workflow show"},
 		{name: "rules", args: []string{"rules", "--help"}, wantPrefix: "Usage: toolguard rules COMMAND"},
 		{name: "rules check", args: []string{"rules", "check", "--help"}, wantPrefix: "Usage: toolguard rules check"},
 		{name: "key", args: []string{"key", "--help"}, wantPrefix: "Usage: toolguard key explain"},
@@ -205,7 +212,7 @@ func TestHelpPrintedOnce(t *testing.T) {
 	cleanEnv(t)
 	for _, args := range [][]string{
 		{"serve", "--help"}, {"journal", "ls", "--help"}, {"journal", "show", "--help"}, {"journal", "tail", "--help"},
-		{"review", "ls", "--help"}, {"review", "approve", "--help"}, {"review", "resolve", "--help"},
+		{"review", "ls", "--help"}, {"review", "approve", "--help"}, {"review", "resolve", "--help"}, {"workflow", "ls", "--help"},
 		{"rules", "check", "--help"}, {"key", "explain", "--help"}, {"ca", "init", "--help"},
 	} {
 		t.Run(strings.Join(args, " "), func(t *testing.T) {
@@ -232,6 +239,7 @@ func TestStrayArguments(t *testing.T) {
 		{args: []string{"journal", "ls", "committed"}, wantCode: 2},
 		{args: []string{"journal", "tail", "10"}, wantCode: 2},
 		{args: []string{"review", "ls", "all"}, wantCode: 2},
+		{args: []string{"workflow", "ls", "wf-1"}, wantCode: 2},
 		{args: []string{"ca", "init", "somewhere"}, wantCode: 2},
 		{args: []string{"version", "2"}, wantCode: 2},
 		{args: []string{"version", "--help"}, wantCode: 0, wantStdout: "Usage: toolguard version"},

@@ -113,7 +113,8 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, stdout io.W
 	if err != nil {
 		return err
 	}
-	j, err := journal.Open(cfg.Journal.Path, journal.Options{Timeout: cfg.Journal.OpenTimeout, Logger: log})
+	metrics := proxy.NewMetrics()
+	j, err := journal.Open(cfg.Journal.Path, journal.Options{Timeout: cfg.Journal.OpenTimeout, Logger: log, OnCommit: metrics.ObserveCommit})
 	if err != nil {
 		return err
 	}
@@ -134,19 +135,22 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, stdout io.W
 		MaxAttempts:       cfg.Retry.MaxAttempts,
 		VerifyMaxInterval: cfg.Verify.MaxInterval,
 		OnVersionChange:   proxy.VersionPolicy(cfg.Workflows.OnVersionChange.String()),
+		Metrics:           metrics,
+		Retention:         cfg.Journal.Retention,
 		Logger:            log,
 	})
 	if err != nil {
 		return err
 	}
 	defer srv.Close()
+	srv.StartSweeper(j, 0)
 	if n, err := srv.ResumeVerifications(); err != nil {
 		return fmt.Errorf("resume verifications: %w", err)
 	} else if n > 0 {
 		log.Info("resumed pending verifications", "count", n)
 	}
 	admin := proxy.NewAdmin(proxy.AdminOptions{Store: j, Token: cfg.Admin.Token, AgentToken: cfg.Admin.AgentToken, Logger: log,
-		Extra: srv.WorkflowAdmin()})
+		Metrics: metrics.Handler(), Extra: srv.WorkflowAdmin()})
 
 	proxyLn, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {

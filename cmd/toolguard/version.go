@@ -11,6 +11,10 @@ import (
 var version = "dev"
 
 func runVersion(args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("version", "version", stdout)
+	if err := parseNoArgs(fs, args); err != nil {
+		return err
+	}
 	v := version
 	if v == "dev" {
 		if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {

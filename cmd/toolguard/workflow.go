@@ -27,7 +27,11 @@ func runWorkflow(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	}
 	var src sourceFlags
 	var asJSON bool
-	fs := newFlags("workflow "+sub, "workflow "+sub+" [ID]", stdout)
+	synopsis := "workflow " + sub + " ID [--json]"
+	if sub == "ls" {
+		synopsis = "workflow ls [--json]"
+	}
+	fs := newFlags("workflow "+sub, synopsis, stdout)
 	src.register(fs)
 	fs.BoolVar(&asJSON, "json", false, "print JSON")
 	pos, err := interleaved(fs, rest)
@@ -36,6 +40,9 @@ func runWorkflow(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	}
 	switch sub {
 	case "ls":
+		if len(pos) > 0 {
+			return usagef("workflow ls: unexpected argument %q", pos[0])
+		}
 		return workflowLs(ctx, &src, stdout, asJSON)
 	case "show", "resume":
 		if len(pos) != 1 {

@@ -1,0 +1,145 @@
+package journal
+
+import (
+	"bytes"
+	"fmt"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// Sweep removes up to batch finished steps last updated before cutoff, and
+// the events older than cutoff, in one transaction. Held steps, steps with
+// a pending verification, started or prepared steps and retryable failures
+// are never removed: only outcomes nobody needs to act on. more reports
+// that another call may find more to remove. Call it repeatedly in small
+// batches: each call holds the writer lock only for its own transaction.
+func (b *Bolt) Sweep(cutoff time.Time, batch int) (removed int, more bool, err error) {
+	if b.readOnly {
+		return 0, false, fmt.Errorf("sweep: %w", ErrReadOnly)
+	}
+	if batch <= 0 {
+		batch = 500
+	}
+	err = b.db.Update(func(tx *bolt.Tx) error {
+		bk, err := openBuckets(tx)
+		if err != nil {
+			return err
+		}
+		removed, more, err = bk.sweepSteps(cutoff, batch, b.now().UTC())
+		if err != nil {
+			return err
+		}
+		evMore, err := bk.sweepEvents(cutoff, batch)
+		more = more || evMore
+		return err
+	})
+	if err != nil {
+		return 0, false, fmt.Errorf("sweep journal: %w", err)
+	}
+	b.commits.Add(1)
+	return removed, more, nil
+}
+
+// sweepable reports whether a step holds only a finished outcome.
+func sweepable(s *Step) bool {
+	return s.Terminal() && !s.Held() && s.VerifyBy.IsZero()
+}
+
+// sweepSteps walks the time index from the oldest entry. It looks at no
+// more than 4×batch entries, so that a run of old held steps cannot make a
+// pass unbounded.
+func (bk *buckets) sweepSteps(cutoff time.Time, batch int, now time.Time) (removed int, more bool, err error) {
+	limit := timeBytes(cutoff)
+	var victims []*Step
+	c := bk.byUpdate.Cursor()
+	scanned := 0
+	for k, _ := c.First(); k != nil && bytes.Compare(k[:8], limit) < 0; k, _ = c.Next() {
+		if scanned++; scanned > 4*batch || len(victims) == batch {
+			more = true
+			break
+		}
+		s, err := loadStep(bk.steps, string(k[8:]))
+		if err != nil {
+			return 0, false, fmt.Errorf("step %s in time index: %w", k[8:], err)
+		}
+		if sweepable(s) {
+			victims = append(victims, s)
+		}
+	}
+	workflows := map[string]bool{}
+	for _, s := range victims {
+		if err := bk.deleteStep(s); err != nil {
+			return 0, false, err
+		}
+		if s.Workflow != "" {
+			workflows[s.Workflow] = true
+		}
+	}
+	for id := range workflows {
+		if err := bk.sweepWorkflow(id, cutoff, now); err != nil {
+			return 0, false, err
+		}
+	}
+	return len(victims), more, nil
+}
+
+// deleteStep removes a step, its index entries and its counts.
+func (bk *buckets) deleteStep(s *Step) error {
+	for _, e := range bk.indexKeys(s) {
+		if err := e.b.Delete(e.key); err != nil {
+			return fmt.Errorf("delete index entry of %s: %w", s.Key, err)
+		}
+	}
+	if err := bk.count(s, -1); err != nil {
+		return err
+	}
+	if err := bk.steps.Delete([]byte(s.Key)); err != nil {
+		return fmt.Errorf("delete step %s: %w", s.Key, err)
+	}
+	return nil
+}
+
+// sweepWorkflow recomputes a workflow that lost steps, and removes it once
+// it has none left and was last changed before cutoff.
+func (bk *buckets) sweepWorkflow(id string, cutoff, now time.Time) error {
+	steps, err := bk.workflowSteps(id)
+	if err != nil {
+		return err
+	}
+	if len(steps) == 0 {
+		w, err := loadWorkflow(bk.workflows, id)
+		if err == nil && w.UpdatedAt.Before(cutoff) {
+			return bk.workflows.Delete([]byte(id))
+		}
+	}
+	return bk.touchWorkflow(id, nil, now)
+}
+
+// sweepEvents removes up to batch events older than cutoff, oldest first.
+func (bk *buckets) sweepEvents(cutoff time.Time, batch int) (more bool, err error) {
+	c := bk.events.Cursor()
+	var old [][]byte
+	for k, v := c.First(); k != nil; k, v = c.Next() {
+		if len(old) == batch {
+			more = true
+			break
+		}
+		var e struct {
+			Time time.Time `json:"time"`
+		}
+		if err := jsonUnmarshal(v, &e); err != nil {
+			return false, fmt.Errorf("%w: decode event %x: %v", ErrCorrupt, k, err)
+		}
+		if !e.Time.Before(cutoff) {
+			break
+		}
+		old = append(old, bytes.Clone(k))
+	}
+	for _, k := range old {
+		if err := bk.events.Delete(k); err != nil {
+			return false, fmt.Errorf("delete event: %w", err)
+		}
+	}
+	return more, nil
+}

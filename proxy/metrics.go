@@ -1,0 +1,137 @@
+package proxy
+
+import (
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/toolguard/toolguard/journal"
+)
+
+// Metrics are toolguard's Prometheus metrics. Labels carry only rule names
+// and fixed words, never a credential, a key or a body. A nil *Metrics
+// records nothing.
+type Metrics struct {
+	reg           *prometheus.Registry
+	requests      *prometheus.CounterVec
+	upstream      *prometheus.HistogramVec
+	commit        prometheus.Histogram
+	commitBatch   prometheus.Histogram
+	recoveries    *prometheus.CounterVec
+	verifications *prometheus.CounterVec
+	rejected      *prometheus.CounterVec
+	swept         prometheus.Counter
+	sweptAt       prometheus.Gauge
+}
+
+// NewMetrics creates the metrics on a new registry, with Go runtime and
+// process collectors.
+func NewMetrics() *Metrics {
+	reg := prometheus.NewRegistry()
+	m := &Metrics{
+		reg: reg,
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "toolguard_requests_total",
+			Help: "Proxied requests by api, route and outcome (forwarded, replayed, recovered, blocked, passthrough)."}, []string{"api", "route", "outcome"}),
+		upstream: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "toolguard_upstream_duration_seconds",
+			Help: "Duration of guarded upstream calls.", Buckets: prometheus.ExponentialBuckets(0.001, 2.5, 12)}, []string{"api", "route"}),
+		commit: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "toolguard_journal_commit_duration_seconds",
+			Help: "Duration of durable journal commits (fsync included).", Buckets: prometheus.ExponentialBuckets(0.0001, 2, 14)}),
+		commitBatch: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "toolguard_journal_commit_batch_size",
+			Help: "Journal writes carried by one group commit.", Buckets: prometheus.ExponentialBuckets(1, 2, 11)}),
+		recoveries: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "toolguard_recoveries_total",
+			Help: "Interrupted calls resolved, by strategy (native, lookup, none) and result (resent, found, held)."}, []string{"strategy", "result"}),
+		verifications: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "toolguard_verifications_total",
+			Help: "Verification results: verified, not_visible, discarded."}, []string{"result"}),
+		rejected: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "toolguard_rejected_total",
+			Help: "Requests refused before anything was sent, by reason."}, []string{"reason"}),
+		swept: prometheus.NewCounter(prometheus.CounterOpts{Name: "toolguard_sweeper_removed_total",
+			Help: "Steps removed by the retention sweeper."}),
+		sweptAt: prometheus.NewGauge(prometheus.GaugeOpts{Name: "toolguard_sweeper_last_run_timestamp_seconds",
+			Help: "When the retention sweeper last finished a pass."}),
+	}
+	reg.MustRegister(m.requests, m.upstream, m.commit, m.commitBatch, m.recoveries, m.verifications, m.rejected, m.swept, m.sweptAt,
+		prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
+	return m
+}
+
+// StateSource is what the state gauges read at scrape time.
+type StateSource interface {
+	Count() (journal.Counts, error)
+	Size() int64
+}
+
+// watchState registers gauges read at scrape time: calls in flight, held
+// steps by hold, and the journal's size.
+func (m *Metrics) watchState(s *Server, src StateSource) {
+	if m == nil {
+		return
+	}
+	m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "toolguard_in_flight_calls",
+		Help: "Guarded calls in flight upstream."}, func() float64 { return float64(s.flights.count()) }))
+	for _, h := range []journal.Hold{journal.HoldAwaitingApproval, journal.HoldNeedsReview} {
+		m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "toolguard_held_steps",
+			Help: "Steps held for an operator, by hold.", ConstLabels: prometheus.Labels{"hold": h.String()}}, func() float64 {
+			c, err := src.Count()
+			if err != nil {
+				return 0
+			}
+			return float64(c.Hold[h])
+		}))
+	}
+	m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "toolguard_journal_size_bytes",
+		Help: "Size of the journal file."}, func() float64 { return float64(src.Size()) }))
+}
+
+// Handler serves the metrics in the Prometheus text format.
+func (m *Metrics) Handler() http.Handler {
+	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{})
+}
+
+// ObserveCommit records one group commit; pass it as journal.Options.OnCommit.
+func (m *Metrics) ObserveCommit(d time.Duration, batch int) {
+	if m == nil {
+		return
+	}
+	m.commit.Observe(d.Seconds())
+	m.commitBatch.Observe(float64(batch))
+}
+
+func (m *Metrics) request(api, route, outcome string) {
+	if m != nil {
+		m.requests.WithLabelValues(api, route, outcome).Inc()
+	}
+}
+
+func (m *Metrics) upstreamCall(api, route string, d time.Duration) {
+	if m != nil {
+		m.upstream.WithLabelValues(api, route).Observe(d.Seconds())
+	}
+}
+
+func (m *Metrics) recovery(strategy Strategy, result string) {
+	if m != nil {
+		m.recoveries.WithLabelValues(strategy.String(), result).Inc()
+	}
+}
+
+func (m *Metrics) verification(result string) {
+	if m != nil {
+		m.verifications.WithLabelValues(result).Inc()
+	}
+}
+
+func (m *Metrics) reject(reason string) {
+	if m != nil {
+		m.rejected.WithLabelValues(reason).Inc()
+	}
+}
+
+// Swept records a retention pass that removed n steps.
+func (m *Metrics) Swept(n int) {
+	if m != nil {
+		m.swept.Add(float64(n))
+		m.sweptAt.SetToCurrentTime()
+	}
+}
