@@ -171,3 +171,17 @@ func (b *Bolt) Count() (Counts, error) {
 	})
 	return c, err
 }
+
+// ForEach calls fn with every step, in key order, inside one read
+// transaction (a consistent snapshot); it stops at fn's first error.
+func (b *Bolt) ForEach(fn func(Step) error) error {
+	return b.view("walk steps", func(bk *buckets) error {
+		return bk.steps.ForEach(func(k, v []byte) error {
+			s, err := unmarshalStep(v)
+			if err != nil {
+				return fmt.Errorf("%w: step %s: %v", ErrCorrupt, k, err)
+			}
+			return fn(*s)
+		})
+	})
+}

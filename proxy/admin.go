@@ -76,6 +76,9 @@ func NewAdmin(opts AdminOptions) *Admin {
 	if opts.Metrics != nil {
 		m.HandleFunc("GET /metrics", a.auth(RoleAgent, opts.Metrics.ServeHTTP))
 	}
+	if mt, ok := opts.Store.(Maintainer); ok {
+		mountMaintenance(m, a.auth, mt)
+	}
 	if opts.Extra != nil {
 		opts.Extra(m, a.auth)
 	}

@@ -15,6 +15,9 @@ Commands:
   ls [--status S] [--hold H] [--workflow W] [--limit N] [--json]   list steps
   show KEY [--json]                                                 show one step
   tail [-f] [--after SEQ] [--json]                                  print events, and follow them with -f
+  backup FILE                                                       a consistent copy, checked before it is kept
+  check [--json]                                                    bbolt's consistency check and toolguard's invariants
+  export --jsonl                                                    every step, one JSON object per line
 `
 
 func runJournal(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -29,6 +32,12 @@ func runJournal(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return journalShow(ctx, rest, stdout)
 	case "tail":
 		return journalTail(ctx, rest, stdout)
+	case "backup":
+		return journalBackup(ctx, rest, stdout)
+	case "check":
+		return journalCheck(ctx, rest, stdout)
+	case "export":
+		return journalExport(ctx, rest, stdout)
 	}
 	return usagef("journal: unknown sub-command %q\n%s", sub, journalHelp)
 }

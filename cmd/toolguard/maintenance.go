@@ -1,0 +1,175 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/toolguard/toolguard/journal"
+	"github.com/toolguard/toolguard/proxy"
+)
+
+// journalBackup writes a consistent copy of the journal to FILE: online
+// through the admin API, or offline from --journal. The copy is written to
+// a temporary file, fsynced, checked, and only then renamed into place.
+func journalBackup(ctx context.Context, args []string, stdout io.Writer) error {
+	var src sourceFlags
+	fs := newFlags("journal backup", "journal backup FILE [--journal SRC]", stdout)
+	src.register(fs)
+	pos, err := interleaved(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		return usagef("journal backup: want exactly one FILE")
+	}
+	dst := pos[0]
+	tmp, err := os.CreateTemp(filepath.Dir(dst), "."+filepath.Base(dst)+".tmp-*")
+	if err != nil {
+		return fmt.Errorf("create backup: %w", err)
+	}
+	defer os.Remove(tmp.Name())
+	if err := tmp.Chmod(0o600); err != nil {
+		tmp.Close()
+		return fmt.Errorf("create backup: %w", err)
+	}
+	n, err := copyJournal(ctx, &src, tmp)
+	if err == nil {
+		err = tmp.Sync()
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("write backup %s: %w", dst, err)
+	}
+	if problems, err := checkFile(tmp.Name()); err != nil {
+		return fmt.Errorf("backup %s: the copy does not open: %w", dst, err)
+	} else if len(problems) > 0 {
+		return fmt.Errorf("backup %s: the copy fails its check: %v", dst, problems[0])
+	}
+	if err := os.Rename(tmp.Name(), dst); err != nil {
+		return fmt.Errorf("write backup %s: %w", dst, err)
+	}
+	fmt.Fprintf(stdout, "backup %s: %d bytes, check ok\n", dst, n)
+	return nil
+}
+
+func copyJournal(ctx context.Context, src *sourceFlags, w io.Writer) (int64, error) {
+	if src.journal != "" {
+		j, err := openReadOnly(src.journal)
+		if err != nil {
+			return 0, err
+		}
+		defer j.Close()
+		return j.WriteTo(w)
+	}
+	c := src.client()
+	c.http.Timeout = 0 // a large journal takes a while
+	req, err := http.NewRequestWithContext(ctx, "GET", c.base+"/v1/journal/backup", nil)
+	if err != nil {
+		return 0, err
+	}
+	if c.token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.token)
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return 0, fmt.Errorf("reach admin API at %s: %w", c.base, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+		return 0, &adminError{status: resp.StatusCode, detail: string(b)}
+	}
+	return io.Copy(w, resp.Body)
+}
+
+// checkFile opens a journal file read-only and checks it.
+func checkFile(path string) ([]error, error) {
+	j, err := journal.Open(path, journal.Options{ReadOnly: true, Timeout: 2 * time.Second})
+	if err != nil {
+		return nil, err
+	}
+	defer j.Close()
+	return j.Check(), nil
+}
+
+// journalCheck runs bbolt's consistency check and toolguard's invariants.
+func journalCheck(ctx context.Context, args []string, stdout io.Writer) error {
+	var src sourceFlags
+	var asJSON bool
+	fs := newFlags("journal check", "journal check [--journal FILE] [--json]", stdout)
+	src.register(fs)
+	fs.BoolVar(&asJSON, "json", false, "print JSON")
+	if err := parseNoArgs(fs, args); err != nil {
+		return err
+	}
+	var report proxy.CheckReport
+	if src.journal != "" {
+		problems, err := checkFile(src.journal)
+		if err != nil {
+			return err
+		}
+		report = proxy.NewCheckReport(problems)
+	} else if err := src.client().do(ctx, "GET", "/v1/journal/check", nil, &report); err != nil {
+		return err
+	}
+	if asJSON {
+		printJSON(stdout, report)
+	} else if report.OK {
+		fmt.Fprintln(stdout, "journal check: ok")
+	} else {
+		for _, p := range report.Problems {
+			fmt.Fprintln(stdout, p)
+		}
+	}
+	if !report.OK {
+		return fmt.Errorf("journal check: %d problems", len(report.Problems))
+	}
+	return nil
+}
+
+// journalExport prints every step as a JSON line.
+func journalExport(ctx context.Context, args []string, stdout io.Writer) error {
+	var src sourceFlags
+	var jsonl bool
+	fs := newFlags("journal export", "journal export --jsonl [--journal FILE]", stdout)
+	src.register(fs)
+	fs.BoolVar(&jsonl, "jsonl", true, "one JSON object per line (the only format)")
+	if err := parseNoArgs(fs, args); err != nil {
+		return err
+	}
+	if src.journal != "" {
+		j, err := openReadOnly(src.journal)
+		if err != nil {
+			return err
+		}
+		defer j.Close()
+		return j.ForEach(func(st journal.Step) error { return jsonLine(stdout, proxy.ViewOf(&st)) })
+	}
+	c := src.client()
+	c.http.Timeout = 0
+	req, err := http.NewRequestWithContext(ctx, "GET", c.base+"/v1/journal/export", nil)
+	if err != nil {
+		return err
+	}
+	if c.token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.token)
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return fmt.Errorf("reach admin API at %s: %w", c.base, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+		return &adminError{status: resp.StatusCode, detail: string(b)}
+	}
+	_, err = io.Copy(stdout, resp.Body)
+	return err
+}

@@ -1,0 +1,226 @@
+package e2e
+
+import (
+	"io"
+	"net/http"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// signal sends sig to toolguard.
+func (p *proc) signal(sig syscall.Signal) { p.cmd.Process.Signal(sig) }
+
+// wait waits for toolguard to exit and returns its exit code.
+func (p *proc) wait(t *testing.T) int {
+	t.Helper()
+	select {
+	case <-p.exited:
+	case <-time.After(30 * time.Second):
+		t.Fatal("toolguard did not exit")
+	}
+	return p.cmd.ProcessState.ExitCode()
+}
+
+func metricValue(t *testing.T, p *proc, series string) float64 {
+	t.Helper()
+	resp, err := (&http.Client{Transport: &http.Transport{Proxy: nil}}).Get(p.adminURL + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	m := regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(series) + ` (\S+)$`).FindSubmatch(body)
+	if m == nil {
+		return 0
+	}
+	v, _ := strconv.ParseFloat(string(m[1]), 64)
+	return v
+}
+
+func TestMetricsFollowCalls(t *testing.T) {
+	up := newUpstream(t, false)
+	p := newSetup(t, map[string]string{"billing.yaml": ruleFile(up.host(), invoiceRoute)}).start(t)
+	c := p.client(t)
+	fwd := `toolguard_requests_total{api="billing",outcome="forwarded",route="create_invoice"}`
+	rep := `toolguard_requests_total{api="billing",outcome="replayed",route="create_invoice"}`
+	if v := metricValue(t, p, fwd); v != 0 {
+		t.Fatalf("%s = %v before any call", fwd, v)
+	}
+	post(t, c, up.URL+"/v1/invoices", invoiceBody)
+	post(t, c, up.URL+"/v1/invoices", invoiceBody)
+	post(t, c, up.URL+"/v1/invoices", invoiceBody)
+	if got, want := metricValue(t, p, fwd), 1.0; got != want {
+		t.Errorf("%s = %v, want %v", fwd, got, want)
+	}
+	if got, want := metricValue(t, p, rep), 2.0; got != want {
+		t.Errorf("%s = %v, want %v", rep, got, want)
+	}
+	if got := metricValue(t, p, "toolguard_journal_commit_duration_seconds_count"); got < 2 {
+		t.Errorf("journal commits observed = %v, want at least 2", got)
+	}
+	if got := metricValue(t, p, "toolguard_journal_size_bytes"); got <= 0 {
+		t.Errorf("journal size = %v", got)
+	}
+}
+
+func TestGracefulShutdown(t *testing.T) {
+	up := newUpstream(t, false)
+	s := newSetup(t, map[string]string{"billing.yaml": ruleFile(up.host(), invoiceRoute)})
+	p := s.start(t)
+	reached, release := make(chan struct{}), make(chan struct{})
+	up.setHook(func(stage string, r *http.Request) bool {
+		if stage == "before" {
+			close(reached)
+			<-release
+		}
+		return true
+	})
+	type answer struct {
+		status int
+		body   string
+	}
+	got := make(chan answer, 1)
+	go func() {
+		r, b := post(t, p.client(t), up.URL+"/v1/invoices", invoiceBody)
+		got <- answer{r.StatusCode, b}
+	}()
+	<-reached
+	p.signal(syscall.SIGTERM)
+	// Readiness turns 503 while the call drains.
+	eventually(t, "readyz 503", func() bool {
+		resp, err := (&http.Client{Transport: &http.Transport{Proxy: nil}}).Get(p.adminURL + "/readyz")
+		if err != nil {
+			return true // already gone
+		}
+		resp.Body.Close()
+		return resp.StatusCode == 503
+	})
+	close(release)
+	a := <-got
+	if a.status != 201 {
+		t.Fatalf("the call in flight got %d %s, want its 201", a.status, a.body)
+	}
+	if code := p.wait(t); code != 0 {
+		t.Fatalf("exit code %d, want 0", code)
+	}
+	out, err := exec.Command(binary, "journal", "ls", "--status", "committed", "--journal", filepath.Join(s.dir, "toolguard.db")).CombinedOutput()
+	if err != nil || strings.Count(string(out), "committed") != 1 {
+		t.Fatalf("after shutdown: %v\n%s", err, out)
+	}
+}
+
+func TestSecondSignalExitsAtOnce(t *testing.T) {
+	up := newUpstream(t, false)
+	s := newSetup(t, map[string]string{"billing.yaml": ruleFile(up.host(), invoiceRoute)})
+	p := s.start(t)
+	reached, release := make(chan struct{}), make(chan struct{})
+	defer close(release)
+	up.setHook(func(stage string, r *http.Request) bool {
+		if stage == "before" {
+			close(reached)
+			<-release
+		}
+		return true
+	})
+	go func() {
+		req, _ := http.NewRequest("POST", up.URL+"/v1/invoices", strings.NewReader(invoiceBody))
+		if resp, err := p.client(t).Do(req); err == nil {
+			resp.Body.Close()
+		}
+	}()
+	<-reached
+	p.signal(syscall.SIGTERM)
+	eventually(t, "draining", func() bool { return strings.Contains(p.logs.String(), "shutting down") })
+	p.signal(syscall.SIGTERM)
+	if code := p.wait(t); code == 0 {
+		t.Errorf("second signal: exit code 0, want non-zero (interrupted)")
+	}
+	out, err := exec.Command(binary, "journal", "check", "--journal", filepath.Join(s.dir, "toolguard.db")).CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "ok") {
+		t.Fatalf("journal check after the second signal: %v\n%s", err, out)
+	}
+}
+
+func TestRetentionSweepsFinishedNeverHeld(t *testing.T) {
+	up := newUpstream(t, false)
+	approval := `  - name: refund
+    match: PUT /v1/things/{id}
+    effect: irreversible
+    approval: required
+`
+	s := newSetup(t, map[string]string{"billing.yaml": ruleFile(up.host(), invoiceRoute+approval)})
+	s.env = append(s.env, "TOOLGUARD_JOURNAL_RETENTION=1s")
+	p := s.start(t)
+	c := p.client(t)
+	r, _ := post(t, c, up.URL+"/v1/invoices", invoiceBody)
+	if r.Header.Get("Toolguard-Key-Expires") == "" {
+		t.Error("no Toolguard-Key-Expires on a stored answer")
+	}
+	req, _ := http.NewRequest("PUT", up.URL+"/v1/things/7", strings.NewReader(`{"x":1}`))
+	held, _ := do(t, c, req)
+	finished := r.Header.Get("Toolguard-Key")
+	eventually(t, "sweep", func() bool {
+		return p.admin(t, "GET", "/v1/steps/"+finished, nil, nil) == 404
+	})
+	if code := p.admin(t, "GET", "/v1/steps/"+held.Header.Get("Toolguard-Key"), nil, nil); code != 200 {
+		t.Fatalf("held step: %d, want it kept", code)
+	}
+	if got := metricValue(t, p, "toolguard_sweeper_removed_total"); got < 1 {
+		t.Errorf("toolguard_sweeper_removed_total = %v", got)
+	}
+}
+
+func TestBackupUnderLoad(t *testing.T) {
+	up := newUpstream(t, false)
+	s := newSetup(t, map[string]string{"billing.yaml": ruleFile(up.host(), invoiceRoute)})
+	p := s.start(t)
+	c := p.client(t)
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for w := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				post(t, c, up.URL+"/v1/invoices", `{"w":`+strconv.Itoa(w)+`,"i":`+strconv.Itoa(i)+`}`)
+			}
+		}()
+	}
+	eventually(t, "load", func() bool { return up.effects.Load() >= 50 })
+	dst := filepath.Join(t.TempDir(), "backup.db")
+	out, err := exec.Command(binary, "journal", "backup", dst, "--admin", p.adminURL).CombinedOutput()
+	close(stop)
+	wg.Wait()
+	if err != nil || !strings.Contains(string(out), "check ok") {
+		t.Fatalf("backup: %v\n%s", err, out)
+	}
+	out, err = exec.Command(binary, "journal", "ls", "--journal", dst, "--json").CombinedOutput()
+	if err != nil || !strings.Contains(string(out), `"status": "committed"`) {
+		t.Fatalf("the backup does not list: %v\n%s", err, out)
+	}
+}
+
+func TestJournalLockedGivesClearError(t *testing.T) {
+	s := newSetup(t, map[string]string{"billing.yaml": ruleFile("x.example", invoiceRoute)})
+	s.start(t)
+	start := time.Now()
+	cmd := exec.Command(binary, "serve", "--rules", s.rules, "--journal", filepath.Join(s.dir, "toolguard.db"),
+		"--ca-dir", filepath.Join(s.dir, "ca"), "--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0")
+	cmd.Env = []string{"TOOLGUARD_JOURNAL_OPEN_TIMEOUT=300ms"}
+	out, err := cmd.CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "locked") || time.Since(start) > 10*time.Second {
+		t.Fatalf("second serve on a locked journal: %v after %s\n%s", err, time.Since(start), out)
+	}
+}
