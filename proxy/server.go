@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -319,8 +320,8 @@ type reqState struct {
 // handleRequest routes each proxied request: guarded, passed through or
 // rejected.
 func (s *Server) handleRequest(req *http.Request, ctx *goproxy.ProxyCtx) (*http.Request, *http.Response) {
-	host := req.URL.Host
-	route, params := s.rules.Match(host, req.Method, req.URL.Path)
+	host := hostPort(req.URL)
+	route, params := s.rules.Match(host, req.Method, req.URL.EscapedPath())
 	if route == nil && isMutation(req.Method) {
 		switch s.opts.Unmatched {
 		case UnmatchedGuard:
@@ -350,6 +351,18 @@ func (s *Server) handleResponse(resp *http.Response, ctx *goproxy.ProxyCtx) *htt
 		s.metrics.request("", "", OutcomePassthrough)
 	}
 	return resp
+}
+
+// hostPort is the request's target with its port made explicit, so that
+// a rule naming host:443 matches a client that left the default port out.
+func hostPort(u *url.URL) string {
+	if u.Port() != "" {
+		return u.Host
+	}
+	if u.Scheme == "https" {
+		return u.Host + ":443"
+	}
+	return u.Host + ":80"
 }
 
 func isMutation(method string) bool {

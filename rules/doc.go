@@ -7,13 +7,33 @@
 // A rule file describes one external API: its hosts, the header that carries
 // its credential, and its side-effecting routes (see DESIGN.md, "Rule
 // files"). Load validates every file strictly and reports each problem as
-// file:line:col: message.
+// file:line:col: message, all problems of all files at once (*Errors).
+// Anchors and aliases may share parts of a file; merge keys and tags may
+// not.
+//
+// # Matching
+//
+// Set.Match picks the API by host (exact host:port, then host on any port,
+// then the longest "*.domain"), then the most specific route pattern of the
+// request's method, with net/http ServeMux semantics. Patterns that
+// ServeMux would refuse as conflicting are load errors.
 //
 // # Keys
 //
 // A key is the hex sha256 of the canonical form of {api, route, scope values,
-// path values, selected body fields}. Canonical JSON has sorted keys and
-// normalised numbers; form bodies and query strings become sorted key →
+// path values, query, selected body fields}. Canonical JSON has sorted keys
+// and normalised numbers; form bodies and query strings become sorted key →
 // values. Two requests that differ only in field order, whitespace or
-// ignored fields get the same key.
+// ignored fields get the same key. Numbers are written in RFC 8785 notation
+// but keep their exact decimal value (1.0 and 1e0 are 1, 1e21 is 1e+21, and
+// a 25-digit integer keeps all its digits) instead of being rounded to
+// binary64. The credential and redacted fields enter the key only as HMACs
+// under Deriver.Secret.
+//
+// # Templates
+//
+// Lookup and verification URLs are templates with {{key}},
+// {{operation_id}}, {{path.NAME}}, {{body.PATH}} and {{response.PATH}}.
+// They are checked when rules load; at run time a missing value is
+// ErrMissingValue, which callers treat as "cannot query".
 package rules

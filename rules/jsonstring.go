@@ -12,16 +12,14 @@ func sprintf(format string, args ...any) string { return fmt.Sprintf(format, arg
 // string copies the JSON string at c.pos to dst in canonical form.
 func (c *canon) string(dst []byte) ([]byte, error) {
 	// Fast path: printable ASCII without escapes is already canonical.
-	for i := c.pos + 1; i < len(c.src); i++ {
-		b := c.src[i]
-		if b == '"' {
-			dst = append(dst, c.src[c.pos:i+1]...)
-			c.pos = i + 1
-			return dst, nil
-		}
-		if b < 0x20 || b == '\\' || b >= 0x80 {
-			break
-		}
+	i := c.pos + 1
+	for i < len(c.src) && plain(c.src[i]) {
+		i++
+	}
+	if i < len(c.src) && c.src[i] == '"' {
+		dst = append(dst, c.src[c.pos:i+1]...)
+		c.pos = i + 1
+		return dst, nil
 	}
 	var err error
 	if c.tmp, err = c.decodeString(c.tmp[:0]); err != nil {
@@ -36,6 +34,14 @@ func (c *canon) decodeString(dst []byte) ([]byte, error) {
 	start := c.pos
 	c.pos++ // opening quote
 	for c.pos < len(c.src) {
+		run := c.pos
+		for c.pos < len(c.src) && plain(c.src[c.pos]) {
+			c.pos++
+		}
+		dst = append(dst, c.src[run:c.pos]...)
+		if c.pos == len(c.src) {
+			break
+		}
 		b := c.src[c.pos]
 		switch {
 		case b == '"':
@@ -63,6 +69,9 @@ func (c *canon) decodeString(dst []byte) ([]byte, error) {
 	}
 	return dst, c.errorAt(start, "unterminated string")
 }
+
+// plain reports whether b stands for itself in a canonical JSON string.
+func plain(b byte) bool { return b >= 0x20 && b < 0x80 && b != '"' && b != '\\' }
 
 // escape decodes the escape sequence at c.pos.
 func (c *canon) escape(dst []byte) ([]byte, error) {

@@ -35,13 +35,19 @@ type Intent struct {
 	// Material is the canonical JSON the key is the hash of:
 	// {"api", "fields", "path", "query" (when non-empty), "route",
 	// "scope": {"credential": hex HMAC or "", "workflow"}}. It holds the
-	// credential only as its HMAC; `toolguard key explain` shows it.
+	// credential and redact fields only as HMACs, so it may be stored;
+	// `toolguard key explain` shows it.
 	Material []byte
 	// BodyHash is the hex sha256 of Doc: an approval binds to it.
 	BodyHash string
 	// Doc is the whole body as canonical JSON (a form as an object, an
-	// empty body as null); templates read {{body.PATH}} from it.
+	// empty body as null); templates read {{body.PATH}} from it. It holds
+	// the route's redact fields in clear: keep it in memory only.
 	Doc []byte
+	// Redacted is Doc with the value of every redact path replaced by
+	// "redacted:" + an HMAC of it: what may be stored or shown. It is Doc
+	// itself when the route redacts nothing. Material is built from it.
+	Redacted []byte
 }
 
 // Deriver derives keys. Secret keys the HMAC of credentials; it must be
@@ -57,6 +63,7 @@ type deriveScratch struct {
 	canon
 	strip stripper
 	doc   []byte
+	red   []byte // doc, redacted
 	mat   []byte
 	mac   []byte
 	names []string
@@ -73,31 +80,40 @@ func (d *Deriver) Derive(r *Route, in Input) (*Intent, error) {
 	if s.doc, err = s.canon.body(s.doc[:0], in.ContentType, in.Body); err != nil {
 		return nil, err
 	}
-	if s.mat, err = d.material(s, r, in); err != nil {
+	red := s.doc
+	if len(r.Redact) > 0 {
+		s.red = s.strip.redactDoc(s.red[:0], s.doc, r.Redact, d.Secret, r.apiName())
+		red = s.red
+	}
+	if s.mat, err = d.material(s, r, in, red); err != nil {
 		return nil, err
 	}
-	return newIntent(s.mat, s.doc), nil
+	return newIntent(s.mat, s.doc, red, len(r.Redact) > 0), nil
+}
+
+func (r *Route) apiName() string {
+	if r.API == nil {
+		return ""
+	}
+	return r.API.Name
 }
 
 func (s *deriveScratch) release() {
-	if cap(s.doc) > 1<<20 || cap(s.mat) > 1<<20 || cap(s.tmp) > 1<<20 {
+	if cap(s.doc) > 1<<20 || cap(s.mat) > 1<<20 || cap(s.tmp) > 1<<20 || cap(s.red) > 1<<20 {
 		return // don't pin huge buffers
 	}
 	s.src = nil
 	scratchPool.Put(s)
 }
 
-// material writes the key material in canonical form; its members are
-// written in sorted order.
-func (d *Deriver) material(s *deriveScratch, r *Route, in Input) ([]byte, error) {
-	api := ""
-	if r.API != nil {
-		api = r.API.Name
-	}
+// material writes the key material in canonical form, its members in
+// sorted order; doc is the (redacted) canonical body.
+func (d *Deriver) material(s *deriveScratch, r *Route, in Input, doc []byte) ([]byte, error) {
+	api := r.apiName()
 	m := append(s.mat[:0], `{"api":`...)
 	m = appendString(m, api)
 	m = append(m, `,"fields":`...)
-	m = s.fields(m, &r.Key)
+	m = s.fields(m, &r.Key, doc)
 	m = append(m, `,"path":`...)
 	pv := in.PathValues
 	if r.fixedPath != nil {
@@ -143,15 +159,15 @@ func (k *KeySpec) scopes() (cred, wf bool) {
 
 // fields writes the selected fields (an object of path → value, null when
 // missing), or the whole document minus the ignored paths.
-func (s *deriveScratch) fields(m []byte, k *KeySpec) []byte {
+func (s *deriveScratch) fields(m []byte, k *KeySpec, docb []byte) []byte {
 	if len(k.Fields) == 0 {
-		return s.strip.strip(m, s.doc, k.Ignore)
+		return s.strip.strip(m, docb, k.Ignore)
 	}
 	names := append(s.names[:0], k.Fields...)
 	slices.SortFunc(names, func(a, b string) int { return compareKeys(sbytes(a), sbytes(b)) })
 	s.names = names
 	m = append(m, '{')
-	doc := bstr(s.doc)
+	doc := bstr(docb)
 	for i, p := range names {
 		if i > 0 && p == names[i-1] {
 			continue
@@ -215,50 +231,66 @@ func (s *deriveScratch) query(m []byte, raw string) ([]byte, error) {
 	return m, nil
 }
 
-// newIntent copies material and doc into one allocation, which also holds
-// the hex digests that Key and BodyHash view.
-func newIntent(mat, doc []byte) *Intent {
-	buf := make([]byte, len(mat)+len(doc)+2*sha256.Size*2)
+// newIntent copies material, doc and (when redacting) the redacted doc
+// into one allocation, which also holds the hex digests that Key and
+// BodyHash view.
+func newIntent(mat, doc, red []byte, redacting bool) *Intent {
+	size := len(mat) + len(doc)
+	if redacting {
+		size += len(red)
+	}
+	buf := make([]byte, size+2*sha256.Size*2)
 	n := copy(buf, mat)
 	copy(buf[n:], doc)
-	hx := buf[len(mat)+len(doc):]
+	it := &Intent{
+		Material: buf[:n:n],
+		Doc:      buf[n : n+len(doc) : n+len(doc)],
+	}
+	it.Redacted = it.Doc
+	if redacting {
+		r := copy(buf[n+len(doc):], red)
+		it.Redacted = buf[n+len(doc) : n+len(doc)+r : n+len(doc)+r]
+	}
+	hx := buf[size:]
 	sum := sha256.Sum256(mat)
 	hex.Encode(hx[:64], sum[:])
 	sum = sha256.Sum256(doc)
 	hex.Encode(hx[64:], sum[:])
 	// hx is never reachable as a slice again, so the strings are immutable.
-	return &Intent{
-		Key:      unsafe.String(&hx[0], 64),
-		BodyHash: unsafe.String(&hx[64], 64),
-		Material: buf[:n:n],
-		Doc:      buf[n : n+len(doc) : n+len(doc)],
-	}
+	it.Key = unsafe.String(&hx[0], 64)
+	it.BodyHash = unsafe.String(&hx[64], 64)
+	return it
 }
 
 // sbytes views s as bytes, which must not be modified.
 func sbytes(s string) []byte { return unsafe.Slice(unsafe.StringData(s), len(s)) }
 
-// appendMAC appends the hex HMAC-SHA256 of api+"\x00"+credential under
-// d.Secret, or nothing when there is no credential. It is crypto/hmac
-// written out so that it allocates nothing.
+// appendMAC appends the hex HMAC of the credential, or nothing when there
+// is no credential.
 func (d *Deriver) appendMAC(dst []byte, s *deriveScratch, api, credential string) []byte {
 	if credential == "" {
 		return dst
 	}
-	key := d.Secret
+	return appendHMAC(dst, &s.mac, d.Secret, api, sbytes(credential))
+}
+
+// appendHMAC appends the hex HMAC-SHA256 of prefix+"\x00"+value under
+// key. It is crypto/hmac written out so that it allocates nothing; scratch
+// is a reusable buffer.
+func appendHMAC(dst []byte, scratch *[]byte, key []byte, prefix string, value []byte) []byte {
 	if len(key) > sha256.BlockSize {
 		k := sha256.Sum256(key)
 		key = k[:]
 	}
 	var pad [sha256.BlockSize]byte
 	copy(pad[:], key)
-	buf := s.mac[:0]
+	buf := (*scratch)[:0]
 	for _, b := range pad {
 		buf = append(buf, b^0x36)
 	}
-	buf = append(buf, api...)
+	buf = append(buf, prefix...)
 	buf = append(buf, 0)
-	buf = append(buf, credential...)
+	buf = append(buf, value...)
 	inner := sha256.Sum256(buf)
 	buf = buf[:0]
 	for _, b := range pad {
@@ -266,6 +298,6 @@ func (d *Deriver) appendMAC(dst []byte, s *deriveScratch, api, credential string
 	}
 	buf = append(buf, inner[:]...)
 	outer := sha256.Sum256(buf)
-	s.mac = buf
+	*scratch = buf
 	return hex.AppendEncode(dst, outer[:])
 }

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"strings"
 	"testing"
 )
 
@@ -256,5 +257,58 @@ func TestFallback(t *testing.T) {
 	r := Fallback("POST", "api.example.com:443", "/x")
 	if r.API.Name != "unmatched" || r.Name != "POST api.example.com:443" || r.Effect != EffectIrreversible || r.API.Credential != "Authorization" {
 		t.Errorf("Fallback() = %+v", r)
+	}
+}
+
+func TestDeriveRedact(t *testing.T) {
+	api := mustParse(t, `
+api: cards
+hosts: [cards.example.com]
+routes:
+  - name: charge
+    match: POST /charge
+    effect: irreversible
+    key: {ignore: [trace]}
+    redact: [card.number, "holders.#.ssn"]
+  - name: charge_fields
+    match: POST /charge2
+    effect: irreversible
+    key: {fields: [card, amount]}
+    redact: [card.number]
+`)
+	d := &Deriver{Secret: []byte("s")}
+	body := `{"amount":5,"card":{"number":"4242424242424242","exp":"12/30"},"holders":[{"ssn":"078-05-1120","name":"a"}],"trace":"x"}`
+	for name, secrets := range map[string][]string{
+		"charge":        {"4242424242424242", "078-05-1120"},
+		"charge_fields": {"4242424242424242"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			r := routeByName(t, api, name)
+			it, err := d.Derive(r, jsonIn(body))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, secret := range secrets {
+				if strings.Contains(string(it.Material), secret) || strings.Contains(string(it.Redacted), secret) {
+					t.Errorf("Material or Redacted holds %q:\n%s\n%s", secret, it.Material, it.Redacted)
+				}
+			}
+			if !strings.Contains(string(it.Doc), "4242424242424242") {
+				t.Errorf("Doc lost the card number: %s", it.Doc)
+			}
+			if !strings.Contains(string(it.Redacted), `"number":"redacted:`) || !strings.Contains(string(it.Redacted), `"trace":"x"`) {
+				t.Errorf("Redacted = %s", it.Redacted)
+			}
+			same, _ := d.Derive(r, jsonIn(strings.Replace(body, `"trace":"x"`, `"trace":"y"`, 1)))
+			other, _ := d.Derive(r, jsonIn(strings.Replace(body, "4242424242424242", "4000056655665556", 1)))
+			if same.Key != it.Key || other.Key == it.Key {
+				t.Errorf("redacted value must still count in the key: same %v, other %v", same.Key == it.Key, other.Key == it.Key)
+			}
+		})
+	}
+	plain := mustParse(t, keyRules)
+	it, _ := d.Derive(routeByName(t, plain, "whole"), jsonIn(`{"a":1}`))
+	if &it.Redacted[0] != &it.Doc[0] {
+		t.Errorf("Redacted is not Doc for a route that redacts nothing")
 	}
 }

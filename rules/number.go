@@ -37,6 +37,9 @@ func (c *canon) number(dst []byte) ([]byte, error) {
 			return dst, c.errorf("invalid number: want a digit in exponent")
 		}
 	}
+	if frac == nil && exp == nil && len(intPart) <= 21 && !(neg && intPart[0] == '0') {
+		return append(dst, c.src[start:c.pos]...), nil // already canonical
+	}
 	return appendNumber(dst, neg, decimal{intPart, frac}, expNeg, exp), nil
 }
 

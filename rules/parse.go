@@ -1,6 +1,7 @@
 package rules
 
 import (
+	"fmt"
 	"net/textproto"
 
 	"github.com/goccy/go-yaml/ast"
@@ -18,8 +19,19 @@ func Parse(file string, data []byte) (*API, error) {
 	return api, nil
 }
 
+// parseYAML runs the YAML parser, turning a panic of it into an error: a
+// strange file must not take the proxy down.
+func parseYAML(data []byte) (f *ast.File, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("parser failed: %v", p)
+		}
+	}()
+	return parser.ParseBytes(data, 0)
+}
+
 func (d *decoder) file1(data []byte) *API {
-	f, err := parser.ParseBytes(data, 0)
+	f, err := parseYAML(data)
 	if err != nil {
 		d.yamlError(err)
 		return nil

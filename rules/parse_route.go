@@ -56,7 +56,7 @@ func (d *decoder) route(api *API, n ast.Node) *Route {
 		d.approval(r, e)
 	}
 	if e, ok := fs["redact"]; ok {
-		r.Redact = d.paths(e, "redact")
+		r.Redact = d.simplePaths(e, "redact")
 	}
 	d.checkRoute(r, fs)
 	return r
@@ -110,7 +110,7 @@ func (d *decoder) key(r *Route, e entry) {
 			d.errorf(fields.val, "key.fields: empty (omit key.fields to key on the whole body)")
 		}
 	} else if hasIgnore {
-		r.Key.Ignore = d.ignorePaths(ignore)
+		r.Key.Ignore = d.simplePaths(ignore, "key.ignore")
 	}
 	if sc, ok := fs["scope"]; ok {
 		r.Key.Scope = d.scope(sc)
@@ -142,15 +142,17 @@ func (d *decoder) paths(e entry, name string) []string {
 	return out
 }
 
-func (d *decoder) ignorePaths(e entry) []string {
-	ps, nodes, ok := d.strs(e, "key.ignore")
+// simplePaths reads a list of paths in the syntax of key.ignore and
+// redact.
+func (d *decoder) simplePaths(e entry, name string) []string {
+	ps, nodes, ok := d.strs(e, name)
 	if !ok {
 		return nil
 	}
 	out := []string{}
 	for i, p := range ps {
-		if err := validIgnorePath(p); err != nil {
-			d.errorf(nodes[i], "key.ignore[%d]: invalid path %q: %v", i, p, err)
+		if err := validSimplePath(p); err != nil {
+			d.errorf(nodes[i], "%s[%d]: invalid path %q: %v", name, i, p, err)
 			continue
 		}
 		out = append(out, p)

@@ -2,6 +2,7 @@ package rules
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 )
 
@@ -84,10 +85,10 @@ func closer(b byte) byte {
 	return '}'
 }
 
-// validIgnorePath checks the restricted path syntax of key.ignore: dotted
-// keys ('\' escapes the next character), array indices and '#' for every
-// element of an array.
-func validIgnorePath(p string) error {
+// validSimplePath checks the restricted path syntax of key.ignore and
+// redact: dotted keys ('\' escapes the next character), array indices and
+// '#' for every element of an array.
+func validSimplePath(p string) error {
 	if p == "" {
 		return errors.New("empty path")
 	}
@@ -106,7 +107,7 @@ func validIgnorePath(p string) error {
 					continue
 				}
 				if strings.IndexByte("*?|#@!()[]{}", comp[i]) >= 0 {
-					return errors.New("gjson syntax " + string(comp[i]) + " is not supported here (want dotted keys, indices and #; escape with \\)")
+					return fmt.Errorf("%q is not supported here (want dotted keys, indices and #; escape special characters with \\)", comp[i])
 				}
 			}
 		}

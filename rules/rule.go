@@ -91,8 +91,9 @@ type Route struct {
 	Verify      *Verify // nil: no verification
 	// ApprovalRequired holds every new intent for an operator's approval.
 	ApprovalRequired bool
-	// Redact lists gjson paths of request fields that must never be stored
-	// or logged (they still count in the key).
+	// Redact lists paths (in the syntax of KeySpec.Ignore) of request
+	// fields that must never be stored or logged. They still count in the
+	// key, through an HMAC: see Intent.Redacted.
 	Redact []string
 	// Pos is where the route is declared, for messages.
 	Pos Pos

@@ -1,10 +1,36 @@
 package rules
 
 // stripper removes the members and elements that key.ignore paths name from
-// a canonical JSON document. Its buffers are reused between calls.
+// a canonical JSON document or, in redact mode, replaces their values. Its
+// buffers are reused between calls.
 type stripper struct {
 	stack []string // remaining paths of every open level
 	key   []byte   // decoded key scratch
+
+	// Redact mode (redact != nil): values are replaced by
+	// "redacted:" + hex HMAC(redact, api + "\x00" + canonical value).
+	redact []byte
+	api    string
+	mac    []byte
+}
+
+// redactDoc appends doc with the values at paths replaced by their HMAC
+// under secret, so that they still tell intents apart but can be stored.
+func (s *stripper) redactDoc(dst, doc []byte, paths []string, secret []byte, api string) []byte {
+	s.redact, s.api = secret, api
+	if s.redact == nil {
+		s.redact = []byte{}
+	}
+	dst = s.strip(dst, doc, paths)
+	s.redact, s.api = nil, ""
+	return dst
+}
+
+// replaced writes the redacted form of value v.
+func (s *stripper) replaced(dst, v []byte) []byte {
+	dst = append(dst, `"redacted:`...)
+	dst = appendHMAC(dst, &s.mac, s.redact, s.api, v)
+	return append(dst, '"')
 }
 
 // strip appends the canonical value v to dst without what paths name.
@@ -47,13 +73,15 @@ func (s *stripper) object(dst, v []byte, paths []string) []byte {
 				s.stack = append(s.stack, rest)
 			}
 		}
-		if !drop {
-			if !first {
-				dst = append(dst, ',')
-			}
-			first = false
+		switch {
+		case !drop:
+			dst = s.comma(dst, &first)
 			dst = append(dst, v[ks:vs]...)
 			dst = s.strip(dst, v[vs:ve], s.stack[base:])
+		case s.redact != nil:
+			dst = s.comma(dst, &first)
+			dst = append(dst, v[ks:vs]...)
+			dst = s.replaced(dst, v[vs:ve])
 		}
 		s.stack = s.stack[:base]
 	}
@@ -82,16 +110,25 @@ func (s *stripper) array(dst, v []byte, paths []string) []byte {
 				s.stack = append(s.stack, rest)
 			}
 		}
-		if !drop {
-			if !first {
-				dst = append(dst, ',')
-			}
-			first = false
+		switch {
+		case !drop:
+			dst = s.comma(dst, &first)
 			dst = s.strip(dst, elem, s.stack[base:])
+		case s.redact != nil:
+			dst = s.comma(dst, &first)
+			dst = s.replaced(dst, elem)
 		}
 		s.stack = s.stack[:base]
 	}
 	return append(dst, ']')
+}
+
+func (s *stripper) comma(dst []byte, first *bool) []byte {
+	if !*first {
+		dst = append(dst, ',')
+	}
+	*first = false
+	return dst
 }
 
 // skipValue returns the end of the canonical JSON value (or key) at v[i].
