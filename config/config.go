@@ -17,6 +17,10 @@ const EnvPrefix = "TOOLGUARD_"
 // value is not usable, start from Default. The yaml tags name the keys of the
 // config file, the env tags (after EnvPrefix) the environment variables;
 // config.example.yaml describes each setting.
+//
+// Config holds Lists, so it is not comparable with == (use reflect.DeepEqual).
+// Parse and ApplyEnv replace a List rather than change it, so copies of a
+// Config may share them.
 type Config struct {
 	Listen    string    `yaml:"listen" env:"LISTEN"` // proxy address, host:port
 	Admin     Admin     `yaml:"admin" envPrefix:"ADMIN_"`
@@ -51,6 +55,9 @@ type Journal struct {
 	Path        string        `yaml:"path" env:"PATH"`                 // bbolt file
 	OpenTimeout time.Duration `yaml:"open_timeout" env:"OPEN_TIMEOUT"` // how long to wait for the file lock (bbolt Options.Timeout)
 	Retention   time.Duration `yaml:"retention" env:"RETENTION"`       // how long finished steps are kept; 0 = forever
+	// CheckOnStart says when serve checks the whole journal before it
+	// serves; larger files are left to `toolguard journal check`.
+	CheckOnStart StartCheck `yaml:"check_on_start" env:"CHECK_ON_START"`
 }
 
 // Rules says where the rule files are.
@@ -70,6 +77,14 @@ type Upstream struct {
 	// ends as outcome-unknown.
 	Timeout             time.Duration `yaml:"timeout" env:"TIMEOUT"`
 	MaxIdleConnsPerHost int           `yaml:"max_idle_conns_per_host" env:"MAX_IDLE_CONNS_PER_HOST"`
+	// AllowHosts are the hosts unmatched (passthrough) calls and tunnels may
+	// reach, each "host", "host:port" or "*.example.com"; hosts named in
+	// rule files are always allowed. Empty = any host.
+	AllowHosts List `yaml:"allow_hosts" env:"ALLOW_HOSTS"`
+	// ConnectPorts are the ports a CONNECT tunnel may open to a host no rule
+	// names (a rule host's ports are always allowed); see List.Ports.
+	// Empty = only rule hosts' ports.
+	ConnectPorts List `yaml:"connect_ports" env:"CONNECT_PORTS"`
 }
 
 // Limits bounds what one request may cost.
@@ -80,6 +95,12 @@ type Limits struct {
 	MaxHeaderBytes    ByteSize      `yaml:"max_header_bytes" env:"MAX_HEADER_BYTES"`       // http.Server.MaxHeaderBytes
 	ReadHeaderTimeout time.Duration `yaml:"read_header_timeout" env:"READ_HEADER_TIMEOUT"` // http.Server.ReadHeaderTimeout
 	IdleTimeout       time.Duration `yaml:"idle_timeout" env:"IDLE_TIMEOUT"`               // http.Server.IdleTimeout
+	// MaxInFlight bounds the guarded calls handled at once, duplicates
+	// waiting included; beyond it the proxy answers 503 with Retry-After.
+	MaxInFlight int `yaml:"max_in_flight" env:"MAX_IN_FLIGHT"`
+	// MaxConnections bounds the client connections the proxy listener
+	// accepts at once; more wait in the kernel's accept queue.
+	MaxConnections int `yaml:"max_connections" env:"MAX_CONNECTIONS"`
 }
 
 // Retry configures re-execution of failed-retryable steps.
@@ -117,13 +138,18 @@ func Default() Config {
 		Listen: "127.0.0.1:8480",
 		Admin:  Admin{Listen: "127.0.0.1:8481"},
 		Journal: Journal{
-			Path:        "./toolguard.db",
-			OpenTimeout: 5 * time.Second,
-			Retention:   720 * time.Hour,
+			Path:         "./toolguard.db",
+			OpenTimeout:  5 * time.Second,
+			Retention:    720 * time.Hour,
+			CheckOnStart: CheckAuto,
 		},
-		Rules:     Rules{Dir: "./rules"},
-		CA:        CA{Dir: "./ca"},
-		Upstream:  Upstream{Timeout: 30 * time.Second, MaxIdleConnsPerHost: 64},
+		Rules: Rules{Dir: "./rules"},
+		CA:    CA{Dir: "./ca"},
+		Upstream: Upstream{
+			Timeout:             30 * time.Second,
+			MaxIdleConnsPerHost: 64,
+			ConnectPorts:        List{"443", "80"},
+		},
 		Unmatched: UnmatchedPassthrough,
 		Limits: Limits{
 			MaxBody:           8 * MiB,
@@ -132,6 +158,8 @@ func Default() Config {
 			MaxHeaderBytes:    1 * MiB,
 			ReadHeaderTimeout: 10 * time.Second,
 			IdleTimeout:       120 * time.Second,
+			MaxInFlight:       1024,
+			MaxConnections:    16384,
 		},
 		Retry:     Retry{MaxAttempts: 3},
 		Verify:    Verify{MaxInterval: 30 * time.Second},

@@ -96,6 +96,51 @@ func TestParse(t *testing.T) {
 			},
 		},
 		{name: "standard tag", yaml: "listen: !!str 1.2.3.4:5\n", want: func(c *Config) { c.Listen = "1.2.3.4:5" }},
+		{
+			name: "new limits and start check",
+			yaml: "journal:\n  check_on_start: Never\nlimits:\n  max_in_flight: 10\n  max_connections: 20\n",
+			want: func(c *Config) {
+				c.Journal.CheckOnStart = CheckNever
+				c.Limits.MaxInFlight = 10
+				c.Limits.MaxConnections = 20
+			},
+		},
+		{
+			name: "list flow sequence",
+			yaml: "upstream:\n  allow_hosts: [api.example.com, \"*.example.org\", 10.0.0.1:8443]\n  connect_ports: [443, 8443]\n",
+			want: func(c *Config) {
+				c.Upstream.AllowHosts = List{"api.example.com", "*.example.org", "10.0.0.1:8443"}
+				c.Upstream.ConnectPorts = List{"443", "8443"}
+			},
+		},
+		{
+			name: "list block sequence",
+			yaml: "upstream:\n  allow_hosts:\n    - a.example\n    - ' b.example:80 '\n    - '*.c.example'\n",
+			want: func(c *Config) { c.Upstream.AllowHosts = List{"a.example", "b.example:80", "*.c.example"} },
+		},
+		{
+			name: "list comma-separated scalar",
+			yaml: "upstream:\n  allow_hosts: a.example, b.example:80,,\n  connect_ports: \"8443\"\n",
+			want: func(c *Config) {
+				c.Upstream.AllowHosts = List{"a.example", "b.example:80"}
+				c.Upstream.ConnectPorts = List{"8443"}
+			},
+		},
+		{name: "list single int", yaml: "upstream:\n  connect_ports: 443\n",
+			want: func(c *Config) { c.Upstream.ConnectPorts = List{"443"} }},
+		{name: "empty list", yaml: "upstream:\n  connect_ports: []\n",
+			want: func(c *Config) { c.Upstream.ConnectPorts = nil }},
+		{name: "empty list as a string", yaml: "upstream:\n  connect_ports: ''\n",
+			want: func(c *Config) { c.Upstream.ConnectPorts = nil }},
+		{name: "null list keeps default", yaml: "upstream:\n  connect_ports:\n", want: func(*Config) {}},
+		{
+			name: "list anchors",
+			yaml: "upstream:\n  connect_ports: &p [&one 8443, *one]\n  allow_hosts: *p\n",
+			want: func(c *Config) {
+				c.Upstream.ConnectPorts = List{"8443", "8443"}
+				c.Upstream.AllowHosts = List{"8443", "8443"}
+			},
+		},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -105,7 +150,7 @@ func TestParse(t *testing.T) {
 			}
 			want := Default()
 			tc.want(&want)
-			if got != want {
+			if !reflect.DeepEqual(got, want) {
 				t.Errorf("Parse:\n got %+v\nwant %+v", got, want)
 			}
 		})
@@ -124,6 +169,20 @@ func TestParseKeepsBase(t *testing.T) {
 	}
 	if base.Rules.Dir != "./rules" {
 		t.Errorf("Parse changed its base: rules.dir = %q", base.Rules.Dir)
+	}
+
+	// Lists are replaced, never changed in place: copies share them.
+	base = Default()
+	for _, y := range []string{"upstream:\n  connect_ports: [1, 2]\n", "upstream:\n  connect_ports: 1, 2\n"} {
+		if _, err := Parse(strings.NewReader(y), base); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := ApplyEnv(&Config{Upstream: base.Upstream}, []string{"TOOLGUARD_UPSTREAM_CONNECT_PORTS=3,4"}); err != nil {
+		t.Fatal(err)
+	}
+	if want := (List{"443", "80"}); !reflect.DeepEqual(base.Upstream.ConnectPorts, want) {
+		t.Errorf("base connect_ports = %v, want %v", base.Upstream.ConnectPorts, want)
 	}
 }
 
@@ -172,6 +231,32 @@ func TestParseErrors(t *testing.T) {
 			want: `2:17: journal.open_timeout: unknown alias *nope`},
 		{name: "custom tag", yaml: "listen: !env FOO\n",
 			want: `1:9: listen: unsupported tag !env`},
+		{name: "bad start check", yaml: "journal:\n  check_on_start: sometimes\n",
+			want: `2:19: journal.check_on_start: unknown mode "sometimes" (want auto, always or never)`},
+		{name: "bad max in flight", yaml: "limits:\n  max_in_flight: 1k\n",
+			want: `2:18: limits.max_in_flight: want a whole number (got "1k")`},
+		{name: "mapping for a list", yaml: "upstream:\n  allow_hosts: {a: b}\n",
+			want: `2:17: upstream.allow_hosts: want a list or a comma-separated value (got a mapping)`},
+		{name: "list item is a list", yaml: "upstream:\n  allow_hosts: [a, [b]]\n",
+			want: `2:20: upstream.allow_hosts: want a single value per list item (got a sequence)`},
+		{name: "list item is a mapping", yaml: "upstream:\n  allow_hosts:\n    - a\n    - {b: c}\n",
+			want: `4:8: upstream.allow_hosts: want a single value per list item (got a mapping)`},
+		{name: "list item null", yaml: "upstream:\n  connect_ports: [443, ~]\n",
+			want: `2:24: upstream.connect_ports: empty list item`},
+		{name: "list item missing", yaml: "upstream:\n  connect_ports:\n    - 443\n    -\n",
+			want: `4:5: upstream.connect_ports: empty list item`},
+		{name: "list item missing in the middle", yaml: "upstream:\n  allow_hosts:\n    - a\n    -\n    - b\n",
+			want: `4:5: upstream.allow_hosts: empty list item`},
+		{name: "list item blank", yaml: "upstream:\n  connect_ports: [443, ' ']\n",
+			want: `2:24: upstream.connect_ports: empty list item`},
+		{name: "list item with comma", yaml: "upstream:\n  allow_hosts:\n    - a\n    - b, c\n",
+			want: `4:7: upstream.allow_hosts: want one value per list item (got "b, c")`},
+		{name: "list item bad tag", yaml: "upstream:\n  connect_ports: [443, !port 80]\n",
+			want: `2:24: upstream.connect_ports: unsupported tag !port`},
+		{name: "unquoted wildcard host", yaml: "upstream:\n  allow_hosts: [a, *.example.com]\n",
+			want: `2:20: upstream.allow_hosts: unknown alias *.example.com (quote a wildcard host: "*.example.com")`},
+		{name: "unquoted wildcard host in block", yaml: "upstream:\n  allow_hosts:\n    - *.example.com\n",
+			want: `3:7: upstream.allow_hosts: unknown alias *.example.com (quote a wildcard host: "*.example.com")`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -274,6 +359,31 @@ func TestApplyEnv(t *testing.T) {
 			wantErr: `TOOLGUARD_RETRY_MAX_ATTEMPTS: want a whole number (got "x")`},
 		{name: "bad enum", environ: []string{"TOOLGUARD_UNMATCHED=maybe"},
 			wantErr: `TOOLGUARD_UNMATCHED: unknown policy "maybe" (want passthrough, guard or reject)`},
+		{
+			name: "new settings",
+			environ: []string{
+				"TOOLGUARD_UPSTREAM_ALLOW_HOSTS= api.example.com , *.example.org,,10.0.0.1:8443,",
+				"TOOLGUARD_UPSTREAM_CONNECT_PORTS=8443",
+				"TOOLGUARD_MAX_IN_FLIGHT=64",
+				"TOOLGUARD_MAX_CONNECTIONS=100",
+				"TOOLGUARD_JOURNAL_CHECK_ON_START=always",
+			},
+			want: func(c *Config) {
+				c.Upstream.AllowHosts = List{"api.example.com", "*.example.org", "10.0.0.1:8443"}
+				c.Upstream.ConnectPorts = List{"8443"}
+				c.Limits.MaxInFlight = 64
+				c.Limits.MaxConnections = 100
+				c.Journal.CheckOnStart = CheckAlways
+			},
+		},
+		{name: "list of only commas", environ: []string{"TOOLGUARD_UPSTREAM_CONNECT_PORTS=, ,"},
+			want: func(c *Config) { c.Upstream.ConnectPorts = nil }},
+		{name: "empty list counts as unset", environ: []string{"TOOLGUARD_UPSTREAM_CONNECT_PORTS="},
+			want: func(*Config) {}},
+		{name: "bad start check", environ: []string{"TOOLGUARD_JOURNAL_CHECK_ON_START=yes"},
+			wantErr: `TOOLGUARD_JOURNAL_CHECK_ON_START: unknown mode "yes" (want auto, always or never)`},
+		{name: "bad max connections", environ: []string{"TOOLGUARD_MAX_CONNECTIONS=16k"},
+			wantErr: `TOOLGUARD_MAX_CONNECTIONS: want a whole number (got "16k")`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -286,7 +396,7 @@ func TestApplyEnv(t *testing.T) {
 				if e := (*Error)(nil); !errors.As(err, &e) {
 					t.Errorf("error %v is not an *Error", err)
 				}
-				if got != Default() {
+				if !reflect.DeepEqual(got, Default()) {
 					t.Errorf("ApplyEnv changed the config although it failed")
 				}
 				return
@@ -296,7 +406,7 @@ func TestApplyEnv(t *testing.T) {
 			}
 			want := Default()
 			tc.want(&want)
-			if got != want {
+			if !reflect.DeepEqual(got, want) {
 				t.Errorf("ApplyEnv:\n got %+v\nwant %+v", got, want)
 			}
 		})
@@ -320,6 +430,8 @@ func TestLoadPrecedence(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "config.yaml")
 	writeFile(t, path, "listen: 127.0.0.1:1001\nrules:\n  dir: /from-file\nlimits:\n  max_body: 1MiB\n")
+	listFile := filepath.Join(dir, "lists.yaml")
+	writeFile(t, listFile, "upstream:\n  allow_hosts:\n    - a.example\n    - '*.a.example'\n  connect_ports: 8443\n")
 	tests := []struct {
 		name      string
 		path      string
@@ -356,6 +468,21 @@ func TestLoadPrecedence(t *testing.T) {
 			},
 		},
 		{
+			name: "env list over file list", path: listFile,
+			environ: []string{"TOOLGUARD_UPSTREAM_ALLOW_HOSTS=b.example"},
+			want: func(c *Config) {
+				c.Upstream.AllowHosts = List{"b.example"}
+				c.Upstream.ConnectPorts = List{"8443"}
+			},
+		},
+		{
+			name: "file list", path: listFile,
+			want: func(c *Config) {
+				c.Upstream.AllowHosts = List{"a.example", "*.a.example"}
+				c.Upstream.ConnectPorts = List{"8443"}
+			},
+		},
+		{
 			name:    "env without file",
 			environ: []string{"TOOLGUARD_RULES_DIR=/from-env"},
 			want:    func(c *Config) { c.Rules.Dir = "/from-env" },
@@ -369,7 +496,7 @@ func TestLoadPrecedence(t *testing.T) {
 			}
 			want := Default()
 			tc.want(&want)
-			if got != want {
+			if !reflect.DeepEqual(got, want) {
 				t.Errorf("Load:\n got %+v\nwant %+v", got, want)
 			}
 		})
@@ -394,6 +521,10 @@ func TestLoadErrors(t *testing.T) {
 		{name: "secrets", environ: []string{"TOOLGUARD_ADMIN_TOKEN_FILE=" + filepath.Join(dir, "nope")},
 			want: "admin.token_file: cannot read token file: open " + filepath.Join(dir, "nope") + ": no such file or directory"},
 		{name: "validation", environ: []string{"TOOLGUARD_MAX_BODY=0"}, want: "limits.max_body: must be > 0 (got 0)"},
+		{name: "list validation", environ: []string{"TOOLGUARD_UPSTREAM_ALLOW_HOSTS=api.example.com, http://x"},
+			want: `upstream.allow_hosts: invalid host "http://x" (want host, host:port or *.example.com)`},
+		{name: "port validation", path: good, environ: []string{"TOOLGUARD_UPSTREAM_CONNECT_PORTS=443,99999"},
+			want: `upstream.connect_ports: invalid port "99999" (want a number from 1 to 65535)`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -513,6 +644,8 @@ func TestValidate(t *testing.T) {
 		{name: "retention forever", edit: func(c *Config) { c.Journal.Retention = 0 }},
 		{name: "retention negative", edit: func(c *Config) { c.Journal.Retention = -time.Hour },
 			want: "journal.retention: must be >= 0 (got -1h0m0s)"},
+		{name: "check on start", edit: func(c *Config) { c.Journal.CheckOnStart = 3 },
+			want: "journal.check_on_start: unknown mode StartCheck(3) (want auto, always or never)"},
 		{name: "rules dir", edit: func(c *Config) { c.Rules.Dir = "" },
 			want: `rules.dir: must not be empty (got "")`},
 		{name: "ca dir", edit: func(c *Config) { c.CA.Dir = "" },
@@ -521,6 +654,66 @@ func TestValidate(t *testing.T) {
 			want: "upstream.timeout: must be > 0 (got -1s)"},
 		{name: "idle conns", edit: func(c *Config) { c.Upstream.MaxIdleConnsPerHost = 0 },
 			want: "upstream.max_idle_conns_per_host: must be >= 1 (got 0)"},
+		{name: "allow hosts", edit: func(c *Config) {
+			c.Upstream.AllowHosts = List{
+				"api.example.com", "API.Example.COM", "localhost", "my_host-1.internal", "api.example.com:8443",
+				"*.example.com", "*.example.com:443", "10.0.0.1", "10.0.0.1:80", "::1", "[::1]", "[2001:db8::1]:443",
+			}
+		}},
+		{name: "allow hosts scheme", edit: func(c *Config) { c.Upstream.AllowHosts = List{"a.example", "http://x"} },
+			want: `upstream.allow_hosts: invalid host "http://x" (want host, host:port or *.example.com)`},
+		{name: "allow hosts path", edit: func(c *Config) { c.Upstream.AllowHosts = List{"x.example/v1"} },
+			want: `upstream.allow_hosts: invalid host "x.example/v1" (want host, host:port or *.example.com)`},
+		{name: "allow hosts path after port", edit: func(c *Config) { c.Upstream.AllowHosts = List{"x.example:443/v1"} },
+			want: `upstream.allow_hosts: invalid host "x.example:443/v1" (want host, host:port or *.example.com)`},
+		{name: "allow hosts empty entry", edit: func(c *Config) { c.Upstream.AllowHosts = List{""} },
+			want: `upstream.allow_hosts: invalid host "" (want host, host:port or *.example.com)`},
+		{name: "allow hosts space", edit: func(c *Config) { c.Upstream.AllowHosts = List{"a b"} },
+			want: `upstream.allow_hosts: invalid host "a b" (want host, host:port or *.example.com)`},
+		{name: "allow hosts user", edit: func(c *Config) { c.Upstream.AllowHosts = List{"user@x.example"} },
+			want: `upstream.allow_hosts: invalid host "user@x.example" (want host, host:port or *.example.com)`},
+		{name: "allow hosts bare star", edit: func(c *Config) { c.Upstream.AllowHosts = List{"*"} },
+			want: `upstream.allow_hosts: invalid host "*" (want host, host:port or *.example.com)`},
+		{name: "allow hosts star alone", edit: func(c *Config) { c.Upstream.AllowHosts = List{"*."} },
+			want: `upstream.allow_hosts: invalid host "*." (want host, host:port or *.example.com)`},
+		{name: "allow hosts inner star", edit: func(c *Config) { c.Upstream.AllowHosts = List{"api.*.example.com"} },
+			want: `upstream.allow_hosts: invalid host "api.*.example.com" (want host, host:port or *.example.com)`},
+		{name: "allow hosts star without dot", edit: func(c *Config) { c.Upstream.AllowHosts = List{"*example.com"} },
+			want: `upstream.allow_hosts: invalid host "*example.com" (want host, host:port or *.example.com)`},
+		{name: "allow hosts two stars", edit: func(c *Config) { c.Upstream.AllowHosts = List{"*.*.example.com"} },
+			want: `upstream.allow_hosts: invalid host "*.*.example.com" (want host, host:port or *.example.com)`},
+		{name: "allow hosts empty label", edit: func(c *Config) { c.Upstream.AllowHosts = List{"a..example"} },
+			want: `upstream.allow_hosts: invalid host "a..example" (want host, host:port or *.example.com)`},
+		{name: "allow hosts port only", edit: func(c *Config) { c.Upstream.AllowHosts = List{":443"} },
+			want: `upstream.allow_hosts: invalid host ":443" (want host, host:port or *.example.com)`},
+		{name: "allow hosts port 0", edit: func(c *Config) { c.Upstream.AllowHosts = List{"x.example:0"} },
+			want: `upstream.allow_hosts: invalid host "x.example:0" (want a port number from 1 to 65535)`},
+		{name: "allow hosts port too big", edit: func(c *Config) { c.Upstream.AllowHosts = List{"x.example:65536"} },
+			want: `upstream.allow_hosts: invalid host "x.example:65536" (want a port number from 1 to 65535)`},
+		{name: "allow hosts port name", edit: func(c *Config) { c.Upstream.AllowHosts = List{"x.example:https"} },
+			want: `upstream.allow_hosts: invalid host "x.example:https" (want a port number from 1 to 65535)`},
+		{name: "allow hosts missing port", edit: func(c *Config) { c.Upstream.AllowHosts = List{"x.example:"} },
+			want: `upstream.allow_hosts: invalid host "x.example:" (want a port number from 1 to 65535)`},
+		{name: "allow hosts bracketed name", edit: func(c *Config) { c.Upstream.AllowHosts = List{"[x.example]:443"} },
+			want: `upstream.allow_hosts: invalid host "[x.example]:443" (want host, host:port or *.example.com)`},
+		{name: "allow hosts bracketed ipv4", edit: func(c *Config) { c.Upstream.AllowHosts = List{"[10.0.0.1]"} },
+			want: `upstream.allow_hosts: invalid host "[10.0.0.1]" (want host, host:port or *.example.com)`},
+		{name: "allow hosts ipv6 port unbracketed", edit: func(c *Config) { c.Upstream.AllowHosts = List{"2001:db8::1:443:x"} },
+			want: `upstream.allow_hosts: invalid host "2001:db8::1:443:x" (want host, host:port or *.example.com)`},
+		{name: "connect ports", edit: func(c *Config) { c.Upstream.ConnectPorts = List{"1", "443", "65535"} }},
+		{name: "connect ports empty", edit: func(c *Config) { c.Upstream.ConnectPorts = nil }},
+		{name: "connect port 0", edit: func(c *Config) { c.Upstream.ConnectPorts = List{"443", "0"} },
+			want: `upstream.connect_ports: invalid port "0" (want a number from 1 to 65535)`},
+		{name: "connect port too big", edit: func(c *Config) { c.Upstream.ConnectPorts = List{"65536"} },
+			want: `upstream.connect_ports: invalid port "65536" (want a number from 1 to 65535)`},
+		{name: "connect port name", edit: func(c *Config) { c.Upstream.ConnectPorts = List{"https"} },
+			want: `upstream.connect_ports: invalid port "https" (want a number from 1 to 65535)`},
+		{name: "connect port sign", edit: func(c *Config) { c.Upstream.ConnectPorts = List{"+443"} },
+			want: `upstream.connect_ports: invalid port "+443" (want a number from 1 to 65535)`},
+		{name: "connect port leading zero", edit: func(c *Config) { c.Upstream.ConnectPorts = List{"0443"} },
+			want: `upstream.connect_ports: invalid port "0443" (want a number from 1 to 65535)`},
+		{name: "connect port empty", edit: func(c *Config) { c.Upstream.ConnectPorts = List{""} },
+			want: `upstream.connect_ports: invalid port "" (want a number from 1 to 65535)`},
 		{name: "unmatched", edit: func(c *Config) { c.Unmatched = 7 },
 			want: "unmatched: unknown policy Unmatched(7) (want passthrough, guard or reject)"},
 		{name: "max body", edit: func(c *Config) { c.Limits.MaxBody = 0 },
@@ -535,6 +728,11 @@ func TestValidate(t *testing.T) {
 			want: "limits.read_header_timeout: must be > 0 (got 0s)"},
 		{name: "idle timeout", edit: func(c *Config) { c.Limits.IdleTimeout = 0 },
 			want: "limits.idle_timeout: must be > 0 (got 0s)"},
+		{name: "max in flight 1", edit: func(c *Config) { c.Limits.MaxInFlight = 1 }},
+		{name: "max in flight", edit: func(c *Config) { c.Limits.MaxInFlight = 0 },
+			want: "limits.max_in_flight: must be >= 1 (got 0)"},
+		{name: "max connections", edit: func(c *Config) { c.Limits.MaxConnections = -5 },
+			want: "limits.max_connections: must be >= 1 (got -5)"},
 		{name: "max attempts", edit: func(c *Config) { c.Retry.MaxAttempts = 0 },
 			want: "retry.max_attempts: must be >= 1 (got 0)"},
 		{name: "verify interval", edit: func(c *Config) { c.Verify.MaxInterval = 0 },
@@ -638,6 +836,11 @@ func TestSettings(t *testing.T) {
 		"limits.in_flight_wait":       "TOOLGUARD_IN_FLIGHT_WAIT",
 		"workflows.on_version_change": "TOOLGUARD_ON_VERSION_CHANGE",
 		"log.level":                   "TOOLGUARD_LOG_LEVEL", "log.format": "TOOLGUARD_LOG_FORMAT",
+		"upstream.allow_hosts":   "TOOLGUARD_UPSTREAM_ALLOW_HOSTS",
+		"upstream.connect_ports": "TOOLGUARD_UPSTREAM_CONNECT_PORTS",
+		"limits.max_in_flight":   "TOOLGUARD_MAX_IN_FLIGHT",
+		"limits.max_connections": "TOOLGUARD_MAX_CONNECTIONS",
+		"journal.check_on_start": "TOOLGUARD_JOURNAL_CHECK_ON_START",
 	}
 	for _, s := range settings() {
 		if want, ok := contract[s.path]; ok && s.env != want {
@@ -664,6 +867,8 @@ func FuzzParse(f *testing.F) {
 		"", "listen: x\n", "admin:\n  lisen: x\n", "limits:\n  max_body: 1.5KiB\n",
 		"journal:\n  open_timeout: &t 7s\nverify:\n  max_interval: *t\n",
 		"a: &x *x\n", "listen: &x *x\n", "admin: &a {listen: *a}\n", "{listen: [a]}",
+		"upstream:\n  allow_hosts: [a, '*.b', [c]]\n", "upstream:\n  connect_ports: &p [1, *p]\n",
+		"upstream:\n  allow_hosts:\n    - a\n    -\n",
 	} {
 		f.Add(s)
 	}

@@ -64,6 +64,7 @@ func valueMsg(t reflect.Type, text string, err error) string {
 
 var (
 	durationType        = reflect.TypeFor[time.Duration]()
+	listType            = reflect.TypeFor[List]()
 	textUnmarshalerType = reflect.TypeFor[encoding.TextUnmarshaler]()
 )
 

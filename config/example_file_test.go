@@ -2,6 +2,7 @@ package config
 
 import (
 	"os"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -24,7 +25,7 @@ func TestExampleFile(t *testing.T) {
 	if err != nil {
 		t.Fatalf("%s: %v", exampleFile, err)
 	}
-	if want := Default(); got != want {
+	if want := Default(); !reflect.DeepEqual(got, want) {
 		t.Errorf("%s differs from Default():\n got %+v\nwant %+v", exampleFile, got, want)
 	}
 	if err := got.Validate(); err != nil {

@@ -329,3 +329,90 @@ func (l *LogLevel) UnmarshalText(text []byte) error {
 	}
 	return err
 }
+
+// List is a setting that holds several values, e.g. hosts or ports. In YAML
+// it is a sequence of scalars (`[a, b]` or a block list) or one
+// comma-separated scalar ("a, b"); in the environment a comma-separated
+// string. Entries are trimmed of spaces and empty ones dropped, so "a,,b"
+// holds a and b. An empty List is nil; what it means is up to the setting.
+type List []string
+
+// String joins the entries with ", ", which UnmarshalText reads back.
+func (l List) String() string { return strings.Join(l, ", ") }
+
+// UnmarshalText implements encoding.TextUnmarshaler: it splits text on
+// commas, trims spaces and drops empty entries. It never fails; Validate
+// checks the entries.
+func (l *List) UnmarshalText(text []byte) error {
+	var out List
+	for _, part := range strings.Split(string(text), ",") {
+		if part = strings.TrimSpace(part); part != "" {
+			out = append(out, part)
+		}
+	}
+	*l = out
+	return nil
+}
+
+// Ports parses the entries as port numbers, as in Upstream.ConnectPorts.
+// Call it after Validate: an entry that is no port number from 1 to 65535
+// is skipped.
+func (l List) Ports() []int {
+	var ports []int
+	for _, s := range l {
+		if validPort(s) {
+			n, _ := strconv.Atoi(s)
+			ports = append(ports, n)
+		}
+	}
+	return ports
+}
+
+// StartCheck says when toolguard serve runs a full consistency check of the
+// journal before it serves. The zero value is CheckAuto.
+type StartCheck int
+
+// Start check modes.
+const (
+	CheckAuto   StartCheck = iota // only when the file is at most AutoCheckMaxSize
+	CheckAlways                   // whatever the size
+	CheckNever                    // never; `toolguard journal check` does it offline
+)
+
+// AutoCheckMaxSize is the largest journal file CheckAuto checks on start;
+// one this size checks in about a second.
+const AutoCheckMaxSize = 64 * MiB
+
+var startCheckEnum = enum{"mode", []string{"auto", "always", "never"}}
+
+// ParseStartCheck parses "auto", "always" or "never".
+func ParseStartCheck(s string) (StartCheck, error) {
+	i, err := startCheckEnum.parse(s)
+	return StartCheck(i), err
+}
+
+func (s StartCheck) String() string { return startCheckEnum.String("StartCheck", int(s)) }
+
+// ShouldCheck reports whether a journal file of size bytes is to be checked
+// on start.
+func (s StartCheck) ShouldCheck(size int64) bool {
+	switch s {
+	case CheckAlways:
+		return true
+	case CheckNever:
+		return false
+	}
+	return size <= int64(AutoCheckMaxSize)
+}
+
+// MarshalText implements encoding.TextMarshaler.
+func (s StartCheck) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
+
+// UnmarshalText implements encoding.TextUnmarshaler with ParseStartCheck.
+func (s *StartCheck) UnmarshalText(text []byte) error {
+	v, err := ParseStartCheck(string(text))
+	if err == nil {
+		*s = v
+	}
+	return err
+}

@@ -2,6 +2,7 @@ package config
 
 import (
 	"math"
+	"reflect"
 	"testing"
 )
 
@@ -113,6 +114,13 @@ func TestEnums(t *testing.T) {
 		{name: "level warn", parse: wrap(ParseLogLevel), in: "WARN", want: "warn"},
 		{name: "level bad", parse: wrap(ParseLogLevel), in: "verbose",
 			wantErr: `unknown level "verbose" (want debug, info, warn or error)`},
+		{name: "start check auto", parse: wrap(ParseStartCheck), in: "auto", want: "auto"},
+		{name: "start check always", parse: wrap(ParseStartCheck), in: "ALWAYS", want: "always"},
+		{name: "start check never", parse: wrap(ParseStartCheck), in: "never", want: "never"},
+		{name: "start check bad", parse: wrap(ParseStartCheck), in: "sometimes",
+			wantErr: `unknown mode "sometimes" (want auto, always or never)`},
+		{name: "start check empty", parse: wrap(ParseStartCheck), in: "",
+			wantErr: `unknown mode "" (want auto, always or never)`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -146,13 +154,119 @@ func wrap[T textEnum](parse func(string) (T, error)) func(string) (textEnum, err
 func TestEnumZeroValues(t *testing.T) {
 	var c Config
 	if c.Unmatched != UnmatchedPassthrough || c.Workflows.OnVersionChange != VersionStop ||
-		c.Log.Format != FormatAuto || c.Log.Level != LevelInfo {
+		c.Log.Format != FormatAuto || c.Log.Level != LevelInfo || c.Journal.CheckOnStart != CheckAuto {
 		t.Errorf("zero values are not the defaults: %+v", c)
 	}
 	if got := Unmatched(7).String(); got != "Unmatched(7)" {
 		t.Errorf("Unmatched(7).String() = %q", got)
 	}
+	if got := StartCheck(3).String(); got != "StartCheck(3)" {
+		t.Errorf("StartCheck(3).String() = %q", got)
+	}
 	if got := LevelWarn.Level().String(); got != "WARN" {
 		t.Errorf("LevelWarn.Level() = %s, want WARN", got)
+	}
+}
+
+func TestStartCheckUnmarshalText(t *testing.T) {
+	s := CheckNever
+	if err := s.UnmarshalText([]byte("Always")); err != nil || s != CheckAlways {
+		t.Errorf("UnmarshalText(Always) = %v, %v; want always", s, err)
+	}
+	if err := s.UnmarshalText([]byte("x")); err == nil || s != CheckAlways {
+		t.Errorf("UnmarshalText(x) = %v, %v; want an error and no change", s, err)
+	}
+}
+
+func TestStartCheckShouldCheck(t *testing.T) {
+	tests := []struct {
+		mode StartCheck
+		size int64
+		want bool
+	}{
+		{CheckAuto, 0, true},
+		{CheckAuto, int64(AutoCheckMaxSize), true},
+		{CheckAuto, int64(AutoCheckMaxSize) + 1, false},
+		{CheckAlways, 0, true},
+		{CheckAlways, 1 << 40, true},
+		{CheckNever, 0, false},
+		{CheckNever, 1 << 40, false},
+	}
+	if AutoCheckMaxSize != 64*MiB {
+		t.Errorf("AutoCheckMaxSize = %v, want 64MiB", AutoCheckMaxSize)
+	}
+	for _, tc := range tests {
+		if got := tc.mode.ShouldCheck(tc.size); got != tc.want {
+			t.Errorf("%v.ShouldCheck(%d) = %v, want %v", tc.mode, tc.size, got, tc.want)
+		}
+	}
+}
+
+func TestListUnmarshalText(t *testing.T) {
+	tests := []struct {
+		in   string
+		want List
+	}{
+		{in: "", want: nil},
+		{in: " ", want: nil},
+		{in: ",, ,", want: nil},
+		{in: "a", want: List{"a"}},
+		{in: "a,b", want: List{"a", "b"}},
+		{in: " a , b ", want: List{"a", "b"}},
+		{in: "a,,b,", want: List{"a", "b"}},
+		{in: "443, 80", want: List{"443", "80"}},
+		{in: "*.example.com, api.example.org:8443", want: List{"*.example.com", "api.example.org:8443"}},
+		{in: "a b, c", want: List{"a b", "c"}}, // inner spaces are Validate's business
+	}
+	for _, tc := range tests {
+		t.Run(tc.in, func(t *testing.T) {
+			l := List{"old"}
+			if err := l.UnmarshalText([]byte(tc.in)); err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(l, tc.want) {
+				t.Errorf("UnmarshalText(%q) = %#v, want %#v", tc.in, l, tc.want)
+			}
+			var back List
+			if err := back.UnmarshalText([]byte(l.String())); err != nil || !reflect.DeepEqual(back, l) {
+				t.Errorf("UnmarshalText(%q) = %#v, %v; want %#v", l.String(), back, err, l)
+			}
+		})
+	}
+}
+
+func TestListString(t *testing.T) {
+	tests := []struct {
+		in   List
+		want string
+	}{
+		{in: nil, want: ""},
+		{in: List{"a"}, want: "a"},
+		{in: List{"443", "80"}, want: "443, 80"},
+	}
+	for _, tc := range tests {
+		if got := tc.in.String(); got != tc.want {
+			t.Errorf("%#v.String() = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}
+
+func TestListPorts(t *testing.T) {
+	tests := []struct {
+		in   List
+		want []int
+	}{
+		{in: nil, want: nil},
+		{in: List{"443", "80"}, want: []int{443, 80}},
+		{in: List{"1", "65535"}, want: []int{1, 65535}},
+		{in: List{"0", "https", "65536", "-1", "0443", "8443"}, want: []int{8443}}, // invalid ones skipped
+	}
+	for _, tc := range tests {
+		if got := tc.in.Ports(); !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("%#v.Ports() = %v, want %v", tc.in, got, tc.want)
+		}
+	}
+	if got := Default().Upstream.ConnectPorts.Ports(); !reflect.DeepEqual(got, []int{443, 80}) {
+		t.Errorf("default connect_ports = %v, want [443 80]", got)
 	}
 }

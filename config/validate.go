@@ -19,10 +19,14 @@ func (c Config) Validate() error {
 		nonEmpty("journal.path", c.Journal.Path),
 		positive("journal.open_timeout", c.Journal.OpenTimeout),
 		notNegative("journal.retention", c.Journal.Retention),
+		checkEnum("journal.check_on_start", startCheckEnum.valid(int(c.Journal.CheckOnStart)),
+			c.Journal.CheckOnStart.String(), startCheckEnum),
 		nonEmpty("rules.dir", c.Rules.Dir),
 		nonEmpty("ca.dir", c.CA.Dir),
 		positive("upstream.timeout", c.Upstream.Timeout),
 		atLeast("upstream.max_idle_conns_per_host", c.Upstream.MaxIdleConnsPerHost, 1),
+		checkHosts("upstream.allow_hosts", c.Upstream.AllowHosts),
+		checkPorts("upstream.connect_ports", c.Upstream.ConnectPorts),
 		checkEnum("unmatched", unmatchedEnum.valid(int(c.Unmatched)), c.Unmatched.String(), unmatchedEnum),
 		positive("limits.max_body", c.Limits.MaxBody),
 		positive("limits.max_stored_response", c.Limits.MaxStoredResponse),
@@ -30,6 +34,8 @@ func (c Config) Validate() error {
 		positive("limits.max_header_bytes", c.Limits.MaxHeaderBytes),
 		positive("limits.read_header_timeout", c.Limits.ReadHeaderTimeout),
 		positive("limits.idle_timeout", c.Limits.IdleTimeout),
+		atLeast("limits.max_in_flight", c.Limits.MaxInFlight, 1),
+		atLeast("limits.max_connections", c.Limits.MaxConnections, 1),
 		atLeast("retry.max_attempts", c.Retry.MaxAttempts, 1),
 		positive("verify.max_interval", c.Verify.MaxInterval),
 		checkEnum("workflows.on_version_change", versionEnum.valid(int(c.Workflows.OnVersionChange)),
@@ -87,6 +93,92 @@ func checkAddr(field, addr string) error {
 		return invalid(field, addr, "must be host:port with a port number from 0 to 65535")
 	}
 	return nil
+}
+
+// checkHosts accepts entries of the form host, host:port or *.example.com
+// (also *.example.com:port); a host is a DNS name or an IP address, an IPv6
+// one in brackets when a port follows.
+func checkHosts(field string, hosts List) error {
+	for _, h := range hosts {
+		if why := hostProblem(h); why != "" {
+			return &Error{Field: field, Value: h, Msg: fmt.Sprintf("invalid host %q (%s)", h, why)}
+		}
+	}
+	return nil
+}
+
+const wantHost = "want host, host:port or *.example.com"
+
+// hostProblem says what is wrong with the allow_hosts entry s, or "".
+func hostProblem(s string) string {
+	if net.ParseIP(s) != nil { // 10.0.0.1, ::1
+		return ""
+	}
+	if ip, ok := strings.CutPrefix(s, "["); ok && strings.HasSuffix(ip, "]") { // [::1]
+		if strings.Contains(ip, ":") && net.ParseIP(strings.TrimSuffix(ip, "]")) != nil {
+			return ""
+		}
+		return wantHost
+	}
+	host := s
+	if strings.Contains(s, ":") && !strings.Contains(s, "/") {
+		h, port, err := net.SplitHostPort(s)
+		if err != nil {
+			return wantHost
+		}
+		if !validPort(port) {
+			return "want a port number from 1 to 65535"
+		}
+		if strings.HasPrefix(s, "[") { // [::1]:443
+			if strings.Contains(h, ":") && net.ParseIP(h) != nil {
+				return ""
+			}
+			return wantHost
+		}
+		host = h
+	}
+	if net.ParseIP(host) != nil {
+		return ""
+	}
+	if !validHostname(strings.TrimPrefix(host, "*.")) {
+		return wantHost
+	}
+	return ""
+}
+
+// validHostname reports whether s is a DNS name: dot-separated labels of
+// 1 to 63 letters, digits, hyphens or underscores, 253 bytes at most.
+func validHostname(s string) bool {
+	if s == "" || len(s) > 253 {
+		return false
+	}
+	for label := range strings.SplitSeq(s, ".") {
+		if label == "" || len(label) > 63 {
+			return false
+		}
+		for _, r := range label {
+			if !('a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9' || r == '-' || r == '_') {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+func checkPorts(field string, ports List) error {
+	for _, p := range ports {
+		if !validPort(p) {
+			return &Error{Field: field, Value: p, Msg: fmt.Sprintf("invalid port %q (want a number from 1 to 65535)", p)}
+		}
+	}
+	return nil
+}
+
+// validPort reports whether s is a port number from 1 to 65535, written
+// plainly: no sign, no leading zero.
+func validPort(s string) bool {
+	n, err := strconv.ParseUint(s, 10, 16)
+	return err == nil && n > 0 && s == strconv.FormatUint(n, 10)
 }
 
 func nonEmpty(field, value string) error {

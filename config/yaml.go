@@ -12,6 +12,7 @@ import (
 	"github.com/goccy/go-yaml"
 	"github.com/goccy/go-yaml/ast"
 	"github.com/goccy/go-yaml/parser"
+	"github.com/goccy/go-yaml/token"
 )
 
 // decodeYAML sets the settings the YAML document in data names on c and
@@ -90,7 +91,11 @@ func (d *decoder) resolve(n ast.Node, path string) (ast.Node, error) {
 			name := t.Value.GetToken().Value
 			target, ok := d.anchors[name]
 			if !ok {
-				return nil, errAt(t, path, name, fmt.Sprintf("unknown alias *%s", name))
+				msg := fmt.Sprintf("unknown alias *%s", name)
+				if strings.HasPrefix(name, ".") { // *.example.com in allow_hosts
+					msg += fmt.Sprintf(` (quote a wildcard host: "*%s")`, name)
+				}
+				return nil, errAt(t, path, name, msg)
 			}
 			n = target
 		default:
@@ -119,11 +124,17 @@ func (d *decoder) decodeSection(n ast.Node, v reflect.Value, path string) error 
 }
 
 func (d *decoder) decodeValue(n ast.Node, v reflect.Value, path string) error {
+	t := v.Type()
+	if seq, ok := n.(*ast.SequenceNode); ok && t == listType {
+		return d.decodeList(seq, v, path)
+	}
 	text, ok := scalarText(n)
 	if !ok {
+		if t == listType {
+			return errAt(n, path, "", "want a list or a comma-separated value (got "+kind(n)+")")
+		}
 		return errAt(n, path, "", "want a single value (got "+kind(n)+")")
 	}
-	t := v.Type()
 	var err error
 	switch {
 	case t == durationType:
@@ -150,6 +161,48 @@ func (d *decoder) decodeValue(n ast.Node, v reflect.Value, path string) error {
 		return errAt(n, path, text, valueMsg(t, text, err))
 	}
 	return nil
+}
+
+// decodeList sets the List v to the items of seq, each a scalar holding one
+// entry, trimmed of spaces. An item that is empty, holds a comma or is no
+// scalar is an error at that item. An empty sequence sets nil, as an empty
+// comma-separated value does.
+func (d *decoder) decodeList(seq *ast.SequenceNode, v reflect.Value, path string) error {
+	var list List
+	for i, item := range seq.Values {
+		item, err := d.resolve(item, path)
+		if err != nil {
+			return err
+		}
+		if item.Type() == ast.NullType {
+			e := errAt(item, path, "", "empty list item")
+			if pos := entryPos(seq, i); pos != nil { // a missing value has no place of its own
+				e.Line, e.Column = pos.Line, pos.Column
+			}
+			return e
+		}
+		text, ok := scalarText(item)
+		if !ok {
+			return errAt(item, path, "", "want a single value per list item (got "+kind(item)+")")
+		}
+		switch text = strings.TrimSpace(text); {
+		case text == "":
+			return errAt(item, path, "", "empty list item")
+		case strings.Contains(text, ","):
+			return errAt(item, path, text, fmt.Sprintf("want one value per list item (got %q)", text))
+		}
+		list = append(list, text)
+	}
+	v.Set(reflect.ValueOf(list))
+	return nil
+}
+
+// entryPos is the position of the "-" of item i of a block sequence, or nil.
+func entryPos(seq *ast.SequenceNode, i int) *token.Position {
+	if seq.IsFlowStyle || i >= len(seq.Entries) || seq.Entries[i] == nil || seq.Entries[i].Start == nil {
+		return nil
+	}
+	return seq.Entries[i].Start.Position
 }
 
 // scalarText is the text of a scalar node as written, quotes removed; so

@@ -236,6 +236,8 @@ type upstream struct {
 	status atomic.Int64
 	// hide makes new invoices invisible to GET until show is called.
 	hide atomic.Bool
+	// noEcho keeps request headers out of answers (secret-grep tests).
+	noEcho atomic.Bool
 }
 
 func newUpstream(t *testing.T, tlsServer bool) *upstream {
@@ -286,7 +288,11 @@ func (u *upstream) create(w http.ResponseWriter, r *http.Request) {
 			u.mu.Unlock()
 		}
 	}
-	answer := fmt.Sprintf(`{"id":%q,"status":"open","auth_seen":%q,"idem":%q}`, id, r.Header.Get("Authorization"), idem)
+	auth := r.Header.Get("Authorization")
+	if u.noEcho.Load() {
+		auth = "-"
+	}
+	answer := fmt.Sprintf(`{"id":%q,"status":"open","auth_seen":%q,"idem":%q}`, id, auth, idem)
 	u.mu.Lock()
 	if idem != "" {
 		u.byIdem[idem] = answer
@@ -359,6 +365,9 @@ func (u *upstream) stream(w http.ResponseWriter, r *http.Request) {
 		f.Flush()
 	}
 }
+
+// port is the upstream's port.
+func (u *upstream) port() string { return u.host()[strings.LastIndex(u.host(), ":")+1:] }
 
 // host is the upstream's host:port, as rules name it.
 func (u *upstream) host() string {

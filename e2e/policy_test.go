@@ -22,7 +22,7 @@ func TestUnmatchedPolicies(t *testing.T) {
 			// a passed-through HTTPS call is a tunnel it cannot mark.
 			up := newUpstream(t, tc.policy != "passthrough")
 			s := newSetup(t, map[string]string{"other.yaml": ruleFile("elsewhere.example", invoiceRoute)})
-			s.env = append(s.env, "TOOLGUARD_UNMATCHED="+tc.policy)
+			s.env = append(s.env, "TOOLGUARD_UNMATCHED="+tc.policy, "TOOLGUARD_UPSTREAM_CONNECT_PORTS="+up.port())
 			if tc.policy != "passthrough" {
 				s.args = append(s.args, "--config", writeConfig(t, s.dir, "upstream:\n  ca_file: "+up.caPEM(t, s.dir)+"\n"))
 			}
@@ -81,7 +81,9 @@ func TestAdminToken(t *testing.T) {
 // upstream's own certificate, not one signed by toolguard's CA.
 func TestConnectTunnelsUnnamedHosts(t *testing.T) {
 	up := newUpstream(t, true)
-	p := newSetup(t, map[string]string{"other.yaml": ruleFile("elsewhere.example", invoiceRoute)}).start(t)
+	s := newSetup(t, map[string]string{"other.yaml": ruleFile("elsewhere.example", invoiceRoute)})
+	s.env = append(s.env, "TOOLGUARD_UPSTREAM_CONNECT_PORTS="+up.port())
+	p := s.start(t)
 	tr := up.Client().Transport.(*http.Transport).Clone()
 	tr.Proxy = http.ProxyURL(p.proxyURL)
 	resp, body := do(t, &http.Client{Transport: tr}, mustRequest("GET", up.URL+"/v1/ping"))

@@ -190,11 +190,18 @@ func (b *Bolt) WriteTo(w io.Writer) (int64, error) {
 }
 
 // view runs fn in a read transaction; op names the operation in errors.
-func (b *Bolt) view(op string, fn func(*buckets) error) error {
+func (b *Bolt) view(op string, fn func(*buckets) error) (err error) {
 	if b.closed.Load() {
 		return fmt.Errorf("%s: %w", op, ErrClosed)
 	}
-	err := b.db.View(func(tx *bolt.Tx) error {
+	// bbolt panics on a damaged page ("assertion failed: page expected to
+	// be..."): report it as corruption instead of crashing a reader.
+	defer func() {
+		if v := recover(); v != nil {
+			err = fmt.Errorf("%s: %w: %v", op, ErrCorrupt, v)
+		}
+	}()
+	err = b.db.View(func(tx *bolt.Tx) error {
 		bk, err := openBuckets(tx)
 		if err != nil {
 			return err

@@ -44,9 +44,16 @@ type answer struct {
 
 // guard runs a request that a route describes through the pipeline.
 func (s *Server) guard(req *http.Request, route *rules.Route, params map[string]string) *http.Response {
-	s.active.Add(1)
-	defer s.active.Done()
 	c := &call{in: req, route: route, params: params, start: time.Now()}
+	if !s.active.tryAdd(s.opts.MaxInFlight) {
+		s.metrics.reject("in_flight_limit")
+		p := newProblem(ProblemUnavailable, "", "too many calls in flight (limits.max_in_flight); retry shortly")
+		p.RetryAfter = time.Second
+		a := s.problem(c, p)
+		s.logDecision(c, a)
+		return a.resp
+	}
+	defer s.active.Done()
 	a := s.prepare(c)
 	if a == nil {
 		a = s.run(c)

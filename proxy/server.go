@@ -73,6 +73,18 @@ type Options struct {
 	MaxAttempts int
 	// CertCacheSize bounds cached leaf certificates (default 1024).
 	CertCacheSize int
+	// AllowHosts limits the hosts no rule names that may be reached (host,
+	// host:port or *.example.com); empty allows every host.
+	AllowHosts []string
+	// ConnectPorts are the ports a tunnel to a host no rule names may open;
+	// nil means 443 and 80, empty means none.
+	ConnectPorts []int
+	// SelfAddrs are toolguard's own listen addresses; requests aimed at
+	// them through the proxy are refused.
+	SelfAddrs []string
+	// MaxInFlight bounds the guarded calls handled at once, duplicates
+	// waiting included (default 1024).
+	MaxInFlight int
 	// Retention is how long a finished step is kept (and so how long its
 	// key answers duplicates); zero keeps steps forever.
 	Retention time.Duration
@@ -103,6 +115,7 @@ type Server struct {
 	bgWork  sync.WaitGroup
 	store   lister
 	metrics *Metrics
+	egress  *egress
 	// now is the clock of leases; tests replace it.
 	now func() time.Time
 }
@@ -133,6 +146,20 @@ func (a *activity) Add(d int) {
 }
 
 func (a *activity) Done() { a.Add(-1) }
+
+// tryAdd counts one more unit of work unless max are already counted.
+func (a *activity) tryAdd(max int) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.n >= max {
+		return false
+	}
+	if a.n == 0 {
+		a.zero = make(chan struct{})
+	}
+	a.n++
+	return true
+}
 
 func (a *activity) idle() <-chan struct{} {
 	a.mu.Lock()
@@ -172,6 +199,7 @@ func New(opts Options) (*Server, error) {
 		s.store = l
 	}
 	s.metrics = opts.Metrics
+	s.egress = newEgress(opts.AllowHosts, opts.ConnectPorts, opts.SelfAddrs)
 	if src, ok := opts.Journal.(StateSource); ok {
 		s.metrics.watchState(s, src)
 	}
@@ -217,6 +245,9 @@ func setDefaults(o *Options) {
 	}
 	if o.MaxAttempts <= 0 {
 		o.MaxAttempts = 3
+	}
+	if o.MaxInFlight <= 0 {
+		o.MaxInFlight = 1024
 	}
 }
 
@@ -284,6 +315,17 @@ func (s *Server) serveNonProxy(w http.ResponseWriter, r *http.Request) {
 // host when unmatched calls are guarded or rejected); other tunnels are
 // passed through untouched.
 func (s *Server) handleConnect(host string, ctx *goproxy.ProxyCtx) (*goproxy.ConnectAction, string) {
+	named := s.rules.Intercepts(host)
+	if s.egress.isSelf(host) || (!named && !s.egress.connectAllowed(host)) {
+		// goproxy writes ctx.Resp to the client when it rejects a CONNECT.
+		why := "toolguard does not tunnel to " + host + " (not named in rules, and not an allowed host and port)"
+		if s.egress.isSelf(host) {
+			why = "toolguard does not proxy requests to its own listeners"
+		}
+		ctx.Resp = newProblem(ProblemRejected, "", why).response(ctx.Req)
+		s.metrics.reject("egress")
+		return goproxy.RejectConnect, host
+	}
 	if s.certs == nil || (s.opts.Unmatched == UnmatchedPassthrough && !s.rules.Intercepts(host)) {
 		return goproxy.OkConnect, host
 	}
@@ -321,6 +363,10 @@ type reqState struct {
 // rejected.
 func (s *Server) handleRequest(req *http.Request, ctx *goproxy.ProxyCtx) (*http.Request, *http.Response) {
 	host := hostPort(req.URL)
+	if refused := s.refuseEgress(req, host); refused != nil {
+		ctx.UserData = &reqState{guarded: true}
+		return req, refused
+	}
 	route, params := s.rules.Match(host, req.Method, req.URL.EscapedPath())
 	if route == nil && isMutation(req.Method) {
 		switch s.opts.Unmatched {
@@ -350,6 +396,25 @@ func (s *Server) handleResponse(resp *http.Response, ctx *goproxy.ProxyCtx) *htt
 		resp.Header.Set(HeaderOutcome, OutcomePassthrough)
 		s.metrics.request("", "", OutcomePassthrough)
 	}
+	return resp
+}
+
+// refuseEgress answers requests the proxy must not carry: to its own
+// listeners, or to hosts outside the allowlist.
+func (s *Server) refuseEgress(req *http.Request, host string) *http.Response {
+	var why string
+	switch {
+	case s.egress.isSelf(host):
+		why = "toolguard does not proxy requests to its own listeners"
+	case !s.rules.Intercepts(host) && !s.egress.hostAllowed(host):
+		why = "toolguard does not proxy requests to " + host + ": not named in rules, and not on upstream.allow_hosts"
+	default:
+		return nil
+	}
+	s.metrics.request("", "", OutcomeBlocked)
+	s.metrics.reject("egress")
+	resp := newProblem(ProblemRejected, "", why).response(req)
+	resp.Header.Set(HeaderOutcome, OutcomeBlocked)
 	return resp
 }
 

@@ -15,6 +15,8 @@ import (
 	"syscall"
 	"time"
 
+	"golang.org/x/net/netutil"
+
 	"github.com/toolguard/toolguard/config"
 	"github.com/toolguard/toolguard/journal"
 	"github.com/toolguard/toolguard/proxy"
@@ -114,32 +116,22 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, stdout io.W
 		return err
 	}
 	metrics := proxy.NewMetrics()
-	j, err := journal.Open(cfg.Journal.Path, journal.Options{Timeout: cfg.Journal.OpenTimeout, Logger: log, OnCommit: metrics.ObserveCommit})
+	j, err := openJournal(cfg, log, metrics)
 	if err != nil {
 		return err
 	}
 	defer j.Close()
 	logStartup(log, j, set)
 
-	transport, err := proxy.NewTransport(proxy.TransportOptions{CAFile: cfg.Upstream.CAFile, MaxIdleConnsPerHost: cfg.Upstream.MaxIdleConnsPerHost})
+	// Listen first: the proxy refuses requests aimed at its own listeners.
+	proxyLn, adminLn, err := listen(cfg)
 	if err != nil {
 		return err
 	}
-	srv, err := proxy.New(proxy.Options{
-		Rules: set, Journal: j, Secret: secret, CA: ca, Transport: transport,
-		Unmatched:         proxy.Unmatched(cfg.Unmatched.String()),
-		MaxBody:           int64(cfg.Limits.MaxBody),
-		MaxStoredResponse: int64(cfg.Limits.MaxStoredResponse),
-		InFlightWait:      cfg.Limits.InFlightWait,
-		UpstreamTimeout:   cfg.Upstream.Timeout,
-		MaxAttempts:       cfg.Retry.MaxAttempts,
-		VerifyMaxInterval: cfg.Verify.MaxInterval,
-		OnVersionChange:   proxy.VersionPolicy(cfg.Workflows.OnVersionChange.String()),
-		Metrics:           metrics,
-		Retention:         cfg.Journal.Retention,
-		Logger:            log,
-	})
+	srv, err := newProxy(cfg, set, j, secret, ca, metrics, log, proxyLn.Addr().String(), adminLn.Addr().String())
 	if err != nil {
+		proxyLn.Close()
+		adminLn.Close()
 		return err
 	}
 	defer srv.Close()
@@ -151,16 +143,6 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, stdout io.W
 	}
 	admin := proxy.NewAdmin(proxy.AdminOptions{Store: j, Token: cfg.Admin.Token, AgentToken: cfg.Admin.AgentToken, Logger: log,
 		Metrics: metrics.Handler(), Extra: srv.WorkflowAdmin()})
-
-	proxyLn, err := net.Listen("tcp", cfg.Listen)
-	if err != nil {
-		return fmt.Errorf("listen: %w", err)
-	}
-	adminLn, err := net.Listen("tcp", cfg.Admin.Listen)
-	if err != nil {
-		proxyLn.Close()
-		return fmt.Errorf("admin listen: %w", err)
-	}
 	proxyHTTP := &http.Server{
 		Handler:           srv.Handler(),
 		ReadHeaderTimeout: cfg.Limits.ReadHeaderTimeout,
@@ -168,9 +150,10 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, stdout io.W
 		MaxHeaderBytes:    int(cfg.Limits.MaxHeaderBytes),
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelDebug),
 	}
-	adminHTTP := &http.Server{Handler: admin, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: cfg.Limits.IdleTimeout}
+	adminHTTP := &http.Server{Handler: admin, ReadHeaderTimeout: cfg.Limits.ReadHeaderTimeout, IdleTimeout: cfg.Limits.IdleTimeout,
+		MaxHeaderBytes: int(cfg.Limits.MaxHeaderBytes)}
 	errc := make(chan error, 2)
-	go func() { errc <- serveOn(proxyHTTP, proxyLn) }()
+	go func() { errc <- serveOn(proxyHTTP, netutil.LimitListener(proxyLn, cfg.Limits.MaxConnections)) }()
 	go func() { errc <- serveOn(adminHTTP, adminLn) }()
 
 	fmt.Fprintf(stdout, "proxy: http://%s\nadmin: http://%s\nca:    %s\n", proxyLn.Addr(), adminLn.Addr(), absPath(ca.CertFile))
@@ -182,6 +165,68 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, stdout io.W
 		return err
 	}
 	return shutdown(cfg, log, srv, admin, proxyHTTP, adminHTTP)
+}
+
+// openJournal checks the journal read-only first (journal.check_on_start),
+// so that a damaged file is refused before anything is written to it, then
+// opens it for writing.
+func openJournal(cfg config.Config, log *slog.Logger, metrics *proxy.Metrics) (*journal.Bolt, error) {
+	path := cfg.Journal.Path
+	if fi, err := os.Stat(path); err == nil && cfg.Journal.CheckOnStart.ShouldCheck(fi.Size()) {
+		started := time.Now()
+		problems, err := checkFile(path)
+		if err != nil {
+			return nil, fmt.Errorf("%w; it was left untouched: restore it from a backup or move it aside (see docs/operations.md)", err)
+		}
+		if len(problems) > 0 {
+			return nil, fmt.Errorf("journal %s fails its consistency check: %v (%d problems; run toolguard journal check --journal %s); it was left untouched: restore it from a backup or move it aside (see docs/operations.md)",
+				path, problems[0], len(problems), path)
+		}
+		log.Info("journal checked", "path", path, "duration", time.Since(started))
+	}
+	return journal.Open(path, journal.Options{Timeout: cfg.Journal.OpenTimeout, Logger: log, OnCommit: metrics.ObserveCommit})
+}
+
+func listen(cfg config.Config) (proxyLn, adminLn net.Listener, err error) {
+	if proxyLn, err = net.Listen("tcp", cfg.Listen); err != nil {
+		return nil, nil, fmt.Errorf("listen: %w", err)
+	}
+	if adminLn, err = net.Listen("tcp", cfg.Admin.Listen); err != nil {
+		proxyLn.Close()
+		return nil, nil, fmt.Errorf("admin listen: %w", err)
+	}
+	return proxyLn, adminLn, nil
+}
+
+// newProxy maps the configuration onto the proxy's options.
+func newProxy(cfg config.Config, set *rules.Set, j *journal.Bolt, secret []byte, ca *proxy.CA, metrics *proxy.Metrics,
+	log *slog.Logger, selfAddrs ...string) (*proxy.Server, error) {
+	transport, err := proxy.NewTransport(proxy.TransportOptions{CAFile: cfg.Upstream.CAFile, MaxIdleConnsPerHost: cfg.Upstream.MaxIdleConnsPerHost})
+	if err != nil {
+		return nil, err
+	}
+	ports := cfg.Upstream.ConnectPorts.Ports()
+	if ports == nil {
+		ports = []int{} // configured empty: tunnels only to hosts rules name
+	}
+	return proxy.New(proxy.Options{
+		Rules: set, Journal: j, Secret: secret, CA: ca, Transport: transport,
+		Unmatched:         proxy.Unmatched(cfg.Unmatched.String()),
+		AllowHosts:        cfg.Upstream.AllowHosts,
+		ConnectPorts:      ports,
+		SelfAddrs:         selfAddrs,
+		MaxInFlight:       cfg.Limits.MaxInFlight,
+		MaxBody:           int64(cfg.Limits.MaxBody),
+		MaxStoredResponse: int64(cfg.Limits.MaxStoredResponse),
+		InFlightWait:      cfg.Limits.InFlightWait,
+		UpstreamTimeout:   cfg.Upstream.Timeout,
+		MaxAttempts:       cfg.Retry.MaxAttempts,
+		VerifyMaxInterval: cfg.Verify.MaxInterval,
+		OnVersionChange:   proxy.VersionPolicy(cfg.Workflows.OnVersionChange.String()),
+		Metrics:           metrics,
+		Retention:         cfg.Journal.Retention,
+		Logger:            log,
+	})
 }
 
 func serveOn(s *http.Server, ln net.Listener) error {

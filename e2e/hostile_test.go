@@ -1,0 +1,267 @@
+package e2e
+
+import (
+	"bufio"
+	"bytes"
+	"crypto/rand"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/toolguard/toolguard/journal"
+)
+
+func TestGarbageConnectionsLeaveItServing(t *testing.T) {
+	up := newUpstream(t, false)
+	p := newSetup(t, map[string]string{"billing.yaml": ruleFile(up.host(), invoiceRoute)}).start(t)
+	junk := [][]byte{
+		[]byte("\x16\x03\x01\x02\x00garbage-tls"),
+		[]byte("GET\r\n\r\n"),
+		[]byte("POST http://" + up.host() + "/v1/invoices HTTP/1.1\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n"),
+		[]byte("CONNECT " + up.host() + " HTTP/1.1\r\n\r\n\x00\x01\x02"),
+		[]byte("POST http://" + up.host() + "/v1/invoices HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{\"a\""),
+		bytes.Repeat([]byte("A"), 70000),
+		[]byte("GET http://" + up.host() + "/v1/ping HTTP/1.1\r\n" + strings.Repeat("X-Junk: y\r\n", 5000) + "\r\n"),
+	}
+	rnd := make([]byte, 512)
+	for i := 0; i < 200; i++ {
+		c, err := net.Dial("tcp", p.proxyURL.Host)
+		if err != nil {
+			t.Fatalf("connection %d: %v", i, err)
+		}
+		payload := junk[i%len(junk)]
+		if i%len(junk) == 0 {
+			rand.Read(rnd)
+			payload = rnd
+		}
+		c.SetDeadline(time.Now().Add(5 * time.Second))
+		c.Write(payload)
+		if i%2 == 0 {
+			c.(*net.TCPConn).CloseWrite()
+			io.Copy(io.Discard, c)
+		}
+		c.Close()
+	}
+	r, _ := post(t, p.client(t), up.URL+"/v1/invoices", invoiceBody)
+	if r.StatusCode != 201 {
+		t.Fatalf("after 200 bad connections: %d", r.StatusCode)
+	}
+	if got := up.effects.Load(); got != 1 {
+		t.Fatalf("upstream effects = %d, want 1 (garbage never reaches the upstream as a guarded call)", got)
+	}
+}
+
+// patternReader yields n bytes without holding them in memory.
+type patternReader struct{ n, off int64 }
+
+func (r *patternReader) Read(p []byte) (int, error) {
+	if r.off >= r.n {
+		return 0, io.EOF
+	}
+	k := min(int64(len(p)), r.n-r.off)
+	for i := range p[:k] {
+		p[i] = 'a' + byte((r.off+int64(i))%26)
+	}
+	r.off += k
+	return int(k), nil
+}
+
+func peakRSS(t *testing.T, p *proc) int64 {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.cmd.Process.Pid))
+	if err != nil {
+		t.Skip("no /proc on this system") // Linux-only measurement
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(l); len(f) >= 2 && f[0] == "VmHWM:" {
+			kb, _ := strconv.ParseInt(f[1], 10, 64)
+			return kb << 10
+		}
+	}
+	return 0
+}
+
+func TestHundredMiBBodies(t *testing.T) {
+	const size = 100 << 20
+	var received int64
+	up := newUpstream(t, false)
+	sink := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n, _ := io.Copy(io.Discard, r.Body)
+		received = n
+		fmt.Fprint(w, n)
+	})}
+	ln, _ := net.Listen("tcp", "127.0.0.1:0")
+	go sink.Serve(ln)
+	t.Cleanup(func() { sink.Close() })
+	p := newSetup(t, map[string]string{"billing.yaml": ruleFile(up.host(), invoiceRoute)}).start(t)
+	c := p.client(t)
+
+	// Guarded: refused at limits.max_body (8 MiB), without reading it all.
+	req, _ := http.NewRequest("POST", up.URL+"/v1/invoices", &patternReader{n: size})
+	req.ContentLength = -1
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := c.Do(req)
+	if err == nil {
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 413 || !strings.Contains(string(b), "body-too-large") {
+			t.Fatalf("guarded 100 MiB: %d %s", resp.StatusCode, b)
+		}
+	} // a closed connection mid-upload is also a refusal
+	if up.effects.Load() != 0 {
+		t.Fatal("an oversized guarded body reached the upstream")
+	}
+
+	// Passthrough: streamed to the upstream, never buffered.
+	req, _ = http.NewRequest("POST", "http://"+ln.Addr().String()+"/upload", &patternReader{n: size})
+	req.ContentLength = size
+	_, body := do(t, c, req)
+	if body != strconv.Itoa(size) || received != size {
+		t.Fatalf("passthrough 100 MiB: upstream got %d (%s)", received, body)
+	}
+	if rss := peakRSS(t, p); rss > 64<<20 {
+		t.Errorf("peak RSS %d MiB after 100 MiB bodies, want ≤ 64 MiB", rss>>20)
+	}
+}
+
+func TestCorruptedJournalIsRefusedAndKept(t *testing.T) {
+	s := newSetup(t, map[string]string{"billing.yaml": ruleFile("x.example", invoiceRoute)})
+	up := newUpstream(t, false)
+	s2 := newSetup(t, map[string]string{"billing.yaml": ruleFile(up.host(), invoiceRoute)})
+	p := s2.start(t)
+	c := p.client(t)
+	for i := range 200 {
+		post(t, c, up.URL+"/v1/invoices", `{"i":`+strconv.Itoa(i)+`}`)
+	}
+	p.kill()
+	path := filepath.Join(s2.dir, "toolguard.db")
+	data, _ := os.ReadFile(path)
+	for i := 6 * 4096; i < 7*4096 && i < len(data); i++ {
+		data[i] = 0xAB
+	}
+	os.WriteFile(path, data, 0o600)
+	s.dir = s2.dir
+	cmd := exec.Command(binary, "serve", "--rules", s.rules, "--journal", path, "--ca-dir", filepath.Join(s.dir, "ca"),
+		"--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0")
+	out, err := cmd.CombinedOutput()
+	if err == nil || cmd.ProcessState.ExitCode() != 1 {
+		t.Fatalf("serve on a corrupted journal: %v\n%s", err, out)
+	}
+	if !strings.Contains(string(out), "left untouched") || strings.Contains(string(out), "goroutine ") {
+		t.Fatalf("want one clear error, no stack trace:\n%s", out)
+	}
+	after, _ := os.ReadFile(path)
+	if !bytes.Equal(after, data) {
+		t.Fatal("the corrupted journal was modified")
+	}
+	out, err = exec.Command(binary, "journal", "check", "--journal", path).CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "corrupt") {
+		t.Fatalf("journal check names the problem: %v\n%s", err, out)
+	}
+}
+
+func TestPlantedSecretsNeverStored(t *testing.T) {
+	const marker = "PLANTED-SECRET-7f3a"
+	up := newUpstream(t, false)
+	up.noEcho.Store(true)
+	route := `  - name: charge
+    match: POST /v1/emails
+    effect: irreversible
+    key:
+      ignore: [trace]
+    redact: [card.number]
+    lookup:
+      request: GET http://` + up.host() + `/v1/invoices?reference={{body.reference}}
+      found: {status: 200, body: {"data.#": "1"}}
+      absent: {status: 200, body: {"data.#": "0"}}
+`
+	s := newSetup(t, map[string]string{"billing.yaml": "version: v1\napi: billing\nhosts: [\"" + up.host() + "\"]\ncredential: {header: X-Api-Key}\nroutes:\n" + route})
+	p := s.start(t)
+	c := p.client(t)
+	body := `{"reference":"r1","card":{"number":"` + marker + `-card"},"trace":"t"}`
+	headers := []string{"X-Api-Key", marker + "-apikey", "Authorization", "Bearer " + marker + "-auth",
+		"Proxy-Authorization", "Basic " + marker + "-proxy", "Cookie", "sid=" + marker + "-cookie"}
+	up.status.Store(503) // outcome unknown: the step's error path and the lookup run too
+	post(t, c, up.URL+"/v1/emails", body, headers...)
+	up.status.Store(0)
+	post(t, c, up.URL+"/v1/emails", body, headers...)
+	post(t, c, up.URL+"/v1/emails", `{"reference":`, headers...)                      // invalid body: a problem answer
+	post(t, c, up.URL+"/v1/emails", strings.Replace(body, "r1", "r2", 1), headers...) // stored as answered
+	exec.Command(binary, "journal", "export", "--jsonl", "--admin", p.adminURL).Run()
+	metrics, _ := (&http.Client{Transport: &http.Transport{Proxy: nil}}).Get(p.adminURL + "/metrics")
+	mb, _ := io.ReadAll(metrics.Body)
+	metrics.Body.Close()
+	p.kill()
+	path := filepath.Join(s.dir, "toolguard.db")
+	journalBytes, _ := os.ReadFile(path)
+	decoded := decodedJournal(t, path) // stored bodies are base64 in the file
+	for name, hay := range map[string][]byte{"journal file": journalBytes, "decoded journal": decoded, "logs": []byte(p.logs.String()), "metrics": mb} {
+		for _, m := range []string{"-apikey", "-auth", "-proxy", "-cookie", "-card"} {
+			if bytes.Contains(hay, []byte(marker+m)) {
+				t.Errorf("%s contains the planted %s secret", name, m)
+			}
+		}
+	}
+	if !bytes.Contains(decoded, []byte("inv_")) {
+		t.Error("sanity: the journal file does not hold the stored response at all")
+	}
+}
+
+func TestProxyIsNotAnOpenRelay(t *testing.T) {
+	up := newUpstream(t, false)
+	p := newSetup(t, map[string]string{"billing.yaml": ruleFile(up.host(), invoiceRoute)}).start(t)
+	c := p.client(t)
+	// The admin API through the proxy.
+	r, body := do(t, c, mustRequest("GET", p.adminURL+"/v1/steps"))
+	if r.StatusCode != 403 || !strings.Contains(body, "own listeners") {
+		t.Fatalf("admin API through the proxy: %d %s", r.StatusCode, body)
+	}
+	// A tunnel to a port that is neither 443/80 nor named in rules.
+	conn, err := net.Dial("tcp", p.proxyURL.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	fmt.Fprintf(conn, "CONNECT 127.0.0.1:22 HTTP/1.1\r\nHost: 127.0.0.1:22\r\n\r\n")
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil || resp.StatusCode != 403 {
+		t.Fatalf("CONNECT to port 22: %v %v", resp, err)
+	}
+}
+
+// decodedJournal renders every step (stored bodies decoded) and event of a
+// journal file as text, for grepping.
+func decodedJournal(t *testing.T, path string) []byte {
+	t.Helper()
+	j, err := journal.Open(path, journal.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.Close()
+	var out bytes.Buffer
+	j.ForEach(func(st journal.Step) error {
+		b, _ := json.Marshal(st)
+		out.Write(b)
+		if st.Response != nil {
+			out.Write(st.Response.Body)
+			b, _ := json.Marshal(st.Response.Header)
+			out.Write(b)
+		}
+		return nil
+	})
+	evs, _ := j.Events(0, 100000)
+	for _, e := range evs {
+		b, _ := json.Marshal(e)
+		out.Write(b)
+	}
+	return out.Bytes()
+}
