@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptrace"
@@ -39,8 +40,14 @@ func (s *Server) forward(c *call, st journal.Step, fl *flight, d Decision) (*ans
 	rec, err := s.journal.Apply(context.Background(), st.Key, journal.Fenced(st.Epoch, st.Fence, func(cur *journal.Step) (journal.Change, error) {
 		return s.outcomeChange(c, cur, res), nil
 	}))
-	if err != nil {
+	if errors.Is(err, journal.ErrFenced) {
 		return nil, err
+	}
+	if err != nil {
+		// The call went out (or may have): the step stays started, and the
+		// agent must not be told that nothing was sent.
+		s.log.Error("record outcome failed; the step stays started", slog.String(logKey, st.Key), slog.Any("error", err))
+		return s.problemWith(c, newProblem(ProblemOutcomeUnknown, st.Key, "the call was sent but its outcome could not be recorded; the next retry resolves it"), d), nil
 	}
 	outcome := OutcomeForwarded
 	if d.Recovered {
