@@ -143,15 +143,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, stdout io.W
 	}
 	admin := proxy.NewAdmin(proxy.AdminOptions{Store: j, Token: cfg.Admin.Token, AgentToken: cfg.Admin.AgentToken, Logger: log,
 		Metrics: metrics.Handler(), Extra: srv.WorkflowAdmin()})
-	proxyHTTP := &http.Server{
-		Handler:           srv.Handler(),
-		ReadHeaderTimeout: cfg.Limits.ReadHeaderTimeout,
-		IdleTimeout:       cfg.Limits.IdleTimeout,
-		MaxHeaderBytes:    int(cfg.Limits.MaxHeaderBytes),
-		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelDebug),
-	}
-	adminHTTP := &http.Server{Handler: admin, ReadHeaderTimeout: cfg.Limits.ReadHeaderTimeout, IdleTimeout: cfg.Limits.IdleTimeout,
-		MaxHeaderBytes: int(cfg.Limits.MaxHeaderBytes)}
+	proxyHTTP, adminHTTP := httpServer(cfg, srv.Handler(), log), httpServer(cfg, admin, log)
 	errc := make(chan error, 2)
 	go func() { errc <- serveOn(proxyHTTP, netutil.LimitListener(proxyLn, cfg.Limits.MaxConnections)) }()
 	go func() { errc <- serveOn(adminHTTP, adminLn) }()
@@ -185,6 +177,18 @@ func openJournal(cfg config.Config, log *slog.Logger, metrics *proxy.Metrics) (*
 		log.Info("journal checked", "path", path, "duration", time.Since(started))
 	}
 	return journal.Open(path, journal.Options{Timeout: cfg.Journal.OpenTimeout, Logger: log, OnCommit: metrics.ObserveCommit})
+}
+
+// httpServer serves h with the configured limits: header size and time
+// (slowloris), idle keep-alive time.
+func httpServer(cfg config.Config, h http.Handler, log *slog.Logger) *http.Server {
+	return &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: cfg.Limits.ReadHeaderTimeout,
+		IdleTimeout:       cfg.Limits.IdleTimeout,
+		MaxHeaderBytes:    int(cfg.Limits.MaxHeaderBytes),
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelDebug),
+	}
 }
 
 func listen(cfg config.Config) (proxyLn, adminLn net.Listener, err error) {
