@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -289,5 +291,31 @@ func TestVersionChangeMidWorkflow(t *testing.T) {
 				t.Errorf("no event records the version change: %v", evs.Events)
 			}
 		})
+	}
+}
+
+func TestWorkflowCLI(t *testing.T) {
+	up := newUpstream(t, false)
+	s := newSetup(t, map[string]string{"billing.yaml": ruleFile(up.host(), invoiceRoute)})
+	p := s.start(t)
+	post(t, p.client(t), up.URL+"/v1/invoices", invoiceBody, "Toolguard-Workflow", "wf-cli")
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"workflow", "ls"}, "wf-cli"},
+		{[]string{"workflow", "show", "wf-cli"}, "completed"},
+		{[]string{"workflow", "show", "wf-cli", "--json"}, `"status": "completed"`},
+		{[]string{"workflow", "resume", "wf-cli"}, `"next_safe_action": "continue: every step has a recorded outcome; proceed with the plan"`},
+	} {
+		out, err := exec.Command(binary, append(tc.args, "--admin", p.adminURL)...).CombinedOutput()
+		if err != nil || !strings.Contains(string(out), tc.want) {
+			t.Errorf("%v: %v\n%s", tc.args, err, out)
+		}
+	}
+	p.kill()
+	out, err := exec.Command(binary, "workflow", "ls", "--journal", filepath.Join(s.dir, "toolguard.db")).CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "wf-cli") {
+		t.Errorf("workflow ls --journal: %v\n%s", err, out)
 	}
 }
