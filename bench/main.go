@@ -1,10 +1,14 @@
+//go:build linux
+
 // Command bench measures toolguard's throughput, latency, memory and journal
 // commits per call against a local upstream, in one run:
 //
 //	go run ./bench                       # full grid, 5s per cell
 //	go run ./bench -duration 3s          # full grid, shorter
 //	go run ./bench -quick                # one concurrency, one latency, 2s per cell
-//	go run ./bench -cpuprofile           # also profile the in-process proxy (guarded, conc 64)
+//	go run ./bench -cpuprofile           # also profile the in-process proxy (guarded, replay; conc 64)
+//	go run ./bench -memprofile           # and its heap (guarded, conc 256, 64 KiB bodies)
+//	go run ./bench -toolguard-env TOOLGUARD_UPSTREAM_MAX_IDLE_CONNS_PER_HOST=512   # an experiment
 //
 // # What runs
 //
@@ -34,25 +38,34 @@
 // interleaved (for each latency, for each concurrency, every scenario) so
 // that drift in the machine's load hits all scenarios alike, and ratios are
 // taken against direct and passthrough of the same cell. toolguard's peak
-// RSS (VmHWM, reset before each cell) is read from /proc.
+// RSS (VmHWM, reset before each cell) is read from /proc, and its journal
+// commits per call (with writes per commit and commit time) from its admin
+// GET /metrics, when the binary has one.
 //
 // Then, on fresh proxies: peak RSS at concurrency 256 with 64 KiB bodies
 // (guarded POSTs and passthrough GETs), and an in-process toolguard wired as
-// cmd/toolguard wires it, whose journal reports the commits (fsyncs) per
-// guarded call; with -cpuprofile its CPU profile under guarded load at
-// concurrency 64 is written with pprof labels role=proxy|client|upstream
-// (go tool pprof -tagfocus role=proxy).
+// cmd/toolguard wires it, whose journal reports the commits per guarded
+// call and their durations; with -cpuprofile its CPU profiles under guarded
+// and replay load at concurrency 64 are written with pprof labels
+// role=proxy|client|upstream (go tool pprof -tagfocus role=proxy).
+//
+// Before the grid and after the run, a probe times fdatasync of a 4 KiB
+// write on the journal's file system: guarded calls are bounded by it, and
+// it varies with the machine and with other I/O.
 //
 // Results go to stdout and to -out (default bench/results): latest.md and
-// latest.json.
+// latest.json. Linux only: memory comes from /proc, and the child processes
+// die with the harness (Pdeathsig).
 package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -69,11 +82,14 @@ type options struct {
 	out        string
 	binary     string
 	cpuprofile bool
-	memory     bool
-	inproc     bool
-	replaySet  int
-	memConc    int
-	memBody    int
+	memprofile bool
+	// toolguardEnv are extra TOOLGUARD_* settings for the subprocesses.
+	toolguardEnv []string
+	memory       bool
+	inproc       bool
+	replaySet    int
+	memConc      int
+	memBody      int
 }
 
 func main() {
@@ -82,6 +98,9 @@ func main() {
 		return
 	}
 	o, err := parseFlags(os.Args[1:])
+	if errors.Is(err, flag.ErrHelp) {
+		return
+	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(2)
@@ -106,7 +125,10 @@ func parseFlags(args []string) (options, error) {
 	fs.BoolVar(&o.quick, "quick", false, "development run: -conc 16 -latency 0 -duration 2s unless set")
 	fs.StringVar(&o.out, "out", "bench/results", "directory for latest.md and latest.json (empty: stdout only)")
 	fs.StringVar(&o.binary, "toolguard", "", "prebuilt toolguard binary (default: go build ./cmd/toolguard)")
-	fs.BoolVar(&o.cpuprofile, "cpuprofile", false, "write a CPU profile of the in-process proxy (guarded, conc 64) to -out")
+	fs.BoolVar(&o.cpuprofile, "cpuprofile", false, "write CPU profiles of the in-process proxy (guarded and replay, conc 64) to -out")
+	fs.BoolVar(&o.memprofile, "memprofile", false, "write a heap profile of the in-process proxy (guarded, -mem-conc, -mem-body) to -out")
+	var tgEnv string
+	fs.StringVar(&tgEnv, "toolguard-env", "", "comma-separated TOOLGUARD_*=value settings for the toolguard subprocesses, for experiments")
 	fs.BoolVar(&o.memory, "memory", true, "measure peak RSS at -mem-conc with -mem-body bodies on a fresh toolguard")
 	fs.BoolVar(&o.inproc, "inproc", true, "measure journal commits per call on an in-process toolguard")
 	fs.IntVar(&o.replaySet, "replay-set", 2048, "intents committed before the replay cells, then cycled")
@@ -134,8 +156,17 @@ func parseFlags(args []string) (options, error) {
 			o.replaySet = 512
 		}
 	}
+	for _, kv := range strings.Split(tgEnv, ",") {
+		if kv = strings.TrimSpace(kv); kv == "" {
+			continue
+		}
+		if k, _, ok := strings.Cut(kv, "="); !ok || !strings.HasPrefix(k, "TOOLGUARD_") {
+			return o, fmt.Errorf("-toolguard-env: %q is not TOOLGUARD_NAME=value", kv)
+		}
+		o.toolguardEnv = append(o.toolguardEnv, kv)
+	}
 	if o.warmup <= 0 {
-		o.warmup = min(o.duration/6, 500*time.Millisecond)
+		o.warmup = min(o.duration/6, 500*time.Millisecond).Round(time.Millisecond)
 	}
 	var err error
 	if o.concs, err = parseInts(conc); err != nil {
@@ -148,4 +179,34 @@ func parseFlags(args []string) (options, error) {
 		return o, fmt.Errorf("-scenarios: %w", err)
 	}
 	return o, nil
+}
+
+func parseInts(s string) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 1 {
+			return nil, fmt.Errorf("%q is not a positive integer", f)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+// parseDurations reads "0,5ms"; a bare 0 is allowed.
+func parseDurations(s string) ([]time.Duration, error) {
+	var out []time.Duration
+	for _, f := range strings.Split(s, ",") {
+		f = strings.TrimSpace(f)
+		if f == "0" {
+			out = append(out, 0)
+			continue
+		}
+		d, err := time.ParseDuration(f)
+		if err != nil || d < 0 {
+			return nil, fmt.Errorf("%q is not a duration", f)
+		}
+		out = append(out, d)
+	}
+	return out, nil
 }

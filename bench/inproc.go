@@ -1,0 +1,159 @@
+//go:build linux
+
+package main
+
+import (
+	"context"
+	"crypto/x509"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"runtime/pprof"
+	"time"
+
+	"github.com/toolguard/toolguard/config"
+	"github.com/toolguard/toolguard/journal"
+	"github.com/toolguard/toolguard/proxy"
+	"github.com/toolguard/toolguard/rules"
+)
+
+// inproc is toolguard wired in this process the way cmd/toolguard's serve
+// wires it (config defaults, the same transport, server and limits), so
+// that the journal's commit counter can be read. Its serving goroutines
+// carry the pprof label role=proxy.
+type inproc struct {
+	journal *journal.Bolt
+	proxy   *proxy.Server
+	commits *commitRecorder
+	server  *http.Server
+	url     *url.URL
+	roots   *x509.CertPool
+}
+
+func startInproc(dir, rulesDir, upstreamCAFile string) (*inproc, error) {
+	cfg := config.Default()
+	cfg.Journal.Path = filepath.Join(dir, "tg.db")
+	cfg.Upstream.CAFile = upstreamCAFile
+	log := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
+
+	set, err := rules.Load(rulesDir)
+	if err != nil {
+		return nil, err
+	}
+	ca, _, err := proxy.LoadOrCreateCA(filepath.Join(dir, "ca"))
+	if err != nil {
+		return nil, err
+	}
+	secret, err := proxy.LoadOrCreateSecret(cfg.Journal.Path + ".secret")
+	if err != nil {
+		return nil, err
+	}
+	metrics := proxy.NewMetrics()
+	rec := &commitRecorder{}
+	onCommit := func(d time.Duration, batch int) {
+		metrics.ObserveCommit(d, batch)
+		rec.observe(d, batch)
+	}
+	j, err := journal.Open(cfg.Journal.Path, journal.Options{Timeout: cfg.Journal.OpenTimeout, Logger: log, OnCommit: onCommit})
+	if err != nil {
+		return nil, err
+	}
+	transport, err := proxy.NewTransport(proxy.TransportOptions{CAFile: cfg.Upstream.CAFile, MaxIdleConnsPerHost: cfg.Upstream.MaxIdleConnsPerHost})
+	if err != nil {
+		j.Close()
+		return nil, err
+	}
+	srv, err := proxy.New(proxy.Options{
+		Rules: set, Journal: j, Secret: secret, CA: ca, Transport: transport,
+		Unmatched:         proxy.Unmatched(cfg.Unmatched.String()),
+		MaxBody:           int64(cfg.Limits.MaxBody),
+		MaxStoredResponse: int64(cfg.Limits.MaxStoredResponse),
+		InFlightWait:      cfg.Limits.InFlightWait,
+		UpstreamTimeout:   cfg.Upstream.Timeout,
+		MaxAttempts:       cfg.Retry.MaxAttempts,
+		VerifyMaxInterval: cfg.Verify.MaxInterval,
+		OnVersionChange:   proxy.VersionPolicy(cfg.Workflows.OnVersionChange.String()),
+		Metrics:           metrics,
+		Retention:         cfg.Journal.Retention,
+		Logger:            log,
+	})
+	if err != nil {
+		j.Close()
+		return nil, err
+	}
+	srv.StartSweeper(j, 0)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		srv.Close()
+		j.Close()
+		return nil, err
+	}
+	hs := &http.Server{
+		Handler:           srv.Handler(),
+		ReadHeaderTimeout: cfg.Limits.ReadHeaderTimeout,
+		IdleTimeout:       cfg.Limits.IdleTimeout,
+		MaxHeaderBytes:    int(cfg.Limits.MaxHeaderBytes),
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelDebug),
+	}
+	// Serve spawns every connection goroutine, which inherit the label.
+	go pprof.Do(context.Background(), pprof.Labels("role", "proxy"), func(context.Context) { hs.Serve(ln) })
+	roots := x509.NewCertPool()
+	roots.AddCert(ca.Cert)
+	return &inproc{journal: j, proxy: srv, commits: rec, server: hs, url: &url.URL{Scheme: "http", Host: ln.Addr().String()}, roots: roots}, nil
+}
+
+func (p *inproc) close() {
+	p.server.Close()
+	p.proxy.Close()
+	p.journal.Close()
+}
+
+// withCommits runs l and returns what it measured with the journal
+// commits made meanwhile (warm-up included, as in res.total): the count
+// from the journal's own counter, durations and batch sizes from OnCommit.
+func (p *inproc) withCommits(ctx context.Context, l load, o options) (loadResult, uint64, commitStats) {
+	before := p.journal.Commits()
+	p.commits.take()
+	res := l.run(ctx, o.warmup, o.duration)
+	return res, p.journal.Commits() - before, p.commits.take()
+}
+
+// profileCPU writes a CPU profile of the whole harness to path while l runs
+// on the in-process proxy.
+func (p *inproc) profileCPU(ctx context.Context, l load, o options, path string) (loadResult, error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return loadResult{}, err
+	}
+	defer f.Close()
+	if err := pprof.StartCPUProfile(f); err != nil {
+		return loadResult{}, fmt.Errorf("start CPU profile: %w", err)
+	}
+	res := l.run(ctx, o.warmup, o.duration)
+	pprof.StopCPUProfile()
+	return res, nil
+}
+
+// heapProfileGuarded writes a heap profile of the whole harness to path,
+// taken halfway through guarded load at conc with bodies padded by pad
+// bytes. Heap profiles carry no labels: focus on the proxy's frames
+// (go tool pprof -sample_index alloc_space -focus 'toolguard|goproxy').
+func (p *inproc) heapProfileGuarded(ctx context.Context, e *env, conc, pad int, o options, path string) (loadResult, error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return loadResult{}, err
+	}
+	defer f.Close()
+	done := make(chan loadResult, 1)
+	go func() { done <- e.guardedLoad(conc, pad).run(ctx, o.warmup, o.duration) }()
+	select {
+	case <-time.After(o.warmup + o.duration/2):
+	case <-ctx.Done():
+	}
+	err = pprof.Lookup("heap").WriteTo(f, 0)
+	return <-done, err
+}
