@@ -147,7 +147,7 @@ func Default() Config {
 		CA:    CA{Dir: "./ca"},
 		Upstream: Upstream{
 			Timeout:             30 * time.Second,
-			MaxIdleConnsPerHost: 64,
+			MaxIdleConnsPerHost: 256,
 			ConnectPorts:        List{"443", "80"},
 		},
 		Unmatched: UnmatchedPassthrough,

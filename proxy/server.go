@@ -185,7 +185,7 @@ func New(opts Options) (*Server, error) {
 		opts:    opts,
 		rules:   opts.Rules,
 		journal: opts.Journal,
-		deriver: &rules.Deriver{Secret: opts.Secret},
+		deriver: &rules.Deriver{Secret: opts.Secret, Lean: true},
 		log:     opts.Logger,
 		flights: newFlights(),
 	}

@@ -15,7 +15,7 @@ type TransportOptions struct {
 	// CAFile adds PEM roots to the system pool; empty adds none.
 	CAFile string
 	// MaxIdleConnsPerHost bounds idle keep-alive connections per upstream;
-	// zero means 64 (Go's default of 2 costs a TLS handshake per request).
+	// zero means 256 (Go's default of 2 costs a TLS handshake per request).
 	MaxIdleConnsPerHost int
 	// Dial, when set, replaces the default dialer (tests, allowlists).
 	Dial func(network, addr string) (net.Conn, error)
@@ -42,7 +42,7 @@ func NewTransport(o TransportOptions) (*http.Transport, error) {
 		}
 	}
 	if o.MaxIdleConnsPerHost <= 0 {
-		o.MaxIdleConnsPerHost = 64
+		o.MaxIdleConnsPerHost = 256
 	}
 	dialer := &net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}
 	t := &http.Transport{

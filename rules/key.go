@@ -1,6 +1,7 @@
 package rules
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"slices"
@@ -56,6 +57,11 @@ type Intent struct {
 // hash would. A Deriver is safe for concurrent use.
 type Deriver struct {
 	Secret []byte
+	// Lean leaves Intent.Material empty, and Intent.Doc and Redacted too
+	// unless the route has a lookup or a verification (whose templates may
+	// read {{body.*}}): a proxy needs only the key and the body hash, and
+	// keeping two canonical copies of every body in flight costs memory.
+	Lean bool
 }
 
 // deriveScratch holds the buffers of one Derive call, pooled.
@@ -87,6 +93,9 @@ func (d *Deriver) Derive(r *Route, in Input) (*Intent, error) {
 	}
 	if s.mat, err = d.material(s, r, in, red); err != nil {
 		return nil, err
+	}
+	if d.Lean {
+		return leanIntent(s.mat, s.doc, r.Lookup != nil || r.Verify != nil), nil
 	}
 	return newIntent(s.mat, s.doc, red, len(r.Redact) > 0), nil
 }
@@ -259,6 +268,22 @@ func newIntent(mat, doc, red []byte, redacting bool) *Intent {
 	// hx is never reachable as a slice again, so the strings are immutable.
 	it.Key = unsafe.String(&hx[0], 64)
 	it.BodyHash = unsafe.String(&hx[64], 64)
+	return it
+}
+
+// leanIntent keeps the key and the body hash, and the canonical body only
+// when keepDoc is set.
+func leanIntent(mat, doc []byte, keepDoc bool) *Intent {
+	var hx [128]byte
+	sum := sha256.Sum256(mat)
+	hex.Encode(hx[:64], sum[:])
+	sum = sha256.Sum256(doc)
+	hex.Encode(hx[64:], sum[:])
+	it := &Intent{Key: string(hx[:64]), BodyHash: string(hx[64:])}
+	if keepDoc {
+		it.Doc = bytes.Clone(doc)
+		it.Redacted = it.Doc
+	}
 	return it
 }
 

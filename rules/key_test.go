@@ -312,3 +312,38 @@ routes:
 		t.Errorf("Redacted is not Doc for a route that redacts nothing")
 	}
 }
+
+// A lean derivation gives the same key and body hash, and keeps the
+// canonical body only for routes whose templates may need it.
+func TestDeriveLean(t *testing.T) {
+	api, err := Parse("lean.yaml", []byte(`api: lean
+hosts: [h.example]
+routes:
+  - name: plain
+    match: POST /a
+    effect: irreversible
+  - name: looked_up
+    match: POST /b
+    effect: irreversible
+    lookup:
+      request: GET https://h.example/b?r={{body.ref}}
+      found: {status: 200}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := Input{ContentType: "application/json", Body: []byte(`{"ref":"x","n":1}`)}
+	for _, r := range api.Routes {
+		full, err1 := (&Deriver{}).Derive(r, in)
+		lean, err2 := (&Deriver{Lean: true}).Derive(r, in)
+		if err1 != nil || err2 != nil {
+			t.Fatal(err1, err2)
+		}
+		if full.Key != lean.Key || full.BodyHash != lean.BodyHash {
+			t.Errorf("%s: lean key %s/%s, want %s/%s", r.Name, lean.Key, lean.BodyHash, full.Key, full.BodyHash)
+		}
+		if lean.Material != nil || (lean.Doc != nil) != (r.Lookup != nil) {
+			t.Errorf("%s: lean intent keeps material %d bytes, doc %d bytes", r.Name, len(lean.Material), len(lean.Doc))
+		}
+	}
+}
