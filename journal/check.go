@@ -34,6 +34,7 @@ func (b *Bolt) Check() []error {
 		c.indexes(bk)
 		c.counters(bk)
 		c.events(bk)
+		c.workflows(bk)
 		return nil
 	})
 	if err != nil {
@@ -217,4 +218,29 @@ func bucketName(bk *buckets, b *bolt.Bucket) string {
 		return string(bucketByVerify)
 	}
 	return "?"
+}
+
+// workflows checks that every workflow record decodes and that its step
+// counts, kept incrementally, match its steps.
+func (c *checker) workflows(bk *buckets) {
+	bk.workflows.ForEach(func(k, v []byte) error {
+		w, err := loadWorkflow(bk.workflows, string(k))
+		if err != nil {
+			c.addf("workflow %s: %v", k, err)
+			return nil
+		}
+		steps, err := bk.workflowSteps(w.ID)
+		if err != nil {
+			c.addf("workflow %s: %v", k, err)
+			return nil
+		}
+		var want WorkflowCounts
+		for i := range steps {
+			want.add(&steps[i], 1)
+		}
+		if want != w.Counts || len(steps) != w.Steps {
+			c.addf("workflow %s: counts %+v over %d steps, its steps give %+v over %d", k, w.Counts, w.Steps, want, len(steps))
+		}
+		return nil
+	})
 }

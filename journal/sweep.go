@@ -73,11 +73,14 @@ func (bk *buckets) sweepSteps(cutoff time.Time, batch int, now time.Time) (remov
 			return 0, false, err
 		}
 		if s.Workflow != "" {
+			if err := bk.touchWorkflow(s.Workflow, s, nil, now); err != nil {
+				return 0, false, err
+			}
 			workflows[s.Workflow] = true
 		}
 	}
 	for id := range workflows {
-		if err := bk.sweepWorkflow(id, cutoff, now); err != nil {
+		if err := bk.dropEmptyWorkflow(id, cutoff); err != nil {
 			return 0, false, err
 		}
 	}
@@ -100,20 +103,14 @@ func (bk *buckets) deleteStep(s *Step) error {
 	return nil
 }
 
-// sweepWorkflow recomputes a workflow that lost steps, and removes it once
-// it has none left and was last changed before cutoff.
-func (bk *buckets) sweepWorkflow(id string, cutoff, now time.Time) error {
-	steps, err := bk.workflowSteps(id)
-	if err != nil {
-		return err
+// dropEmptyWorkflow removes a workflow whose steps were all swept, unless
+// its checkpoint was written after cutoff.
+func (bk *buckets) dropEmptyWorkflow(id string, cutoff time.Time) error {
+	w, err := loadWorkflow(bk.workflows, id)
+	if err != nil || w.Steps > 0 || !w.CheckpointAt.Before(cutoff) {
+		return nil
 	}
-	if len(steps) == 0 {
-		w, err := loadWorkflow(bk.workflows, id)
-		if err == nil && w.UpdatedAt.Before(cutoff) {
-			return bk.workflows.Delete([]byte(id))
-		}
-	}
-	return bk.touchWorkflow(id, nil, now)
+	return bk.workflows.Delete([]byte(id))
 }
 
 // sweepEvents removes up to batch events older than cutoff, oldest first.

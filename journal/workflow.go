@@ -38,55 +38,82 @@ type Workflow struct {
 	PolicyVersion string `json:"policy_version,omitempty"`
 	Steps         int    `json:"steps"`
 	Held          int    `json:"held"`
+	// Counts are the steps by class, from which Status is derived.
+	Counts WorkflowCounts `json:"counts"`
 	// Checkpoint is the agent's own compact resume state, as JSON; nil
 	// until one is written.
 	Checkpoint json.RawMessage `json:"checkpoint,omitempty"`
+	// CheckpointAt is when the checkpoint was last written.
+	CheckpointAt time.Time `json:"checkpoint_at,omitzero"`
 	CreatedAt  time.Time       `json:"created_at"`
 	UpdatedAt  time.Time       `json:"updated_at"`
 }
 
-// DeriveWorkflowStatus is the status of a workflow with these steps, in
-// order of precedence: a hold → awaiting_approval (an operator must act);
-// a started step → executing; a retryable failure → failed_retryable; a
-// pending verification → verifying; only definitive outcomes →
-// completed; nothing sent yet → planned.
-func DeriveWorkflowStatus(steps []Step) string {
-	var held, started, retry, verifying, done, prepared int
-	for i := range steps {
-		s := &steps[i]
-		switch {
-		case s.Held():
-			held++
-		case s.Status == StatusStarted:
-			started++
-		case s.Status == StatusFailed && s.Retryable:
-			retry++
-		case s.Status == StatusCommitted && !s.VerifyBy.IsZero():
-			verifying++
-		case s.Terminal():
-			done++
-		default:
-			prepared++
-		}
-	}
+// WorkflowCounts are a workflow's steps by class. The journal keeps them
+// in the workflow record, updated in the same transaction as each step, so
+// a workflow's status costs nothing to derive however many steps it has.
+type WorkflowCounts struct {
+	Held      int `json:"held"`
+	Started   int `json:"started"`
+	Retryable int `json:"retryable"`
+	Verifying int `json:"verifying"`
+	Done      int `json:"done"`
+	Prepared  int `json:"prepared"`
+}
+
+// add counts s (delta +1) or uncounts it (-1).
+func (c *WorkflowCounts) add(s *Step, delta int) {
 	switch {
-	case held > 0:
+	case s.Held():
+		c.Held += delta
+	case s.Status == StatusStarted:
+		c.Started += delta
+	case s.Status == StatusFailed && s.Retryable:
+		c.Retryable += delta
+	case s.Status == StatusCommitted && !s.VerifyBy.IsZero():
+		c.Verifying += delta
+	case s.Terminal():
+		c.Done += delta
+	default:
+		c.Prepared += delta
+	}
+}
+
+// Status derives the workflow status, in order of precedence: a hold →
+// awaiting_approval (an operator must act); a started step → executing; a
+// retryable failure → failed_retryable; a pending verification →
+// verifying; only definitive outcomes → completed; nothing sent yet →
+// planned.
+func (c WorkflowCounts) Status() string {
+	switch {
+	case c.Held > 0:
 		return WorkflowAwaitingApproval
-	case started > 0:
+	case c.Started > 0:
 		return WorkflowExecuting
-	case retry > 0:
+	case c.Retryable > 0:
 		return WorkflowFailedRetryable
-	case verifying > 0:
+	case c.Verifying > 0:
 		return WorkflowVerifying
-	case done > 0 && prepared == 0:
+	case c.Done > 0 && c.Prepared == 0:
 		return WorkflowCompleted
 	}
 	return WorkflowPlanned
 }
 
-// touchWorkflow recomputes the record of workflow id after step s changed,
-// in the same transaction as the change.
-func (bk *buckets) touchWorkflow(id string, s *Step, now time.Time) error {
+// DeriveWorkflowStatus is the status of a workflow with these steps (see
+// WorkflowCounts.Status).
+func DeriveWorkflowStatus(steps []Step) string {
+	var c WorkflowCounts
+	for i := range steps {
+		c.add(&steps[i], 1)
+	}
+	return c.Status()
+}
+
+// touchWorkflow updates the record of workflow id after a step of it
+// changed from old to s (either may be nil, or belong to another
+// workflow), in the same transaction as the change.
+func (bk *buckets) touchWorkflow(id string, old, s *Step, now time.Time) error {
 	w, err := loadWorkflow(bk.workflows, id)
 	if errors.Is(err, ErrNotFound) {
 		w, err = &Workflow{ID: id, CreatedAt: now}, nil
@@ -94,18 +121,13 @@ func (bk *buckets) touchWorkflow(id string, s *Step, now time.Time) error {
 	if err != nil {
 		return err
 	}
-	steps, err := bk.workflowSteps(id)
-	if err != nil {
-		return err
-	}
-	w.Status = DeriveWorkflowStatus(steps)
-	w.Steps, w.Held = len(steps), 0
-	for i := range steps {
-		if steps[i].Held() {
-			w.Held++
-		}
+	if old != nil && old.Workflow == id {
+		w.Counts.add(old, -1)
+		w.Steps--
 	}
 	if s != nil && s.Workflow == id {
+		w.Counts.add(s, 1)
+		w.Steps++
 		w.CurrentStep, w.CurrentRoute = s.Key, s.Route
 		if w.InputHash == "" {
 			w.InputHash = s.BodyHash
@@ -119,6 +141,7 @@ func (bk *buckets) touchWorkflow(id string, s *Step, now time.Time) error {
 			w.PolicyVersion = s.PolicyVersion
 		}
 	}
+	w.Status, w.Held = w.Counts.Status(), w.Counts.Held
 	w.Version++
 	w.UpdatedAt = now
 	return putWorkflow(bk.workflows, w)
@@ -257,6 +280,7 @@ func (b *Bolt) PutCheckpoint(id string, ifVersion *uint64, checkpoint json.RawMe
 			return &VersionError{ID: id, Want: *ifVersion, Current: w.Version}
 		}
 		w.Checkpoint = checkpoint
+		w.CheckpointAt = now
 		w.Version++
 		w.UpdatedAt = now
 		out = *w

@@ -94,3 +94,25 @@ func TestPutCheckpointCAS(t *testing.T) {
 		t.Fatalf("checkpoint = %s", got.Checkpoint)
 	}
 }
+
+// Regression: the workflow record was recomputed from all of its steps on
+// every write, so writes to a long workflow cost O(steps) each and a
+// benchmark with 20 workflows slowed from 0.4 ms to 12 ms per Apply. The
+// counts are now kept incrementally; Check verifies them against the steps.
+func TestLongWorkflowCounts(t *testing.T) {
+	b := mustOpen(t)
+	const n = 3000
+	for i := range n {
+		mustApply(t, b, keyN(i), start(keyN(i), "long"))
+		if i%3 == 0 {
+			mustApply(t, b, keyN(i), transition(StatusCommitted, HoldNone, false))
+		}
+	}
+	w, err := b.GetWorkflow("long")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w.Steps != n || w.Counts.Done != n/3 || w.Counts.Started != n-n/3 || w.Status != WorkflowExecuting {
+		t.Fatalf("workflow = %+v", w)
+	}
+}
