@@ -45,8 +45,8 @@ type Workflow struct {
 	Checkpoint json.RawMessage `json:"checkpoint,omitempty"`
 	// CheckpointAt is when the checkpoint was last written.
 	CheckpointAt time.Time `json:"checkpoint_at,omitzero"`
-	CreatedAt  time.Time       `json:"created_at"`
-	UpdatedAt  time.Time       `json:"updated_at"`
+	CreatedAt    time.Time `json:"created_at"`
+	UpdatedAt    time.Time `json:"updated_at"`
 }
 
 // WorkflowCounts are a workflow's steps by class. The journal keeps them
