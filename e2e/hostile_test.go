@@ -265,3 +265,38 @@ func decodedJournal(t *testing.T, path string) []byte {
 	}
 	return out.Bytes()
 }
+
+func TestHeaderLimit(t *testing.T) {
+	for _, scheme := range []string{"http", "https"} {
+		t.Run(scheme, func(t *testing.T) {
+			up := newUpstream(t, scheme == "https")
+			s := newSetup(t, map[string]string{"billing.yaml": ruleFile(up.host(), invoiceRoute)})
+			s.env = append(s.env, "TOOLGUARD_MAX_HEADER_BYTES=8KiB")
+			if scheme == "https" {
+				s.args = append(s.args, "--config", writeConfig(t, s.dir, "upstream:\n  ca_file: "+up.caPEM(t, s.dir)+"\n"))
+			}
+			p := s.start(t)
+			r, body := post(t, p.client(t), up.URL+"/v1/invoices", invoiceBody, "X-Big", strings.Repeat("x", 10<<10))
+			if r.StatusCode != 431 || !strings.Contains(body, "urn:toolguard:headers-too-large") {
+				t.Fatalf("got %d %s, want 431 headers-too-large", r.StatusCode, body)
+			}
+			if up.effects.Load() != 0 {
+				t.Fatal("an oversized request reached the upstream")
+			}
+		})
+	}
+}
+
+func TestFilesAreCreatedPrivate(t *testing.T) {
+	s := newSetup(t, map[string]string{"billing.yaml": ruleFile("x.example", invoiceRoute)})
+	s.start(t)
+	for _, name := range []string{"toolguard.db", "toolguard.db.secret", "ca/ca-key.pem"} {
+		fi, err := os.Stat(filepath.Join(s.dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if mode := fi.Mode().Perm(); mode != 0o600 {
+			t.Errorf("%s has mode %o, want 600", name, mode)
+		}
+	}
+}

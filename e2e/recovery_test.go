@@ -235,6 +235,17 @@ func TestReviewResolve(t *testing.T) {
 }
 
 func TestUpstream500AfterEffect(t *testing.T) {
+	t.Run("none", func(t *testing.T) {
+		up := newUpstream(t, false)
+		p := newSetup(t, map[string]string{"billing.yaml": ruleFile(up.host(), recoveryRoute("none", up.host()))}).start(t)
+		up.status.Store(500)
+		post(t, p.client(t), up.URL+"/v1/invoices", invoiceBody)
+		up.status.Store(0)
+		r, body := post(t, p.client(t), up.URL+"/v1/invoices", invoiceBody)
+		if r.StatusCode != 409 || !strings.Contains(body, "urn:toolguard:ambiguous-effect") || up.effects.Load() != 1 {
+			t.Fatalf("retry after a 500: %d %s, effects %d; want 409 ambiguous-effect and 1 effect", r.StatusCode, body, up.effects.Load())
+		}
+	})
 	for _, strategy := range []string{"native", "lookup"} {
 		t.Run(strategy, func(t *testing.T) {
 			up := newUpstream(t, false)

@@ -186,6 +186,7 @@ func (s *Server) storedResponse(res result) *journal.Response {
 	}
 	if int64(len(res.body)) > s.opts.MaxStoredResponse {
 		r.Truncated = true
+		s.metrics.truncatedResponse()
 	} else {
 		r.Body = res.body
 	}

@@ -22,6 +22,7 @@ type Metrics struct {
 	recoveries    *prometheus.CounterVec
 	verifications *prometheus.CounterVec
 	rejected      *prometheus.CounterVec
+	truncated     prometheus.Counter
 	swept         prometheus.Counter
 	sweptAt       prometheus.Gauge
 }
@@ -46,12 +47,14 @@ func NewMetrics() *Metrics {
 			Help: "Verification results: verified, not_visible, discarded."}, []string{"result"}),
 		rejected: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "toolguard_rejected_total",
 			Help: "Requests refused before anything was sent, by reason."}, []string{"reason"}),
+		truncated: prometheus.NewCounter(prometheus.CounterOpts{Name: "toolguard_responses_truncated_total",
+			Help: "Guarded responses larger than limits.max_stored_response: passed on whole, stored as a hash."}),
 		swept: prometheus.NewCounter(prometheus.CounterOpts{Name: "toolguard_sweeper_removed_total",
 			Help: "Steps removed by the retention sweeper."}),
 		sweptAt: prometheus.NewGauge(prometheus.GaugeOpts{Name: "toolguard_sweeper_last_run_timestamp_seconds",
 			Help: "When the retention sweeper last finished a pass."}),
 	}
-	reg.MustRegister(m.requests, m.upstream, m.commit, m.commitBatch, m.recoveries, m.verifications, m.rejected, m.swept, m.sweptAt,
+	reg.MustRegister(m.requests, m.upstream, m.commit, m.commitBatch, m.recoveries, m.verifications, m.rejected, m.truncated, m.swept, m.sweptAt,
 		prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
 	return m
 }
@@ -125,6 +128,12 @@ func (m *Metrics) verification(result string) {
 func (m *Metrics) reject(reason string) {
 	if m != nil {
 		m.rejected.WithLabelValues(reason).Inc()
+	}
+}
+
+func (m *Metrics) truncatedResponse() {
+	if m != nil {
+		m.truncated.Inc()
 	}
 }
 

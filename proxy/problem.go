@@ -21,9 +21,10 @@ const (
 	ProblemOutcomeUnknown      = "urn:toolguard:outcome-unknown"
 	ProblemVersionChanged      = "urn:toolguard:version-changed"
 	// Added beyond the contract's list.
-	ProblemRejected    = "urn:toolguard:rejected"
-	ProblemUnavailable = "urn:toolguard:unavailable"
-	ProblemRetryBudget = "urn:toolguard:retry-budget-exhausted"
+	ProblemRejected        = "urn:toolguard:rejected"
+	ProblemUnavailable     = "urn:toolguard:unavailable"
+	ProblemRetryBudget     = "urn:toolguard:retry-budget-exhausted"
+	ProblemHeadersTooLarge = "urn:toolguard:headers-too-large"
 )
 
 var problemInfo = map[string]struct {
@@ -42,6 +43,7 @@ var problemInfo = map[string]struct {
 	ProblemRejected:            {http.StatusForbidden, "Call rejected by policy"},
 	ProblemUnavailable:         {http.StatusServiceUnavailable, "toolguard cannot take the call now"},
 	ProblemRetryBudget:         {http.StatusConflict, "Retry budget exhausted; held for review"},
+	ProblemHeadersTooLarge:     {http.StatusRequestHeaderFieldsTooLarge, "Request headers too large"},
 }
 
 // Problem is an RFC 9457 problem body.

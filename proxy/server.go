@@ -82,6 +82,10 @@ type Options struct {
 	// SelfAddrs are toolguard's own listen addresses; requests aimed at
 	// them through the proxy are refused.
 	SelfAddrs []string
+	// MaxHeaderBytes bounds a request's header block (default 1 MiB). The
+	// HTTP server enforces it on plain requests; intercepted requests are
+	// read by goproxy without a limit, so the proxy checks it for both.
+	MaxHeaderBytes int
 	// MaxInFlight bounds the guarded calls handled at once, duplicates
 	// waiting included (default 1024).
 	MaxInFlight int
@@ -246,6 +250,9 @@ func setDefaults(o *Options) {
 	if o.MaxAttempts <= 0 {
 		o.MaxAttempts = 3
 	}
+	if o.MaxHeaderBytes <= 0 {
+		o.MaxHeaderBytes = 1 << 20
+	}
 	if o.MaxInFlight <= 0 {
 		o.MaxInFlight = 1024
 	}
@@ -363,6 +370,14 @@ type reqState struct {
 // rejected.
 func (s *Server) handleRequest(req *http.Request, ctx *goproxy.ProxyCtx) (*http.Request, *http.Response) {
 	host := hostPort(req.URL)
+	if n := headerBytes(req); n > s.opts.MaxHeaderBytes {
+		ctx.UserData = &reqState{guarded: true}
+		s.metrics.request("", "", OutcomeBlocked)
+		s.metrics.reject("headers_too_large")
+		resp := newProblem(ProblemHeadersTooLarge, "", fmt.Sprintf("request headers are %d bytes; limits.max_header_bytes is %d", n, s.opts.MaxHeaderBytes)).response(req)
+		resp.Header.Set(HeaderOutcome, OutcomeBlocked)
+		return req, resp
+	}
 	if refused := s.refuseEgress(req, host); refused != nil {
 		ctx.UserData = &reqState{guarded: true}
 		return req, refused
@@ -416,6 +431,17 @@ func (s *Server) refuseEgress(req *http.Request, host string) *http.Response {
 	resp := newProblem(ProblemRejected, "", why).response(req)
 	resp.Header.Set(HeaderOutcome, OutcomeBlocked)
 	return resp
+}
+
+// headerBytes is the size of a request's header block as sent.
+func headerBytes(req *http.Request) int {
+	n := len(req.Method) + len(req.RequestURI) + len(req.Host) + 16
+	for k, vs := range req.Header {
+		for _, v := range vs {
+			n += len(k) + len(v) + 4
+		}
+	}
+	return n
 }
 
 // hostPort is the request's target with its port made explicit, so that
