@@ -91,3 +91,20 @@ func TestConnectTunnelsUnnamedHosts(t *testing.T) {
 		t.Fatalf("tunnel: body %q, TLS %v", body, resp.TLS != nil)
 	}
 }
+
+// The contract's query GET /v1/steps?status=&workflow=&hold= with empty
+// values filters nothing.
+func TestStepsEmptyFilters(t *testing.T) {
+	up := newUpstream(t, false)
+	p := newSetup(t, map[string]string{"billing.yaml": ruleFile(up.host(), invoiceRoute)}).start(t)
+	post(t, p.client(t), up.URL+"/v1/invoices", invoiceBody)
+	if steps := stepsOf(t, p, "?status=&workflow=&hold="); len(steps) != 1 {
+		t.Fatalf("empty filters: %d steps, want 1", len(steps))
+	}
+	if steps := stepsOf(t, p, "?hold=none"); len(steps) != 1 {
+		t.Fatalf("hold=none: %d steps, want 1", len(steps))
+	}
+	if steps := stepsOf(t, p, "?hold=needs_review"); len(steps) != 0 {
+		t.Fatalf("hold=needs_review: %d steps, want 0", len(steps))
+	}
+}

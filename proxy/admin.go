@@ -162,8 +162,14 @@ func parseFilter(r *http.Request) (journal.Filter, error) {
 			return f, err
 		}
 	}
-	if q.Has("hold") {
-		if f.Hold, err = journal.ParseHold(q.Get("hold")); err != nil {
+	// An empty parameter filters nothing (?status=&hold= lists all);
+	// hold=none selects the steps that are not held.
+	switch v := q.Get("hold"); v {
+	case "":
+	case "none":
+		f.HoldSet = true
+	default:
+		if f.Hold, err = journal.ParseHold(v); err != nil {
 			return f, err
 		}
 		f.HoldSet = true

@@ -108,7 +108,11 @@ func (c *adminClient) steps(ctx context.Context, f journal.Filter) ([]proxy.Step
 		q.Set("status", f.Status.String())
 	}
 	if f.HoldSet {
-		q.Set("hold", f.Hold.String())
+		h := f.Hold.String()
+		if f.Hold == journal.HoldNone {
+			h = "none"
+		}
+		q.Set("hold", h)
 	}
 	if f.Workflow != "" {
 		q.Set("workflow", f.Workflow)
