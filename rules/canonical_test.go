@@ -199,3 +199,12 @@ func TestSetBodyField(t *testing.T) {
 		t.Errorf("SetBodyField(escaping) = %s, want %s", got, want)
 	}
 }
+
+// Regression (found by FuzzCanonicalJSON): two lone low surrogates were
+// decoded as one pair, so "\udc00\udc00" and "\udc00" canonicalized alike.
+func TestLoneLowSurrogates(t *testing.T) {
+	got, err := CanonicalJSON(nil, []byte(`"\udC00\udC00"`))
+	if err != nil || string(got) != "\"\ufffd\ufffd\"" {
+		t.Fatalf("CanonicalJSON = %q, %v; want two U+FFFD", got, err)
+	}
+}

@@ -93,7 +93,9 @@ func (c *canon) escape(dst []byte) ([]byte, error) {
 	}
 	c.pos += 6
 	if utf16.IsSurrogate(r) {
-		if r2, ok := c.lowSurrogate(); ok {
+		// Only a high surrogate pairs with a following low one; anything
+		// else is a lone surrogate, one U+FFFD each (as encoding/json).
+		if r2, ok := c.lowSurrogate(); ok && r < 0xdc00 {
 			r = utf16.DecodeRune(r, r2)
 			c.pos += 6
 		} else {
