@@ -152,3 +152,20 @@ func dumpExpectation(e *Expectation) string {
 	}
 	return fmt.Sprintf("status=%v body=%q contains=%q", e.Status, e.Body, e.Contains)
 }
+
+// Regression (found by FuzzParse): a literal segment ending in "...}"
+// such as "/...}" was taken for a {name...} wildcard and sliced out of
+// range.
+func TestMatchLiteralLikeWildcard(t *testing.T) {
+	api, err := Parse("x.yaml", []byte("api: x\nhosts: [x.example]\nroutes:\n  - name: a\n    match: POST /...}\n    effect: irreversible\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	set, err := NewSet(api)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r, _ := set.Match("x.example", "POST", "/...}"); r == nil {
+		t.Fatal("the literal path /...} does not match itself")
+	}
+}

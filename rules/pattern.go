@@ -102,9 +102,9 @@ func splitPattern(path string) ([]segment, error) {
 			segs = append(segs, segment{kind: segMulti})
 		case p == "{$}":
 			segs = append(segs, segment{kind: segLiteral})
-		case strings.HasSuffix(p, "...}"):
+		case strings.HasPrefix(p, "{") && strings.HasSuffix(p, "...}"):
 			segs = append(segs, segment{kind: segMulti, text: p[1 : len(p)-4]})
-		case strings.HasPrefix(p, "{"):
+		case strings.HasPrefix(p, "{") && strings.HasSuffix(p, "}"):
 			segs = append(segs, segment{kind: segWild, text: p[1 : len(p)-1]})
 		default:
 			lit, err := url.PathUnescape(p)
