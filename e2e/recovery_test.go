@@ -306,6 +306,17 @@ func TestVerification(t *testing.T) {
 			t.Fatalf("step = %v, want committed, held needs_review effect_not_visible", st)
 		}
 	})
+	t.Run("sync mode verifies before answering", func(t *testing.T) {
+		up := newUpstream(t, false)
+		sync := strings.Replace(route(up.host(), "30s"), "      within: 30s\n", "      within: 30s\n      mode: sync\n", 1)
+		p := newSetup(t, map[string]string{"billing.yaml": ruleFile(up.host(), sync)}).start(t)
+		r, _ := post(t, p.client(t), up.URL+"/v1/invoices", invoiceBody)
+		var st map[string]any
+		p.admin(t, "GET", "/v1/steps/"+r.Header.Get("Toolguard-Key"), nil, &st)
+		if st["status"] != "verified" {
+			t.Fatalf("status right after a sync-verified answer = %v, want verified", st["status"])
+		}
+	})
 	t.Run("pending across a restart", func(t *testing.T) {
 		up := newUpstream(t, false)
 		up.hide.Store(true)
