@@ -249,6 +249,12 @@ func newUpstream(t *testing.T, tlsServer bool) *upstream {
 	mux.HandleFunc("GET /v1/invoices", u.lookup)
 	mux.HandleFunc("GET /v1/invoices/{id}", u.get)
 	mux.HandleFunc("GET /v1/stream", u.stream)
+	mux.HandleFunc("POST /v1/big", func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		u.effects.Add(1)
+		w.Header().Set("Content-Type", "application/octet-stream")
+		io.Copy(w, io.LimitReader(&patternReader{n: bigResponse}, bigResponse))
+	})
 	mux.HandleFunc("GET /v1/ping", func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "pong") })
 	if tlsServer {
 		u.Server = httptest.NewTLSServer(mux)
@@ -368,6 +374,9 @@ func (u *upstream) stream(w http.ResponseWriter, r *http.Request) {
 
 // port is the upstream's port.
 func (u *upstream) port() string { return u.host()[strings.LastIndex(u.host(), ":")+1:] }
+
+// bigResponse is the size of POST /v1/big's answer.
+const bigResponse = 3 << 20
 
 // host is the upstream's host:port, as rules name it.
 func (u *upstream) host() string {

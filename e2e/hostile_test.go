@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"bytes"
 	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -299,4 +301,48 @@ func TestFilesAreCreatedPrivate(t *testing.T) {
 			t.Errorf("%s has mode %o, want 600", name, mode)
 		}
 	}
+}
+
+// A guarded answer larger than limits.max_stored_response reaches the agent
+// whole (streamed), is stored as a hash, and a duplicate gets the documented
+// truncated answer.
+func TestOversizedResponse(t *testing.T) {
+	up := newUpstream(t, false)
+	route := `  - name: export
+    match: POST /v1/big
+    effect: irreversible
+`
+	s := newSetup(t, map[string]string{"billing.yaml": ruleFile(up.host(), route)})
+	s.env = append(s.env, "TOOLGUARD_MAX_STORED_RESPONSE=64KiB")
+	p := s.start(t)
+	c := p.client(t)
+	r, body := post(t, c, up.URL+"/v1/big", `{"report":"q3"}`)
+	want, _ := io.ReadAll(&patternReader{n: bigResponse})
+	if r.StatusCode != 200 || body != string(want) {
+		t.Fatalf("first answer: %d, %d bytes, want the whole %d", r.StatusCode, len(body), bigResponse)
+	}
+	sum := sha256.Sum256(want)
+	key := r.Header.Get("Toolguard-Key")
+	eventually(t, "response hash", func() bool {
+		return strings.Contains(string(decodedJournalVia(t, p, key)), hex.EncodeToString(sum[:]))
+	})
+	r, body = post(t, c, up.URL+"/v1/big", `{"report":"q3"}`)
+	if r.Header.Get("Toolguard-Body-Truncated") != "true" || !strings.Contains(body, hex.EncodeToString(sum[:])) || r.StatusCode != 200 {
+		t.Fatalf("duplicate: %d %q %s", r.StatusCode, r.Header.Get("Toolguard-Body-Truncated"), body)
+	}
+	if got := up.effects.Load(); got != 1 {
+		t.Fatalf("upstream effects = %d, want 1", got)
+	}
+	if rss := peakRSS(t, p); rss > 64<<20 {
+		t.Errorf("peak RSS %d MiB streaming a %d MiB answer", rss>>20, bigResponse>>20)
+	}
+}
+
+// decodedJournalVia reads a step through the admin API.
+func decodedJournalVia(t *testing.T, p *proc, key string) []byte {
+	t.Helper()
+	var st map[string]any
+	p.admin(t, "GET", "/v1/steps/"+key, nil, &st)
+	b, _ := json.Marshal(st)
+	return b
 }

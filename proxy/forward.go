@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"hash"
 	"io"
 	"log/slog"
 	"net"
@@ -29,6 +30,18 @@ type result struct {
 	// sent is false only when no connection was made, so nothing can have
 	// reached the upstream.
 	sent bool
+	// rest is the unread remainder of a body larger than the store limit
+	// (body then holds its first bytes); release closes it and ends the
+	// call. Both are nil when the body was read whole.
+	rest    io.Reader
+	release func()
+}
+
+// discard releases a streamed remainder that will not be sent on.
+func (r *result) discard() {
+	if r.release != nil {
+		r.release()
+	}
 }
 
 // forward sends a claimed step upstream, records the outcome durably and
@@ -41,9 +54,11 @@ func (s *Server) forward(c *call, st journal.Step, fl *flight, d Decision) (*ans
 		return s.outcomeChange(c, cur, res), nil
 	}))
 	if errors.Is(err, journal.ErrFenced) {
+		res.discard()
 		return nil, err
 	}
 	if err != nil {
+		res.discard()
 		// The call went out (or may have): the step stays started, and the
 		// agent must not be told that nothing was sent.
 		s.log.Error("record outcome failed; the step stays started", slog.String(logKey, st.Key), slog.Any("error", err))
@@ -57,44 +72,109 @@ func (s *Server) forward(c *call, st journal.Step, fl *flight, d Decision) (*ans
 	case res.err != nil && !res.sent:
 		return s.problemWith(c, newProblem(ProblemUpstreamUnreachable, st.Key, "nothing was sent: "+res.err.Error()+"; safe to retry"), d), nil
 	case rec.Status == journal.StatusStarted:
+		res.discard()
 		return s.problemWith(c, newProblem(ProblemOutcomeUnknown, st.Key, "the call was sent but its outcome is unknown ("+rec.LastError+"); the next retry resolves it"), d), nil
 	}
 	s.afterCommit(c, rec)
 	a := s.replay(c, &rec, outcome, d)
 	if rec.Response != nil && rec.Response.Truncated {
-		// The stored copy holds only the hash: this first answer gets the
-		// whole body as received.
-		a.resp.Body = io.NopCloser(bytes.NewReader(res.body))
-		a.resp.ContentLength = int64(len(res.body))
-		a.resp.Header.Set("Content-Length", strconv.Itoa(len(res.body)))
+		s.streamWhole(a.resp, &rec, res)
 	}
 	return a, nil
+}
+
+// streamWhole gives the first answer of an oversized response the whole
+// body as received — the stored copy keeps only its hash — streaming the
+// unread remainder, and records the hash once the stream has ended.
+func (s *Server) streamWhole(resp *http.Response, rec *journal.Step, res result) {
+	resp.Header.Del("Content-Length")
+	resp.ContentLength = res.resp.ContentLength
+	if n := res.resp.ContentLength; n >= 0 {
+		resp.Header.Set("Content-Length", strconv.FormatInt(n, 10))
+	}
+	h := sha256.New() // hashes what the agent reads: the prefix, then the rest
+	var r io.Reader = bytes.NewReader(res.body)
+	if res.rest != nil {
+		r = io.MultiReader(r, res.rest)
+	}
+	key, epoch, fence := rec.Key, rec.Epoch, rec.Fence
+	resp.Body = &hashingBody{r: r, h: h, release: res.release, done: func(sum string) {
+		_, err := s.journal.Apply(context.Background(), key, journal.Fenced(epoch, fence, func(cur *journal.Step) (journal.Change, error) {
+			if cur.Response == nil || !cur.Response.Truncated || cur.Response.BodyHash != "" {
+				return journal.Change{}, journal.ErrNoChange
+			}
+			st := *cur
+			resp := *cur.Response
+			resp.BodyHash = sum
+			st.Response = &resp
+			return journal.Change{Step: st, Event: "response_hashed", Reason: "oversized response streamed whole"}, nil
+		}))
+		if err != nil && !errors.Is(err, journal.ErrNoChange) {
+			s.log.Warn("record the hash of a streamed response", slog.String(logKey, key), slog.Any("error", err))
+		}
+	}}
+}
+
+// hashingBody streams a response body, hashing it, and reports the hash
+// when the body was read to its end.
+type hashingBody struct {
+	r       io.Reader
+	h       hash.Hash
+	release func()
+	done    func(sum string)
+	ended   bool
+}
+
+func (b *hashingBody) Read(p []byte) (int, error) {
+	n, err := b.r.Read(p)
+	b.h.Write(p[:n])
+	if err == io.EOF && !b.ended {
+		b.ended = true
+		b.done(hex.EncodeToString(b.h.Sum(nil)))
+	}
+	return n, err
+}
+
+func (b *hashingBody) Close() error {
+	if b.release != nil {
+		b.release()
+		b.release = nil
+	}
+	return nil
 }
 
 // send makes one upstream attempt. The agent going away does not cancel
 // it: an abandoned call would only turn a known outcome into an unknown one.
 func (s *Server) send(c *call) result {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(c.in.Context()), s.opts.UpstreamTimeout)
-	defer cancel()
 	var sent atomic.Bool
 	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
 		GotConn: func(httptrace.GotConnInfo) { sent.Store(true) },
 	})
 	out, err := s.outbound(ctx, c)
 	if err != nil {
+		cancel()
 		return result{err: err}
 	}
 	began := time.Now()
 	resp, err := s.upstream.RoundTrip(out)
 	s.metrics.upstreamCall(c.route.API.Name, c.route.Name, time.Since(began))
 	if err != nil {
+		cancel()
 		return result{err: err, sent: possiblySent(s.upstream, sent.Load(), err)}
 	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
+	release := func() { resp.Body.Close(); cancel() }
+	body, err := io.ReadAll(io.LimitReader(resp.Body, s.opts.MaxStoredResponse+1))
 	if err != nil {
+		release()
 		return result{err: fmt.Errorf("read response: %w", err), sent: true}
 	}
+	if int64(len(body)) > s.opts.MaxStoredResponse {
+		// Too large to store: the outcome is recorded from the status and
+		// headers, and the body is streamed on to the agent.
+		return result{resp: resp, body: body, sent: true, rest: resp.Body, release: release}
+	}
+	release()
 	return result{resp: resp, body: body, sent: true}
 }
 
@@ -185,6 +265,8 @@ func (s *Server) storedResponse(res result) *journal.Response {
 		BodyHash: hex.EncodeToString(sum[:]),
 	}
 	if int64(len(res.body)) > s.opts.MaxStoredResponse {
+		// The hash is recorded once the body has been streamed whole.
+		r.BodyHash = ""
 		r.Truncated = true
 		s.metrics.truncatedResponse()
 	} else {
