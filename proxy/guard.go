@@ -97,8 +97,6 @@ func (s *Server) prepare(c *call) *answer {
 	return nil
 }
 
-var errBodyTooLarge = errors.New("body too large")
-
 func readBody(req *http.Request, max int64) ([]byte, error) {
 	if req.Body == nil || req.Body == http.NoBody {
 		return nil, nil

@@ -45,9 +45,6 @@ const (
 
 var sha256Hex = regexp.MustCompile(`^[0-9a-f]{64}$`)
 
-// errTooLarge marks a checkpoint over its size limits (413).
-var errTooLarge = errors.New("checkpoint too large")
-
 // validate checks a checkpoint's shape and sizes.
 func (c *Checkpoint) validate() error {
 	if strings.TrimSpace(c.Goal) == "" {

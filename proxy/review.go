@@ -66,8 +66,6 @@ const (
 	DecisionResolvedNotExecuted = "resolved_not_executed"
 )
 
-var errNotHeld = errors.New("step is not held")
-
 // Resolution is the body of POST /v1/steps/{key}/resolve.
 type Resolution struct {
 	Outcome     string `json:"outcome"`

@@ -3,7 +3,6 @@ package proxy
 import (
 	"context"
 	"crypto/tls"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -179,7 +178,7 @@ func (a *activity) idle() <-chan struct{} {
 // New builds a Server from opts.
 func New(opts Options) (*Server, error) {
 	if opts.Journal == nil {
-		return nil, errors.New("new proxy: no journal")
+		return nil, errNoJournal
 	}
 	if opts.Rules == nil {
 		opts.Rules = &rules.Set{}
