@@ -190,6 +190,30 @@ func (c *adminClient) do(ctx context.Context, method, path string, body, out any
 	return nil
 }
 
+// stream GETs a large admin answer (a backup, an export) without the
+// client's timeout; the caller closes the body.
+func (c *adminClient) stream(ctx context.Context, path string) (io.ReadCloser, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.base+path, nil)
+	if err != nil {
+		return nil, fmt.Errorf("admin request: %w", err)
+	}
+	if c.token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.token)
+	}
+	hc := *c.http
+	hc.Timeout = 0 // a large journal takes a while
+	resp, err := hc.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("reach admin API at %s: %w", c.base, err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+		return nil, &adminError{status: resp.StatusCode, detail: strings.TrimSpace(string(b))}
+	}
+	return resp.Body, nil
+}
+
 // adminError is a non-2xx admin answer.
 type adminError struct {
 	status int

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
 	"path/filepath"
 	"time"
@@ -68,25 +67,12 @@ func copyJournal(ctx context.Context, src *sourceFlags, w io.Writer) (int64, err
 		defer j.Close()
 		return j.WriteTo(w)
 	}
-	c := src.client()
-	c.http.Timeout = 0 // a large journal takes a while
-	req, err := http.NewRequestWithContext(ctx, "GET", c.base+"/v1/journal/backup", nil)
+	body, err := src.client().stream(ctx, "/v1/journal/backup")
 	if err != nil {
 		return 0, err
 	}
-	if c.token != "" {
-		req.Header.Set("Authorization", "Bearer "+c.token)
-	}
-	resp, err := c.http.Do(req)
-	if err != nil {
-		return 0, fmt.Errorf("reach admin API at %s: %w", c.base, err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		b, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-		return 0, &adminError{status: resp.StatusCode, detail: string(b)}
-	}
-	return io.Copy(w, resp.Body)
+	defer body.Close()
+	return io.Copy(w, body)
 }
 
 // checkFile opens a journal file read-only and checks it.
@@ -152,24 +138,11 @@ func journalExport(ctx context.Context, args []string, stdout io.Writer) error {
 		defer j.Close()
 		return j.ForEach(func(st journal.Step) error { return jsonLine(stdout, proxy.ViewOf(&st)) })
 	}
-	c := src.client()
-	c.http.Timeout = 0
-	req, err := http.NewRequestWithContext(ctx, "GET", c.base+"/v1/journal/export", nil)
+	body, err := src.client().stream(ctx, "/v1/journal/export")
 	if err != nil {
 		return err
 	}
-	if c.token != "" {
-		req.Header.Set("Authorization", "Bearer "+c.token)
-	}
-	resp, err := c.http.Do(req)
-	if err != nil {
-		return fmt.Errorf("reach admin API at %s: %w", c.base, err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		b, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-		return &adminError{status: resp.StatusCode, detail: string(b)}
-	}
-	_, err = io.Copy(stdout, resp.Body)
+	defer body.Close()
+	_, err = io.Copy(stdout, body)
 	return err
 }
