@@ -1,12 +1,9 @@
 package proxy
 
 import (
-	"bytes"
 	"encoding/json"
-	"io"
 	"log/slog"
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
 
@@ -145,9 +142,3 @@ func (s *Server) logDecision(c *call, a *answer) {
 		slog.String(logWhy, a.decision.Why),
 	)
 }
-
-var (
-	_ = bytes.NewReader
-	_ = io.EOF
-	_ = strconv.Itoa
-)

@@ -1,7 +1,6 @@
 package proxy
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -303,5 +302,3 @@ func (s *Server) journalFailure(c *call, err error) *answer {
 	s.log.Error("journal write failed; nothing was sent", slog.String("key", c.intent.Key), slog.Any("error", err))
 	return s.problem(c, newProblem(ProblemUnavailable, c.intent.Key, "the journal could not record the call, so it was not sent; retry later"))
 }
-
-var _ = context.Background

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/tls"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -478,5 +477,3 @@ func (p passthroughTripper) RoundTrip(req *http.Request, _ *goproxy.ProxyCtx) (*
 type discardLogger struct{}
 
 func (discardLogger) Printf(string, ...any) {}
-
-var _ = io.Discard

@@ -7,7 +7,6 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"strings"
 	"time"
 
 	"github.com/toolguard/toolguard/rules"
@@ -157,5 +156,3 @@ func CredentialHeaders(api *rules.API, h http.Header) http.Header {
 	}
 	return out
 }
-
-var _ = strings.TrimSpace

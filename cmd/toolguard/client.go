@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -223,5 +222,3 @@ type adminError struct {
 func (e *adminError) Error() string {
 	return fmt.Sprintf("admin API: %d %s: %s", e.status, http.StatusText(e.status), e.detail)
 }
-
-var _ = errors.New
