@@ -318,4 +318,8 @@ func TestWorkflowCLI(t *testing.T) {
 	if err != nil || !strings.Contains(string(out), "wf-cli") {
 		t.Errorf("workflow ls --journal: %v\n%s", err, out)
 	}
+	out, err = exec.Command(binary, "workflow", "resume", "wf-cli", "--journal", filepath.Join(s.dir, "toolguard.db"), "--rules", s.rules).CombinedOutput()
+	if err != nil || !strings.Contains(string(out), `"next_safe_action": "continue:`) {
+		t.Errorf("workflow resume --journal: %v\n%s", err, out)
+	}
 }

@@ -107,6 +107,25 @@ type ResumePacket struct {
 	NextSafeAction string           `json:"next_safe_action"`
 }
 
+// ResumePacket builds the resume packet of workflow id from the journal
+// and the loaded rules. It works on a read-only journal too (the CLI's
+// offline `workflow resume --journal`).
+func (s *Server) ResumePacket(id string) (ResumePacket, error) {
+	ws, ok := s.journal.(WorkflowStore)
+	if !ok {
+		return ResumePacket{}, fmt.Errorf("resume %s: the journal keeps no workflows", id)
+	}
+	wf, err := ws.GetWorkflow(id)
+	if err != nil {
+		return ResumePacket{}, err
+	}
+	steps, err := ws.WorkflowSteps(id)
+	if err != nil {
+		return ResumePacket{}, err
+	}
+	return s.resumePacket(wf, steps), nil
+}
+
 // resumePacket builds a workflow's packet from the journal alone.
 func (s *Server) resumePacket(w journal.Workflow, steps []journal.Step) ResumePacket {
 	sort.SliceStable(steps, func(i, j int) bool { return steps[i].CreatedAt.Before(steps[j].CreatedAt) })
@@ -225,18 +244,12 @@ func (s *Server) mountWorkflows(mux *http.ServeMux, auth func(Role, http.Handler
 		writeJSON(w, http.StatusOK, wf)
 	}))
 	mux.HandleFunc("GET /v1/workflows/{id}/resume", auth(RoleAgent, func(w http.ResponseWriter, r *http.Request) {
-		id := r.PathValue("id")
-		wf, err := ws.GetWorkflow(id)
+		p, err := s.ResumePacket(r.PathValue("id"))
 		if err != nil {
 			workflowError(w, err)
 			return
 		}
-		steps, err := ws.WorkflowSteps(id)
-		if err != nil {
-			workflowError(w, err)
-			return
-		}
-		writeJSON(w, http.StatusOK, s.resumePacket(wf, steps))
+		writeJSON(w, http.StatusOK, p)
 	}))
 	mux.HandleFunc("PUT /v1/workflows/{id}/checkpoint", auth(RoleAgent, func(w http.ResponseWriter, r *http.Request) {
 		putCheckpoint(w, r, cp)

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/toolguard/toolguard/journal"
+	"github.com/toolguard/toolguard/proxy"
+	"github.com/toolguard/toolguard/rules"
 )
 
 const workflowHelp = `Usage: toolguard workflow COMMAND
@@ -34,6 +36,10 @@ func runWorkflow(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	fs := newFlags("workflow "+sub, synopsis, stdout)
 	src.register(fs)
 	fs.BoolVar(&asJSON, "json", false, "print JSON")
+	var rulesDir string
+	if sub == "resume" {
+		fs.StringVar(&rulesDir, "rules", envOr("TOOLGUARD_RULES_DIR", "./rules"), "rules `dir`ectory, with --journal: the next actions depend on the routes")
+	}
 	pos, err := interleaved(fs, rest)
 	if err != nil {
 		return err
@@ -52,7 +58,7 @@ func runWorkflow(ctx context.Context, args []string, stdout, stderr io.Writer) e
 			return workflowShow(ctx, &src, pos[0], stdout, asJSON)
 		}
 		if src.journal != "" {
-			return usagef("workflow resume: needs the running proxy's admin API (the packet's next action depends on the rules it runs)")
+			return resumeOffline(src.journal, rulesDir, pos[0], stdout)
 		}
 		var packet json.RawMessage
 		if err := src.client().do(ctx, "GET", "/v1/workflows/"+url.PathEscape(pos[0])+"/resume", nil, &packet); err != nil {
@@ -119,6 +125,30 @@ func workflowShow(ctx context.Context, src *sourceFlags, id string, stdout io.Wr
 		w.ID, w.Status, w.Version, w.Steps, w.Held, dash(w.CurrentRoute), dash(w.CurrentStep), dash(w.InputHash),
 		dash(w.PromptVersion), dash(w.PolicyVersion), dash(string(w.Checkpoint)), w.UpdatedAt.UTC().Format(time.RFC3339))
 	return tw.Flush()
+}
+
+// resumeOffline builds the resume packet from a stopped proxy's journal
+// and its rules.
+func resumeOffline(path, rulesDir, id string, stdout io.Writer) error {
+	set, err := rules.Load(rulesDir)
+	if err != nil {
+		return fmt.Errorf("workflow resume: load rules from %s: %w", rulesDir, err)
+	}
+	j, err := openReadOnly(path)
+	if err != nil {
+		return err
+	}
+	defer j.Close()
+	srv, err := proxy.New(proxy.Options{Journal: j, Rules: set})
+	if err != nil {
+		return err
+	}
+	defer srv.Close()
+	p, err := srv.ResumePacket(id)
+	if err != nil {
+		return fmt.Errorf("workflow %s: %w", id, err)
+	}
+	return printJSON(stdout, p)
 }
 
 func openReadOnly(path string) (*journal.Bolt, error) {
