@@ -105,8 +105,8 @@ func TestExitCodes(t *testing.T) {
 		{name: "key explain bad header", args: []string{"key", "explain", "--url", "http://x/", "--header", "NoColon"}, wantCode: 2, wantStderr: "--header must be 'Name: value'"},
 		{name: "workflow unknown sub-command", args: []string{"workflow", "list"}, wantCode: 2, wantStderr: `workflow: unknown sub-command "list"`},
 		{name: "workflow show without id", args: []string{"workflow", "show"}, wantCode: 2, wantStderr: "want exactly one ID"},
-		{name: "workflow resume from a file", args: []string{"workflow", "resume", "wf-1", "--journal", filepath.Join(dir, "tg.db")}, wantCode: 2,
-			wantStderr: "needs the running proxy's admin API"},
+		{name: "workflow resume from a file without rules", args: []string{"workflow", "resume", "wf-1", "--journal", filepath.Join(dir, "tg.db"), "--rules", filepath.Join(dir, "no-rules")}, wantCode: 1,
+			wantStderr: "workflow resume: load rules from"},
 		{name: "ca unknown sub-command", args: []string{"ca", "rotate"}, wantCode: 2, wantStderr: `ca: unknown sub-command "rotate"`},
 		{name: "serve stray argument", args: serve("now"), wantCode: 2, wantStderr: `unexpected argument "now"`},
 
