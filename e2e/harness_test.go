@@ -226,6 +226,7 @@ type upstream struct {
 	mu      sync.Mutex
 	byRef   map[string]string
 	byIdem  map[string]string // Idempotency-Key → stored answer (native dedupe)
+	perRef  map[string]int    // effects by the body's "reference"
 	hidden  map[string]bool   // invoice ids not yet visible to GET
 	// hook, when set, runs for every effectful request before (stage
 	// "before") and after (stage "after") its effect is committed. A false
@@ -241,7 +242,7 @@ type upstream struct {
 }
 
 func newUpstream(t *testing.T, tlsServer bool) *upstream {
-	u := &upstream{byRef: map[string]string{}, byIdem: map[string]string{}, hidden: map[string]bool{}}
+	u := &upstream{byRef: map[string]string{}, byIdem: map[string]string{}, hidden: map[string]bool{}, perRef: map[string]int{}}
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v1/invoices", u.create)
 	mux.HandleFunc("POST /v1/emails", u.create)
@@ -271,42 +272,14 @@ func (u *upstream) create(w http.ResponseWriter, r *http.Request) {
 	if hook != nil && !hook("before", r) {
 		panic(http.ErrAbortHandler) // the connection drops; no effect
 	}
-	idem := r.Header.Get("Idempotency-Key")
-	if idem != "" {
-		u.mu.Lock()
-		stored, seen := u.byIdem[idem]
-		u.mu.Unlock()
-		if seen { // the provider dedupes: the original answer, no effect
-			w.Header().Set("Content-Type", "application/json")
-			w.Header().Set("Idempotent-Replayed", "true")
-			w.WriteHeader(http.StatusCreated)
-			io.WriteString(w, stored)
-			return
-		}
+	answer, replayed := u.commit(r, body)
+	if replayed { // the provider dedupes: the original answer, no effect
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Idempotent-Replayed", "true")
+		w.WriteHeader(http.StatusCreated)
+		io.WriteString(w, answer)
+		return
 	}
-	n := u.effects.Add(1)
-	id := fmt.Sprintf("inv_%d", n)
-	var doc map[string]any
-	if json.Unmarshal(body, &doc) == nil {
-		if ref, ok := doc["reference"].(string); ok {
-			u.mu.Lock()
-			u.byRef[ref] = id
-			u.mu.Unlock()
-		}
-	}
-	auth := r.Header.Get("Authorization")
-	if u.noEcho.Load() {
-		auth = "-"
-	}
-	answer := fmt.Sprintf(`{"id":%q,"status":"open","auth_seen":%q,"idem":%q}`, id, auth, idem)
-	u.mu.Lock()
-	if idem != "" {
-		u.byIdem[idem] = answer
-	}
-	if u.hide.Load() {
-		u.hidden[id] = true
-	}
-	u.mu.Unlock()
 	if hook != nil {
 		hook("after", r)
 	}
@@ -318,6 +291,45 @@ func (u *upstream) create(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Set-Cookie", "session=upstream-secret")
 	w.WriteHeader(status)
 	io.WriteString(w, answer)
+}
+
+// commit applies one effect atomically, as a provider would: a request
+// whose Idempotency-Key was seen gets the stored answer and no effect.
+func (u *upstream) commit(r *http.Request, body []byte) (answer string, replayed bool) {
+	idem := r.Header.Get("Idempotency-Key")
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if stored, seen := u.byIdem[idem]; idem != "" && seen {
+		return stored, true
+	}
+	n := u.effects.Add(1)
+	id := fmt.Sprintf("inv_%d", n)
+	var doc map[string]any
+	if json.Unmarshal(body, &doc) == nil {
+		if ref, ok := doc["reference"].(string); ok {
+			u.byRef[ref] = id
+			u.perRef[ref]++
+		}
+	}
+	auth := r.Header.Get("Authorization")
+	if u.noEcho.Load() {
+		auth = "-"
+	}
+	answer = fmt.Sprintf(`{"id":%q,"status":"open","auth_seen":%q,"idem":%q}`, id, auth, idem)
+	if idem != "" {
+		u.byIdem[idem] = answer
+	}
+	if u.hide.Load() {
+		u.hidden[id] = true
+	}
+	return answer, false
+}
+
+// effectsFor reports the effects committed for a reference.
+func (u *upstream) effectsFor(ref string) int {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return u.perRef[ref]
 }
 
 // get answers GET /v1/invoices/{id}: 404 while the invoice is hidden.
