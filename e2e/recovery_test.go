@@ -113,11 +113,14 @@ func TestRecoveryAfterKill(t *testing.T) {
 		t.Run(tc.strategy+"/kill-"+tc.stage, func(t *testing.T) {
 			up := newUpstream(t, false)
 			s := newSetup(t, map[string]string{"billing.yaml": ruleFile(up.host(), recoveryRoute(tc.strategy, up.host()))})
+			// A short upstream timeout: an interrupted attempt settles soon.
+			s.env = append(s.env, "TOOLGUARD_UPSTREAM_TIMEOUT=1s")
 			killMidCall(t, s.start(t), up, tc.stage)
 
 			p := s.start(t)
 			c := p.client(t)
-			// Duplicate deliveries during recovery: eight retries at once.
+			// Duplicate deliveries during recovery: eight agents retry at
+			// once, each until it is told something other than in-progress.
 			const n = 8
 			var wg sync.WaitGroup
 			resps := make([]*http.Response, n)
@@ -126,7 +129,7 @@ func TestRecoveryAfterKill(t *testing.T) {
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
-					resps[i], bodies[i] = post(t, c, up.URL+"/v1/invoices", invoiceBody)
+					resps[i], bodies[i] = postUntilSettled(t, c, up.URL+"/v1/invoices", invoiceBody)
 				}()
 			}
 			wg.Wait()
@@ -372,5 +375,45 @@ func TestApproval(t *testing.T) {
 	}
 	if out, err := exec.Command(binary, "review", "approve", key, "--admin", p.adminURL).CombinedOutput(); err != nil {
 		t.Fatalf("second approve is idempotent, got: %v\n%s", err, out)
+	}
+}
+
+// postUntilSettled is an agent that honours 409 in-progress: it retries
+// after a pause until it gets any other answer.
+func postUntilSettled(t *testing.T, c *http.Client, u, body string) (*http.Response, string) {
+	t.Helper()
+	for attempt := 0; ; attempt++ {
+		r, b := post(t, c, u, body)
+		if r.StatusCode != http.StatusConflict || !strings.Contains(b, "urn:toolguard:in-progress") || attempt == 100 {
+			return r, b
+		}
+		time.Sleep(50 * time.Millisecond) // the agent's retry backoff
+	}
+}
+
+// Regression for the lookup race: after a crash, the provider may still be
+// executing the interrupted request. A lookup that does not see it yet must
+// not be taken as "absent" until the attempt has settled (an upstream
+// timeout after it started), or the re-send would duplicate it.
+func TestLookupWaitsForInterruptedAttempt(t *testing.T) {
+	up := newUpstream(t, false)
+	s := newSetup(t, map[string]string{"billing.yaml": ruleFile(up.host(), recoveryRoute("lookup", up.host()))})
+	s.env = append(s.env, "TOOLGUARD_UPSTREAM_TIMEOUT=2s")
+	killMidCall(t, s.start(t), up, "before") // the upstream dropped it: no effect yet
+	p := s.start(t)
+	c := p.client(t)
+	r, body := post(t, c, up.URL+"/v1/invoices", invoiceBody)
+	if r.StatusCode != 409 || !strings.Contains(body, "urn:toolguard:in-progress") || r.Header.Get("Retry-After") == "" {
+		t.Fatalf("retry right after the crash: %d %s, want 409 in-progress with Retry-After", r.StatusCode, body)
+	}
+	// The interrupted request lands at the provider late.
+	req, _ := http.NewRequest("POST", up.URL+"/v1/invoices", strings.NewReader(invoiceBody))
+	up.commit(req, []byte(invoiceBody))
+	r, body = postUntilSettled(t, c, up.URL+"/v1/invoices", invoiceBody)
+	if r.Header.Get("Toolguard-Outcome") != "recovered" || !strings.Contains(body, "inv_1") {
+		t.Fatalf("after it settled: %d %q %s, want recovered from the lookup", r.StatusCode, r.Header.Get("Toolguard-Outcome"), body)
+	}
+	if got := up.effects.Load(); got != 1 {
+		t.Fatalf("upstream effects = %d, want 1", got)
 	}
 }

@@ -57,9 +57,12 @@ const (
 	ActionBlock
 	// ActionMismatch answers payload-mismatch; nothing changes.
 	ActionMismatch
+	// ActionSettle answers in-progress: an interrupted attempt may still
+	// land at the provider, so a lookup's "absent" is not final yet.
+	ActionSettle
 )
 
-var actionNames = [...]string{"", "forward", "replay", "wait", "lookup", "record_found", "hold", "block", "mismatch"}
+var actionNames = [...]string{"", "forward", "replay", "wait", "lookup", "record_found", "hold", "block", "mismatch", "settle"}
 
 func (a Action) String() string { return actionNames[a] }
 
@@ -87,6 +90,9 @@ type Situation struct {
 	BodyHash string
 	// Lookup is the answer of a lookup made for the step's current fence.
 	Lookup LookupAnswer
+	// Settling: the step's last attempt started less than an upstream
+	// timeout ago, so the provider may still be executing it.
+	Settling bool
 	// MaxAttempts bounds re-execution of failed, retryable steps.
 	MaxAttempts int
 }
@@ -157,6 +163,9 @@ func decideStarted(s Situation) Decision {
 		case LookupFound:
 			return Decision{Action: ActionRecordFound, Recovered: true, Why: "lookup found the effect"}
 		case LookupAbsent:
+			if s.Settling {
+				return Decision{Action: ActionSettle, Why: "lookup found no effect yet, but the interrupted attempt may still land at the provider"}
+			}
 			return Decision{Action: ActionForward, Recovered: true, Why: "lookup found no effect: send again"}
 		case LookupUnknown:
 			return Decision{Action: ActionHold, Hold: journal.HoldNeedsReview, Reason: ReasonLookupUnknown, Why: "lookup could not tell"}

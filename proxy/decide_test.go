@@ -32,25 +32,32 @@ func TestDecideStartedMatrix(t *testing.T) {
 	for _, effect := range []rules.Effect{rules.EffectIrreversible, rules.EffectReversible} {
 		for _, strategy := range []Strategy{StrategyNone, StrategyNative, StrategyLookup} {
 			for _, lookup := range []LookupAnswer{LookupNotAsked, LookupFound, LookupAbsent, LookupUnknown} {
-				name := fmt.Sprintf("%s/%s/%s", effect, strategy, lookup)
-				t.Run(name, func(t *testing.T) {
-					w, ok := table[strategy][lookup]
-					if strategy == StrategyNone {
-						ok = true
-						w = hold(ReasonOutcomeUnknown)
-						if effect == rules.EffectReversible {
-							w = want{ActionForward, "", true}
+				for _, settling := range []bool{false, true} {
+					name := fmt.Sprintf("%s/%s/%s/settling=%v", effect, strategy, lookup, settling)
+					t.Run(name, func(t *testing.T) {
+						w, ok := table[strategy][lookup]
+						if strategy == StrategyNone {
+							ok = true
+							w = hold(ReasonOutcomeUnknown)
+							if effect == rules.EffectReversible {
+								w = want{ActionForward, "", true}
+							}
 						}
-					}
-					if !ok {
-						t.Fatal("missing table row")
-					}
-					st := &journal.Step{Status: journal.StatusStarted, BodyHash: "b"}
-					got := Decide(Situation{Step: st, Strategy: strategy, Effect: effect, BodyHash: "b", Lookup: lookup, MaxAttempts: 3})
-					if got.Action != w.action || got.Reason != w.reason || got.Recovered != w.recovered {
-						t.Fatalf("Decide = %+v, want action %s reason %q recovered %v", got, w.action, w.reason, w.recovered)
-					}
-				})
+						// "Absent" is final only once the interrupted attempt
+						// can no longer land.
+						if strategy == StrategyLookup && lookup == LookupAbsent && settling {
+							w = want{ActionSettle, "", false}
+						}
+						if !ok {
+							t.Fatal("missing table row")
+						}
+						st := &journal.Step{Status: journal.StatusStarted, BodyHash: "b"}
+						got := Decide(Situation{Step: st, Strategy: strategy, Effect: effect, BodyHash: "b", Lookup: lookup, Settling: settling, MaxAttempts: 3})
+						if got.Action != w.action || got.Reason != w.reason || got.Recovered != w.recovered {
+							t.Fatalf("Decide = %+v, want action %s reason %q recovered %v", got, w.action, w.reason, w.recovered)
+						}
+					})
+				}
 			}
 		}
 	}

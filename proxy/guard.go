@@ -160,6 +160,10 @@ func (s *Server) run(c *call) *answer {
 			return s.recoveredAnswer(c, &st, d)
 		case ActionHold, ActionBlock:
 			return s.blocked(c, &st, d)
+		case ActionSettle:
+			p := newProblem(ProblemInProgress, key, "an interrupted attempt of this call may still land at the provider, and its lookup does not show it yet; retry after the attempt has settled")
+			p.RetryAfter = max(time.Until(s.settleBy(&st)), time.Second)
+			return s.problemWith(c, p, d)
 		case ActionMismatch:
 			p := newProblem(ProblemPayloadMismatch, key, "the body differs from the one an approval or review was given for; send that exact body, or a new intent")
 			return s.problemWith(c, p, d)
@@ -189,6 +193,7 @@ func (s *Server) decide(c *call) (d Decision, st journal.Step, fl *flight, wait 
 			if c.lookup != LookupNotAsked && c.lookupFence == cur.Fence {
 				sit.Lookup = c.lookup
 			}
+			sit.Settling = now.Before(s.settleBy(cur))
 		}
 		d = Decide(sit)
 		if cur == nil {
@@ -208,6 +213,12 @@ func (s *Server) decide(c *call) (d Decision, st journal.Step, fl *flight, wait 
 		fl = nil
 	}
 	return d, st, fl, wait, err
+}
+
+// settleBy is when a started step's last attempt can no longer land at the
+// provider: an upstream timeout after it was last written.
+func (s *Server) settleBy(st *journal.Step) time.Time {
+	return st.UpdatedAt.Add(s.opts.UpstreamTimeout)
 }
 
 // leaseGrace is added to the upstream timeout to form a flight's lease: the

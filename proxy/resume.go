@@ -163,7 +163,7 @@ func (s *Server) resumePacket(w journal.Workflow, steps []journal.Step) ResumePa
 func (s *Server) nextAction(st *journal.Step, now time.Time) string {
 	route := s.routeOf(st.API, st.Route)
 	sit := Situation{Step: st, BodyHash: st.BodyHash, MaxAttempts: s.opts.MaxAttempts,
-		InFlight: s.flights.live(st.Key, now) != nil}
+		InFlight: s.flights.live(st.Key, now) != nil, Settling: now.Before(s.settleBy(st))}
 	if route != nil {
 		sit.Strategy, sit.Effect, sit.Approval = strategyOf(route), route.Effect, route.ApprovalRequired
 	} else {
@@ -186,6 +186,8 @@ func (s *Server) nextAction(st *journal.Step, now time.Time) string {
 		return "operator review needed: " + name + " outcome unknown"
 	case ActionWait:
 		return "wait: " + name + " in flight"
+	case ActionSettle:
+		return "wait: " + name + " may still be landing at the provider"
 	case ActionLookup:
 		return "retry " + name + ": toolguard asks the provider first and does not re-send if it took effect"
 	case ActionForward:
