@@ -214,3 +214,25 @@ func TestRetryBudget(t *testing.T) {
 type roundTripFunc func(*http.Request) (*http.Response, error)
 
 func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// A 409 on a route with native idempotency means the key is in use by a
+// request still executing at the provider (Stripe's answer): not a
+// definitive failure. The next retry re-sends the key and gets the outcome.
+func TestNativeKeyInUseIsNotFinal(t *testing.T) {
+	var calls atomic.Int64
+	tr := roundTripFunc(func(req *http.Request) (*http.Response, error) {
+		status, body := 409, `{"error":{"type":"idempotency_error"}}`
+		if calls.Add(1) > 1 {
+			status, body = 201, `{"id":"pi_1"}`
+		}
+		return &http.Response{StatusCode: status, Status: http.StatusText(status), Header: http.Header{}, Body: io.NopCloser(strings.NewReader(body)), Request: req}, nil
+	})
+	p := newTestProxy(t, nativeRoute, tr, Options{})
+	if r, b := p.post(t, "/v1/things", `{"n":1}`); r.StatusCode != http.StatusGatewayTimeout {
+		t.Fatalf("first: %d %s, want 504 outcome-unknown", r.StatusCode, b)
+	}
+	r, b := p.post(t, "/v1/things", `{"n":1}`)
+	if r.StatusCode != 201 || r.Header.Get(HeaderOutcome) != OutcomeRecovered || !strings.Contains(b, "pi_1") {
+		t.Fatalf("retry: %d %q %s, want 201 recovered", r.StatusCode, r.Header.Get(HeaderOutcome), b)
+	}
+}

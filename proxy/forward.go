@@ -235,6 +235,12 @@ func (s *Server) outcomeChange(c *call, st *journal.Step, res result) journal.Ch
 	case res.resp.StatusCode >= 500:
 		next.LastError = "upstream answered " + res.resp.Status
 		return journal.Change{Step: next, Event: "outcome_unknown", Reason: "upstream " + strconv.Itoa(res.resp.StatusCode) + " after the request was sent"}
+	case res.resp.StatusCode == http.StatusConflict && c.route.NativeIdempotency != nil:
+		// Providers answer 409 while another request with the same
+		// idempotency key is still executing (Stripe does): the outcome is
+		// that request's, not known yet. The next retry re-sends the key.
+		next.LastError = "upstream answered " + res.resp.Status + " (idempotency key in use)"
+		return journal.Change{Step: next, Event: "outcome_unknown", Reason: "idempotency key in use at the provider"}
 	}
 	next.Response = s.storedResponse(res)
 	next.LastError = ""
