@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"bytes"
+	"context"
 	"io"
 	"log/slog"
 	"net/http"
@@ -234,5 +235,42 @@ func TestNativeKeyInUseIsNotFinal(t *testing.T) {
 	r, b := p.post(t, "/v1/things", `{"n":1}`)
 	if r.StatusCode != 201 || r.Header.Get(HeaderOutcome) != OutcomeRecovered || !strings.Contains(b, "pi_1") {
 		t.Fatalf("retry: %d %q %s, want 201 recovered", r.StatusCode, r.Header.Get(HeaderOutcome), b)
+	}
+}
+
+// A verifier whose step was taken over meanwhile (an operator's decision
+// claims the step) must not write its late answer.
+func TestStaleVerifierIsFenced(t *testing.T) {
+	probe, release := make(chan struct{}), make(chan struct{})
+	tr := roundTripFunc(func(req *http.Request) (*http.Response, error) {
+		body := `{"id":"inv_1","status":"open"}`
+		if req.Method == http.MethodGet {
+			close(probe)
+			<-release
+		}
+		return &http.Response{StatusCode: 200, Status: "200 OK", Header: http.Header{}, Body: io.NopCloser(strings.NewReader(body)), Request: req}, nil
+	})
+	route := nativeRoute + `    verify:
+      request: GET http://api.test/v1/things/{{operation_id}}
+      expect: {status: 200, body: {status: open}}
+      within: 1h
+`
+	p := newTestProxy(t, route, tr, Options{})
+	r, _ := p.post(t, "/v1/things", `{"n":1}`)
+	key := r.Header.Get(HeaderKey)
+	<-probe // the verifier is asking
+	if _, err := p.j.Apply(context.Background(), key, func(cur *journal.Step) (journal.Change, error) {
+		return journal.Change{Step: *cur, Event: "taken_over", Claim: true}, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	close(release)
+	p.srv.Close() // waits for the verifier to finish
+	st, _ := p.j.Get(key)
+	if st.Status == journal.StatusVerified {
+		t.Fatal("a stale verifier marked the step verified")
+	}
+	if !strings.Contains(p.logs.String(), "verification result discarded") {
+		t.Errorf("the fenced verification was not logged:\n%s", p.logs.String())
 	}
 }
