@@ -300,3 +300,25 @@ func TestUpstream5xxIsOutcomeUnknown(t *testing.T) {
 		t.Fatalf("journal = %v, want the step still started", steps)
 	}
 }
+
+func TestDefinitiveFailureIsReplayed(t *testing.T) {
+	up := newUpstream(t, false)
+	up.status.Store(422)
+	p := newSetup(t, map[string]string{"billing.yaml": ruleFile(up.host(), invoiceRoute)}).start(t)
+	c := p.client(t)
+	r1, b1 := post(t, c, up.URL+"/v1/invoices", invoiceBody)
+	r2, b2 := post(t, c, up.URL+"/v1/invoices", invoiceBody)
+	if r1.StatusCode != 422 || r1.Header.Get("Toolguard-Outcome") != "forwarded" {
+		t.Fatalf("first: %d %q", r1.StatusCode, r1.Header.Get("Toolguard-Outcome"))
+	}
+	if r2.StatusCode != 422 || r2.Header.Get("Toolguard-Outcome") != "replayed" || b1 != b2 {
+		t.Fatalf("second: %d %q %s, want the stored 422 replayed", r2.StatusCode, r2.Header.Get("Toolguard-Outcome"), b2)
+	}
+	if got := up.effects.Load(); got != 1 {
+		t.Fatalf("upstream calls = %d, want 1", got)
+	}
+	steps := stepsOf(t, p, "?status=failed")
+	if len(steps) != 1 || steps[0]["retryable"] == true {
+		t.Fatalf("journal = %v, want one definitive failure", steps)
+	}
+}
