@@ -16,6 +16,7 @@ import (
 type Metrics struct {
 	reg           *prometheus.Registry
 	requests      *prometheus.CounterVec
+	passthrough   prometheus.Counter // requests{outcome="passthrough"}, resolved once: it is on every read
 	upstream      *prometheus.HistogramVec
 	commit        prometheus.Histogram
 	commitBatch   prometheus.Histogram
@@ -54,6 +55,7 @@ func NewMetrics() *Metrics {
 		sweptAt: prometheus.NewGauge(prometheus.GaugeOpts{Name: "toolguard_sweeper_last_run_timestamp_seconds",
 			Help: "When the retention sweeper last finished a pass."}),
 	}
+	m.passthrough = m.requests.WithLabelValues("", "", OutcomePassthrough)
 	reg.MustRegister(m.requests, m.upstream, m.commit, m.commitBatch, m.recoveries, m.verifications, m.rejected, m.truncated, m.swept, m.sweptAt,
 		prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
 	return m
@@ -99,6 +101,12 @@ func (m *Metrics) ObserveCommit(d time.Duration, batch int) {
 	}
 	m.commit.Observe(d.Seconds())
 	m.commitBatch.Observe(float64(batch))
+}
+
+func (m *Metrics) passedThrough() {
+	if m != nil {
+		m.passthrough.Inc()
+	}
 }
 
 func (m *Metrics) request(api, route, outcome string) {

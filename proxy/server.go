@@ -407,7 +407,7 @@ func (s *Server) handleRequest(req *http.Request, ctx *goproxy.ProxyCtx) (*http.
 func (s *Server) handleResponse(resp *http.Response, ctx *goproxy.ProxyCtx) *http.Response {
 	if resp != nil && ctx.UserData == nil {
 		resp.Header.Set(HeaderOutcome, OutcomePassthrough)
-		s.metrics.request("", "", OutcomePassthrough)
+		s.metrics.passedThrough()
 	}
 	return resp
 }
