@@ -33,7 +33,11 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	binary = filepath.Join(dir, "toolguard")
-	build := exec.Command("go", "build", "-o", binary, "../cmd/toolguard")
+	args := []string{"build", "-o", binary}
+	if raceEnabled {
+		args = append(args, "-race")
+	}
+	build := exec.Command("go", append(args, "../cmd/toolguard")...)
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr
 	if err := build.Run(); err != nil {
 		fmt.Fprintln(os.Stderr, "build toolguard:", err)
@@ -119,6 +123,9 @@ func (s *setup) start(t *testing.T) *proc {
 	go func() { p.exitErr = cmd.Wait(); close(p.exited) }()
 	t.Cleanup(func() {
 		p.kill()
+		if strings.Contains(p.logs.String(), "WARNING: DATA RACE") {
+			t.Errorf("the race detector reported a data race in toolguard")
+		}
 		if t.Failed() {
 			t.Logf("toolguard log:\n%s", p.logs.String())
 		}

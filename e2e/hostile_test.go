@@ -130,7 +130,8 @@ func TestHundredMiBBodies(t *testing.T) {
 	if body != strconv.Itoa(size) || received != size {
 		t.Fatalf("passthrough 100 MiB: upstream got %d (%s)", received, body)
 	}
-	if rss := peakRSS(t, p); rss > 64<<20 {
+	// The race detector multiplies memory: the bound holds for real builds.
+	if rss := peakRSS(t, p); rss > 64<<20 && !raceEnabled {
 		t.Errorf("peak RSS %d MiB after 100 MiB bodies, want ≤ 64 MiB", rss>>20)
 	}
 }
@@ -333,7 +334,7 @@ func TestOversizedResponse(t *testing.T) {
 	if got := up.effects.Load(); got != 1 {
 		t.Fatalf("upstream effects = %d, want 1", got)
 	}
-	if rss := peakRSS(t, p); rss > 64<<20 {
+	if rss := peakRSS(t, p); rss > 64<<20 && !raceEnabled {
 		t.Errorf("peak RSS %d MiB streaming a %d MiB answer", rss>>20, bigResponse>>20)
 	}
 }
