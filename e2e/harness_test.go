@@ -246,6 +246,9 @@ type upstream struct {
 	hide atomic.Bool
 	// noEcho keeps request headers out of answers (secret-grep tests).
 	noEcho atomic.Bool
+	// requireAuth makes GET /v1/invoices/{id} answer 401 without an
+	// Authorization header.
+	requireAuth atomic.Bool
 }
 
 func newUpstream(t *testing.T, tlsServer bool) *upstream {
@@ -342,6 +345,10 @@ func (u *upstream) effectsFor(ref string) int {
 // get answers GET /v1/invoices/{id}: 404 while the invoice is hidden.
 func (u *upstream) get(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
+	if u.requireAuth.Load() && r.Header.Get("Authorization") == "" {
+		http.Error(w, `{"error":"unauthorized"}`, http.StatusUnauthorized)
+		return
+	}
 	u.mu.Lock()
 	hidden := u.hidden[id]
 	u.mu.Unlock()

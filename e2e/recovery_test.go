@@ -320,6 +320,22 @@ func TestVerification(t *testing.T) {
 			t.Fatalf("status right after a sync-verified answer = %v, want verified", st["status"])
 		}
 	})
+	t.Run("pending across a restart, with the caller's credential", func(t *testing.T) {
+		up := newUpstream(t, false)
+		up.hide.Store(true)
+		up.requireAuth.Store(true)
+		s := newSetup(t, map[string]string{"billing.yaml": ruleFile(up.host(), route(up.host(), "30s"))})
+		p := s.start(t)
+		r, _ := post(t, p.client(t), up.URL+"/v1/invoices", invoiceBody, "Authorization", "Bearer k1")
+		key := r.Header.Get("Toolguard-Key")
+		p.kill()
+		up.show()
+		p2 := s.start(t)
+		// The credential was never stored: the resumed verification waits
+		// for the same caller's next guarded call to lend it.
+		post(t, p2.client(t), up.URL+"/v1/invoices", `{"customer":"other"}`, "Authorization", "Bearer k1")
+		waitStep(t, p2, key, func(st map[string]any) bool { return st["status"] == "verified" })
+	})
 	t.Run("pending across a restart", func(t *testing.T) {
 		up := newUpstream(t, false)
 		up.hide.Store(true)

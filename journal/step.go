@@ -126,6 +126,11 @@ type Step struct {
 	Host   string `json:"host"`
 	Path   string `json:"path"`
 
+	// CredentialMAC is an HMAC of the caller's credential header: it tells
+	// whose step this is (a verification resumed after a restart waits for
+	// that caller's next request) without holding the credential.
+	CredentialMAC string `json:"credential_mac,omitempty"`
+
 	// BodyHash is the sha256 of the canonical whole request body; approvals
 	// and reviews bind to it.
 	BodyHash string `json:"body_hash"`

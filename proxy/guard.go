@@ -31,6 +31,8 @@ type call struct {
 	// versionChange describes a prompt/policy version change of the
 	// workflow; "" when none.
 	versionChange string
+	// callerMAC identifies the caller (see credentialMAC).
+	callerMAC string
 }
 
 // answer is what the pipeline sends back, with what to log about it.
@@ -93,6 +95,8 @@ func (s *Server) prepare(c *call) *answer {
 		return s.problem(c, newProblem(ProblemInvalidBody, "", err.Error()))
 	}
 	c.intent = intent
+	c.callerMAC = s.credentialMAC(c.route.API, c.in.Header)
+	s.parked.lend(c.callerMAC, c.route.API, c.in.Header)
 	return nil
 }
 
@@ -290,6 +294,7 @@ func (s *Server) newStep(c *call) journal.Step {
 		Host:          c.in.URL.Host,
 		Path:          c.in.URL.Path,
 		BodyHash:      c.intent.BodyHash,
+		CredentialMAC: c.callerMAC,
 		PromptVersion: c.in.Header.Get(HeaderPromptVersion),
 		PolicyVersion: c.in.Header.Get(HeaderPolicyVersion),
 	}

@@ -118,6 +118,7 @@ type Server struct {
 	store   lister
 	metrics *Metrics
 	egress  *egress
+	parked  parking
 	// now is the clock of leases; tests replace it.
 	now func() time.Time
 }

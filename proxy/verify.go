@@ -42,6 +42,9 @@ func (s *Server) startVerify(v verification) {
 // ctx ends first (shutdown) the verification stays pending in the journal
 // and is resumed after the restart.
 func (s *Server) verify(ctx context.Context, v verification) {
+	if !s.awaitCredential(ctx, &v) {
+		return
+	}
 	delay := firstProbeDelay
 	var last verifiers.Result
 	for {
@@ -64,6 +67,29 @@ func (s *Server) verify(ctx context.Context, v verification) {
 		}
 		delay = min(2*delay, s.opts.VerifyMaxInterval)
 	}
+}
+
+// awaitCredential parks a verification resumed without its caller's
+// credential until the caller's next guarded request lends it, the
+// deadline passes (the step is then held, the effect unverified), or ctx
+// ends. It reports whether to probe.
+func (s *Server) awaitCredential(ctx context.Context, v *verification) bool {
+	if v.creds != nil || v.route.API.Credential == "" || v.step.CredentialMAC == "" {
+		return true
+	}
+	ch := s.parked.wait(v.step.CredentialMAC)
+	t := time.NewTimer(time.Until(v.step.VerifyBy))
+	defer t.Stop()
+	select {
+	case v.creds = <-ch:
+		return true
+	case <-t.C:
+		s.parked.forget(v.step.CredentialMAC, ch)
+		s.finishVerify(*v, verifiers.Result{Evidence: "not probed: no request with the caller's credential arrived after the restart"}, false)
+	case <-ctx.Done():
+		s.parked.forget(v.step.CredentialMAC, ch)
+	}
+	return false
 }
 
 func (s *Server) finishVerify(v verification, res verifiers.Result, visible bool) {
@@ -95,8 +121,10 @@ func (s *Server) finishVerify(v verification, res verifiers.Result, visible bool
 }
 
 // ResumeVerifications restarts the verifications that were pending when
-// the previous process stopped. They run without the original request's
-// credentials, which were never stored. It returns how many it resumed.
+// the previous process stopped. The original request's credential was
+// never stored: a verification of an API with a credential header waits
+// for its caller's next guarded request to lend it (see parking). It
+// returns how many it resumed.
 func (s *Server) ResumeVerifications() (int, error) {
 	if s.store == nil {
 		return 0, nil
