@@ -392,6 +392,7 @@ func (s *Server) handleRequest(req *http.Request, ctx *goproxy.ProxyCtx) (*http.
 			resp.Header.Set(HeaderOutcome, OutcomeBlocked)
 			s.metrics.request("", "", OutcomeBlocked)
 			s.metrics.reject("unmatched")
+			s.logRequest(req, slog.LevelInfo, OutcomeBlocked, resp.StatusCode, "unmatched call rejected")
 			return req, resp
 		}
 	}
@@ -409,6 +410,7 @@ func (s *Server) handleResponse(resp *http.Response, ctx *goproxy.ProxyCtx) *htt
 	if resp != nil && ctx.UserData == nil {
 		resp.Header.Set(HeaderOutcome, OutcomePassthrough)
 		s.metrics.passedThrough()
+		s.logRequest(ctx.Req, slog.LevelDebug, OutcomePassthrough, resp.StatusCode, "no route")
 	}
 	return resp
 }
@@ -427,6 +429,7 @@ func (s *Server) refuseEgress(req *http.Request, host string) *http.Response {
 	}
 	s.metrics.request("", "", OutcomeBlocked)
 	s.metrics.reject("egress")
+	s.logRequest(req, slog.LevelInfo, OutcomeBlocked, http.StatusForbidden, why)
 	resp := newProblem(ProblemRejected, "", why).response(req)
 	resp.Header.Set(HeaderOutcome, OutcomeBlocked)
 	return resp
@@ -441,6 +444,22 @@ func headerBytes(req *http.Request) int {
 		}
 	}
 	return n
+}
+
+// logRequest writes the decision line of a request that no route guards:
+// method, target host and path (never the query, headers or body).
+func (s *Server) logRequest(req *http.Request, level slog.Level, outcome string, status int, why string) {
+	if req == nil {
+		return
+	}
+	s.log.LogAttrs(req.Context(), level, "proxied request",
+		slog.String("method", req.Method),
+		slog.String("host", req.URL.Host),
+		slog.String("path", req.URL.Path),
+		slog.String(logOutcome, outcome),
+		slog.Int(logStatus, status),
+		slog.String(logWhy, why),
+	)
 }
 
 // hostPort is the request's target with its port made explicit, so that
