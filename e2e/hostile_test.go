@@ -322,6 +322,9 @@ func TestOversizedResponse(t *testing.T) {
 	if r.StatusCode != 200 || body != string(want) {
 		t.Fatalf("first answer: %d, %d bytes, want the whole %d", r.StatusCode, len(body), bigResponse)
 	}
+	if r.Header.Get("Content-Type") != "application/octet-stream" || r.Header.Get("Toolguard-Body-Truncated") != "" {
+		t.Fatalf("first answer headers: %v, want the upstream's own", r.Header)
+	}
 	sum := sha256.Sum256(want)
 	key := r.Header.Get("Toolguard-Key")
 	eventually(t, "response hash", func() bool {

@@ -32,15 +32,20 @@ func (s *Server) replay(c *call, st *journal.Step, outcome string, d Decision) *
 	default:
 		resp = bodyResponse(c.in, r.Status, r.Header.Clone(), r.Body)
 	}
-	resp.Header.Set(HeaderKey, st.Key)
-	resp.Header.Set(HeaderOutcome, outcome)
+	s.stamp(resp.Header, st, outcome)
+	return &answer{resp: resp, outcome: outcome, decision: d, attempt: st.Attempt}
+}
+
+// stamp adds toolguard's headers to an answer from a step.
+func (s *Server) stamp(h http.Header, st *journal.Step, outcome string) {
+	h.Set(HeaderKey, st.Key)
+	h.Set(HeaderOutcome, outcome)
 	if s.opts.Retention > 0 && st.Terminal() {
-		resp.Header.Set(HeaderKeyExpires, st.UpdatedAt.Add(s.opts.Retention).UTC().Format(http.TimeFormat))
+		h.Set(HeaderKeyExpires, st.UpdatedAt.Add(s.opts.Retention).UTC().Format(http.TimeFormat))
 	}
 	if outcome == OutcomeReplayed {
-		resp.Header.Set(HeaderReplayed, "true")
+		h.Set(HeaderReplayed, "true")
 	}
-	return &answer{resp: resp, outcome: outcome, decision: d, attempt: st.Attempt}
 }
 
 // evidenceResponse answers a committed step for which no upstream response

@@ -78,6 +78,10 @@ func (s *Server) forward(c *call, st journal.Step, fl *flight, d Decision) (*ans
 	s.afterCommit(c, rec)
 	a := s.replay(c, &rec, outcome, d)
 	if rec.Response != nil && rec.Response.Truncated {
+		// The first answer is the upstream's own, headers included, not
+		// the truncation notice later duplicates get.
+		a.resp.Header = rec.Response.Header.Clone()
+		s.stamp(a.resp.Header, &rec, outcome)
 		s.streamWhole(a.resp, &rec, res)
 	}
 	return a, nil
