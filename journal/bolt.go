@@ -61,11 +61,6 @@ func Open(path string, opts Options) (*Bolt, error) {
 		ReadOnly: opts.ReadOnly,
 		// The hashmap freelist stays fast on large, fragmented files.
 		FreelistType: bolt.FreelistMapType,
-		// Without this, every commit rewrites the whole freelist: once
-		// retention sweeps have freed many pages, commits slow from 0.4 ms
-		// to over 10 ms. The price is a scan for free pages at a writable
-		// open: about 0.4 s for a journal of a million steps.
-		NoFreelistSync: true,
 	})
 	if errors.Is(err, berrors.ErrTimeout) {
 		return nil, fmt.Errorf("open journal %s: %w: waited %s for the lock; is another toolguard using this file?",
