@@ -40,7 +40,7 @@ const invoiceBody = `{"customer":"c1","amount":4200,"reference":"order-77","trac
 // killMidCall sends one guarded call and SIGKILLs toolguard while the
 // upstream holds it: at "before", the upstream then drops the request with
 // no effect; at "after", the effect is committed and the answer is lost.
-func killMidCall(t *testing.T, p *proc, up *upstream, stage string) {
+func killMidCall(t *testing.T, p *proc, up *upstream, stage string, headers ...string) {
 	t.Helper()
 	reached := make(chan struct{})
 	release := make(chan struct{})
@@ -58,6 +58,9 @@ func killMidCall(t *testing.T, p *proc, up *upstream, stage string) {
 		defer close(done)
 		req, _ := http.NewRequest("POST", up.URL+"/v1/invoices", strings.NewReader(invoiceBody))
 		req.Header.Set("Content-Type", "application/json")
+		for i := 0; i+1 < len(headers); i += 2 {
+			req.Header.Set(headers[i], headers[i+1])
+		}
 		if resp, err := p.client(t).Do(req); err == nil {
 			resp.Body.Close()
 		}

@@ -201,25 +201,7 @@ func TestResumePacketAfterKill(t *testing.T) {
 			if code, _ := wfRequest(t, p, "PUT", "/v1/workflows/wf-k/checkpoint", "agent", "", `{"goal":"bill","plan":["a","b"]}`); code != 200 {
 				t.Fatalf("agent checkpoint: %d", code)
 			}
-			reached, release := make(chan struct{}), make(chan struct{})
-			up.setHook(func(stage string, r *http.Request) bool {
-				if stage == "after" {
-					close(reached)
-					<-release
-				}
-				return true
-			})
-			go func() {
-				req, _ := http.NewRequest("POST", up.URL+"/v1/invoices", strings.NewReader(invoiceBody))
-				req.Header.Set("Toolguard-Workflow", "wf-k")
-				if resp, err := p.client(t).Do(req); err == nil {
-					resp.Body.Close()
-				}
-			}()
-			<-reached
-			p.kill()
-			close(release)
-			up.setHook(nil)
+			killMidCall(t, p, up, "after", "Toolguard-Workflow", "wf-k")
 
 			p2 := s.start(t)
 			code, body := wfRequest(t, p2, "GET", "/v1/workflows/wf-k/resume", "agent", "", "")
