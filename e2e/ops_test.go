@@ -224,3 +224,24 @@ func TestJournalLockedGivesClearError(t *testing.T) {
 		t.Fatalf("second serve on a locked journal: %v after %s\n%s", err, time.Since(start), out)
 	}
 }
+
+func TestJournalCompact(t *testing.T) {
+	up := newUpstream(t, false)
+	s := newSetup(t, map[string]string{"billing.yaml": ruleFile(up.host(), invoiceRoute)})
+	p := s.start(t)
+	path := filepath.Join(s.dir, "toolguard.db")
+	if out, err := exec.Command(binary, "journal", "compact", "--journal", path).CombinedOutput(); err == nil {
+		t.Fatalf("compacted the journal of a running proxy:\n%s", out)
+	}
+	_, b1 := post(t, p.client(t), up.URL+"/v1/invoices", invoiceBody)
+	p.kill()
+	out, err := exec.Command(binary, "journal", "compact", "--journal", path).CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "check ok") {
+		t.Fatalf("journal compact: %v\n%s", err, out)
+	}
+	p2 := s.start(t)
+	r, b2 := post(t, p2.client(t), up.URL+"/v1/invoices", invoiceBody)
+	if r.Header.Get("Toolguard-Outcome") != "replayed" || b1 != b2 || up.effects.Load() != 1 {
+		t.Fatalf("after compaction: %q %s (effects %d), want the stored answer replayed", r.Header.Get("Toolguard-Outcome"), b2, up.effects.Load())
+	}
+}

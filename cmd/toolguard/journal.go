@@ -18,6 +18,7 @@ Commands:
   backup FILE                                                       a consistent copy, checked before it is kept
   check [--json]                                                    bbolt's consistency check and toolguard's invariants
   export --jsonl                                                    every step, one JSON object per line
+  compact --journal FILE                                            rewrite a stopped proxy's journal without its free pages
 `
 
 func runJournal(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -38,6 +39,8 @@ func runJournal(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return journalCheck(ctx, rest, stdout)
 	case "export":
 		return journalExport(ctx, rest, stdout)
+	case "compact":
+		return journalCompact(rest, stdout)
 	}
 	return usagef("journal: unknown sub-command %q\n%s", sub, journalHelp)
 }

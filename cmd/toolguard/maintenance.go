@@ -146,3 +146,22 @@ func journalExport(ctx context.Context, args []string, stdout io.Writer) error {
 	_, err = io.Copy(stdout, body)
 	return err
 }
+
+// journalCompact rewrites a stopped proxy's journal without its free pages.
+func journalCompact(args []string, stdout io.Writer) error {
+	var path string
+	fs := newFlags("journal compact", "journal compact --journal FILE", stdout)
+	fs.StringVar(&path, "journal", "", "the stopped proxy's journal `file` (required: compaction needs the file lock)")
+	if err := parseNoArgs(fs, args); err != nil {
+		return err
+	}
+	if path == "" {
+		return usagef("journal compact: --journal FILE is required; stop toolguard first")
+	}
+	before, after, err := journal.Compact(path, 2*time.Second)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "compacted %s: %d → %d bytes, check ok\n", path, before, after)
+	return nil
+}

@@ -49,7 +49,7 @@ Usage:
   toolguard journal ls [--status S] [--hold H] [--workflow W] [--json]
   toolguard journal show KEY [--json]
   toolguard journal tail [-f] [--after SEQ] [--json]
-  toolguard journal backup FILE | check | export --jsonl
+  toolguard journal backup FILE | check | export --jsonl | compact --journal FILE
   toolguard review ls [--json]
   toolguard review approve KEY [--note T]
   toolguard review resolve KEY --outcome committed|not-executed [--operation-id ID] [--note T]
