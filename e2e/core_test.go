@@ -29,6 +29,18 @@ func stepsOf(t *testing.T, p *proc, query string) []map[string]any {
 	return out.Steps
 }
 
+// eventsOf lists the proxy's event log through the admin API.
+func eventsOf(t *testing.T, p *proc) []map[string]any {
+	t.Helper()
+	var out struct {
+		Events []map[string]any `json:"events"`
+	}
+	if code := p.admin(t, "GET", "/v1/events", nil, &out); code != 200 {
+		t.Fatalf("GET /v1/events: %d", code)
+	}
+	return out.Events
+}
+
 func TestReplayWithIgnoredFieldChanged(t *testing.T) {
 	for _, scheme := range []string{"http", "https"} {
 		t.Run(scheme, func(t *testing.T) {

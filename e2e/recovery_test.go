@@ -223,18 +223,15 @@ func TestReviewResolve(t *testing.T) {
 			if got := up.effects.Load(); got != tc.wantEffects {
 				t.Fatalf("upstream effects = %d, want %d", got, tc.wantEffects)
 			}
-			var evs struct {
-				Events []map[string]any `json:"events"`
-			}
-			p.admin(t, "GET", "/v1/events", nil, &evs)
 			noted := false
-			for _, e := range evs.Events {
+			events := eventsOf(t, p)
+			for _, e := range events {
 				if e["type"] == "resolved" && e["note"] == "checked the dashboard" {
 					noted = true
 				}
 			}
 			if !noted {
-				t.Errorf("no resolved event with the operator's note in %v", evs.Events)
+				t.Errorf("no resolved event with the operator's note in %v", events)
 			}
 		})
 	}
