@@ -66,7 +66,7 @@ func (b *Bolt) Apply(ctx context.Context, key string, m Mutation) (Step, error) 
 // and a non-nil error only when a write failed, which spoils the whole
 // transaction.
 func (b *Bolt) applyOne(bk *buckets, r *request) (wrote bool, err error) {
-	cur, err := loadStep(bk.steps, r.key)
+	cur, ref, err := bk.loadStep(r.key)
 	if err != nil && !errors.Is(err, ErrNotFound) {
 		r.err = fmt.Errorf("apply step %s: %w", r.key, err)
 		return false, nil
@@ -74,7 +74,7 @@ func (b *Bolt) applyOne(bk *buckets, r *request) (wrote bool, err error) {
 	ch, err := r.run(cur)
 	if errors.Is(err, ErrNoChange) {
 		// Decode again: the mutation may have modified its copy in depth.
-		cur, err = loadStep(bk.steps, r.key)
+		cur, err = bk.getStep(r.key)
 		if err == nil {
 			r.step = *cur
 		}
@@ -94,6 +94,7 @@ func (b *Bolt) applyOne(bk *buckets, r *request) (wrote bool, err error) {
 		r.err = fmt.Errorf("apply step %s: %w", r.key, err)
 		return false, nil
 	}
+	w.ref = ref
 	if err := w.write(bk); err != nil {
 		return true, fmt.Errorf("write step %s: %w", r.key, err)
 	}
@@ -129,6 +130,7 @@ func (r *request) run(cur *Step) (ch Change, err error) {
 // pending is a validated, stamped change ready to be written.
 type pending struct {
 	old     *Step
+	ref     stepRef // where old is stored
 	step    Step
 	data    []byte
 	event   Event
@@ -200,7 +202,7 @@ func validate(key string, s *Step) error {
 // write puts the step, its index entries, the counters, the fence counter
 // and the event.
 func (p *pending) write(bk *buckets) error {
-	if err := bk.steps.Put([]byte(p.step.Key), p.data); err != nil {
+	if err := bk.putStep(p.step.Key, p.ref, p.data); err != nil {
 		return err
 	}
 	if err := bk.reindex(p.old, &p.step); err != nil {

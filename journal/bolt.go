@@ -26,9 +26,10 @@ type Bolt struct {
 	epoch    uint64
 	readOnly bool
 
-	commits  atomic.Uint64
-	onCommit func(d time.Duration, batch int)
-	closed   atomic.Bool // fast path for reads; mu guards the transition
+	commits   atomic.Uint64
+	onCommit  func(d time.Duration, batch int)
+	onApplied func(d time.Duration) // tests: time spent running a batch's mutations
+	closed    atomic.Bool           // fast path for reads; mu guards the transition
 
 	// Group commit state (commit.go).
 	mu    sync.Mutex
@@ -94,9 +95,14 @@ func (b *Bolt) initMeta(tx *bolt.Tx) error {
 	if err := checkSchema(v); err != nil {
 		return err
 	}
-	// Schema 1 is the only layout so far; migrations from older layouts
-	// would run here, in this transaction.
-	if v == 0 {
+	if v == 1 {
+		n, err := migrateV1(tx)
+		if err != nil {
+			return fmt.Errorf("upgrade journal layout 1 to %d: %w", SchemaVersion, err)
+		}
+		b.log.Info("journal: upgraded the file layout", "from", 1, "to", SchemaVersion, "steps", n)
+	}
+	if v != SchemaVersion {
 		if err := putUint(meta, keySchema, SchemaVersion); err != nil {
 			return err
 		}
@@ -107,6 +113,10 @@ func (b *Bolt) initMeta(tx *bolt.Tx) error {
 
 // loadMeta checks the schema of a read-only journal and reads its epoch.
 func (b *Bolt) loadMeta(tx *bolt.Tx) error {
+	if meta := tx.Bucket(bucketMeta); meta != nil && getUint(meta, keySchema) == 1 {
+		return fmt.Errorf("%w: the file has layout 1, written by an older toolguard; "+
+			"open it writable once (toolguard serve, or toolguard journal compact) to upgrade it", ErrSchema)
+	}
 	for _, name := range allBuckets {
 		if tx.Bucket(name) == nil {
 			return fmt.Errorf("%w: no %s bucket; not a toolguard journal", ErrSchema, name)

@@ -1,6 +1,7 @@
 package journal
 
 import (
+	"bytes"
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
@@ -14,7 +15,7 @@ const maxCheckErrors = 1000
 
 // Check verifies the journal and returns every problem found, or nil. It
 // runs bbolt's page-level consistency check and toolguard's invariants:
-// every step decodes and is stored under its own key, with a known status,
+// every step record decodes and is the one its key maps to, with a known status,
 // hold and schema; every committed or verified step has a Response or
 // Evidence; no step has a Fence above the fence counter or an Epoch above
 // the current epoch; every index entry has its step and every step its
@@ -63,32 +64,46 @@ func (c *checker) add(err error) {
 
 func (c *checker) addf(format string, args ...any) { c.add(fmt.Errorf(format, args...)) }
 
-// steps checks every step and its index entries.
+// steps checks every step record, its key entry and its index entries,
+// then every key entry.
 func (c *checker) steps(bk *buckets) {
 	epoch, fence := getUint(bk.meta, keyEpoch), getUint(bk.meta, keyFence)
 	c.byStatus, c.byHold = map[Status]uint64{}, map[Hold]uint64{}
-	cur := bk.steps.Cursor()
-	for k, v := cur.First(); k != nil; k, v = cur.Next() {
-		s, err := unmarshalStep(v)
+	top := bk.records.Sequence()
+	_ = bk.forEachStep(func(seq []byte, s *Step, err error) error {
+		if len(seq) != 8 || binary.BigEndian.Uint64(seq) > top {
+			c.addf("step record %x: malformed or above the record sequence %d", seq, top)
+		}
 		if err != nil {
-			c.addf("step %s: %w", k, err)
-			continue
+			c.addf("step record %x: %w", seq, err)
+			return nil
 		}
 		c.byStatus[s.Status]++
 		c.byHold[s.Hold]++
-		c.step(string(k), s, epoch, fence)
+		if got := bk.lookup(s.Key); !bytes.Equal(got, seq) {
+			c.addf("step %s: record %x is not the one its key maps to (%x)", s.Key, seq, got)
+		}
+		c.step(s.Key, s, epoch, fence)
 		for _, e := range bk.indexKeys(s) {
 			if !has(e.b, e.key) {
-				c.addf("step %s: no entry in index %s", k, bucketName(bk, e.b))
+				c.addf("step %s: no entry in index %s", s.Key, bucketName(bk, e.b))
 			}
+		}
+		return nil
+	})
+	cur := bk.keys.Cursor()
+	for k, _ := cur.First(); k != nil; k, _ = cur.Next() {
+		s, err := bk.getStep(string(k))
+		switch {
+		case err != nil:
+			c.addf("step %s: %w", k, err)
+		case s.Key != string(k):
+			c.addf("step %s: stored under the wrong key (record says %q)", k, s.Key)
 		}
 	}
 }
 
 func (c *checker) step(key string, s *Step, epoch, fence uint64) {
-	if s.Key != key {
-		c.addf("step %s: stored under the wrong key (record says %q)", key, s.Key)
-	}
 	if s.Schema < 1 || s.Schema > SchemaVersion {
 		c.addf("step %s: schema %d (want 1 to %d)", key, s.Schema, SchemaVersion)
 	}
@@ -113,7 +128,12 @@ func (c *checker) step(key string, s *Step, epoch, fence uint64) {
 // attribute.
 func (c *checker) indexes(bk *buckets) {
 	c.index(bk, bk.byStatus, func(k []byte) (string, func(*Step) bool) {
-		return string(k[1:]), func(s *Step) bool { return byte(s.Status) == k[0] }
+		if len(k) < 10 {
+			return "", nil
+		}
+		return string(k[9:]), func(s *Step) bool {
+			return byte(s.Status) == k[0] && string(timeBytes(s.UpdatedAt)) == string(k[1:9])
+		}
 	})
 	c.index(bk, bk.byHold, func(k []byte) (string, func(*Step) bool) {
 		return string(k[1:]), func(s *Step) bool { return s.Hold != HoldNone && byte(s.Hold) == k[0] }
@@ -151,7 +171,7 @@ func (c *checker) index(bk *buckets, idx *bolt.Bucket, split func(k []byte) (str
 			c.addf("index %s: malformed entry %x", name, k)
 			continue
 		}
-		s, err := loadStep(bk.steps, key)
+		s, err := bk.getStep(key)
 		switch {
 		case err != nil:
 			c.addf("step %s: entry %x in index %s: %w", key, k, name, err)

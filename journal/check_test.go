@@ -10,18 +10,22 @@ import (
 )
 
 func TestCheckFindsProblems(t *testing.T) {
-	putStep := func(bk *buckets, key string, s Step) error {
-		v, _ := json.Marshal(s)
-		return bk.steps.Put([]byte(key), v)
+	putRecord := func(bk *buckets, key string, v []byte) error {
+		_, ref, err := bk.loadStep(key)
+		if err != nil {
+			return err
+		}
+		return bk.putStep(key, ref, v)
 	}
 	editStep := func(edit func(s *Step)) func(bk *buckets) error {
 		return func(bk *buckets) error {
-			s, err := loadStep(bk.steps, "a")
+			s, err := bk.getStep("a")
 			if err != nil {
 				return err
 			}
 			edit(s)
-			return putStep(bk, "a", *s)
+			v, _ := json.Marshal(s)
+			return putRecord(bk, "a", v)
 		}
 	}
 	tests := []struct {
@@ -30,8 +34,8 @@ func TestCheckFindsProblems(t *testing.T) {
 		want    []string
 	}{{
 		name:    "undecodable step",
-		corrupt: func(bk *buckets) error { return bk.steps.Put([]byte("a"), []byte("{")) },
-		want:    []string{"step a: decode step", "step a: entry"},
+		corrupt: func(bk *buckets) error { return putRecord(bk, "a", []byte("{")) },
+		want:    []string{"step record 0000000000000001: decode step", "step a: entry"},
 	}, {
 		name:    "stored under another key",
 		corrupt: editStep(func(s *Step) { s.Key = "b" }),

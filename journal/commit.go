@@ -132,6 +132,10 @@ func (b *Bolt) commit(batch []*request) {
 			return err
 		}
 		wrote := false
+		if b.onApplied != nil {
+			t0 := time.Now()
+			defer func() { b.onApplied(time.Since(t0)) }()
+		}
 		for _, r := range batch {
 			w, err := b.applyOne(bk, r)
 			if err != nil {

@@ -1,6 +1,7 @@
 package journal
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -22,6 +23,9 @@ func Compact(path string, timeout time.Duration) (before, after int64, err error
 	}
 	fi, err := os.Stat(path)
 	if err != nil {
+		return 0, 0, fmt.Errorf("compact journal: %w", err)
+	}
+	if err := upgrade(path, timeout); err != nil {
 		return 0, 0, fmt.Errorf("compact journal: %w", err)
 	}
 	// Writable, so that the lock excludes a running toolguard.
@@ -68,4 +72,22 @@ func checkCopy(path string) error {
 		return fmt.Errorf("compact journal: the copy fails its check: %v", errs[0])
 	}
 	return nil
+}
+
+// upgrade brings a journal written in an older layout to this build's, so
+// that its compacted copy is one this build reads; a current journal is
+// left untouched.
+func upgrade(path string, timeout time.Duration) error {
+	ro, err := Open(path, Options{ReadOnly: true, Timeout: timeout})
+	if err == nil {
+		return ro.Close()
+	}
+	if !errors.Is(err, ErrSchema) {
+		return err
+	}
+	rw, err := Open(path, Options{Timeout: timeout})
+	if err != nil {
+		return err
+	}
+	return rw.Close()
 }

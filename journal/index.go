@@ -15,12 +15,17 @@ var (
 	// bucketMeta holds the schema version, the epoch, the fence counter and
 	// the step counters (keys below); values are 8-byte big-endian.
 	bucketMeta = []byte("meta")
-	// bucketSteps maps a step key to the step as JSON.
-	bucketSteps = []byte("steps")
+	// bucketRecords maps an 8-byte big-endian record seq to a step as JSON;
+	// the bucket's sequence is the last seq handed out (see records.go).
+	bucketRecords = []byte("step_records")
+	// bucketKeys maps a step key to the 8-byte seq of its record.
+	bucketKeys = []byte("step_keys")
 	// bucketEvents maps an 8-byte big-endian seq to the event as JSON; the
 	// bucket's sequence is the last seq handed out.
 	bucketEvents = []byte("events")
-	// bucketByStatus: status byte + step key.
+	// bucketByStatus: status byte + 8-byte UpdatedAt (as in idx_updated) +
+	// step key, so that a status's entries are in update order and new
+	// entries land at the end of their status's range.
 	bucketByStatus = []byte("idx_status")
 	// bucketByHold: hold byte + step key, for held steps only.
 	bucketByHold = []byte("idx_hold")
@@ -37,7 +42,7 @@ var (
 	// bucketWorkflows maps a workflow id to its record as JSON.
 	bucketWorkflows = []byte("workflows")
 
-	allBuckets = [][]byte{bucketMeta, bucketSteps, bucketEvents,
+	allBuckets = [][]byte{bucketMeta, bucketRecords, bucketKeys, bucketEvents,
 		bucketByStatus, bucketByHold, bucketByWorkflow, bucketByUpdated, bucketByVerify, bucketWorkflows}
 )
 
@@ -64,7 +69,7 @@ const appendFill = 0.9
 // buckets are the journal's buckets within one transaction.
 type buckets struct {
 	tx                                     *bolt.Tx
-	meta, steps, events                    *bolt.Bucket
+	meta, records, keys, events            *bolt.Bucket
 	byStatus, byHold, byWorkflow, byUpdate *bolt.Bucket
 	byVerify, workflows                    *bolt.Bucket
 }
@@ -75,7 +80,7 @@ func openBuckets(tx *bolt.Tx) (*buckets, error) {
 		b    **bolt.Bucket
 		name []byte
 	}{
-		{&bk.meta, bucketMeta}, {&bk.steps, bucketSteps}, {&bk.events, bucketEvents},
+		{&bk.meta, bucketMeta}, {&bk.records, bucketRecords}, {&bk.keys, bucketKeys}, {&bk.events, bucketEvents},
 		{&bk.byStatus, bucketByStatus}, {&bk.byHold, bucketByHold},
 		{&bk.byWorkflow, bucketByWorkflow}, {&bk.byUpdate, bucketByUpdated},
 		{&bk.byVerify, bucketByVerify}, {&bk.workflows, bucketWorkflows},
@@ -86,11 +91,13 @@ func openBuckets(tx *bolt.Tx) (*buckets, error) {
 	}
 	// Events and the time index grow at their end: fill split pages well
 	// beyond bbolt's default half, or they stay half empty for ever.
-	bk.events.FillPercent, bk.byUpdate.FillPercent = appendFill, appendFill
+	bk.events.FillPercent, bk.byUpdate.FillPercent, bk.records.FillPercent = appendFill, appendFill, appendFill
 	return bk, nil
 }
 
-func statusIndexKey(s Status, key string) []byte { return append([]byte{byte(s)}, key...) }
+func statusIndexKey(s Status, updated time.Time, key string) []byte {
+	return append(append([]byte{byte(s)}, timeBytes(updated)...), key...)
+}
 
 func holdIndexKey(h Hold, key string) []byte { return append([]byte{byte(h)}, key...) }
 
@@ -120,7 +127,7 @@ func timeIndexKey(t time.Time, key string) []byte { return append(timeBytes(t), 
 // for an index the step is not in.
 func (bk *buckets) indexKeys(s *Step) []indexEntry {
 	e := []indexEntry{
-		{bk.byStatus, statusIndexKey(s.Status, s.Key)},
+		{bk.byStatus, statusIndexKey(s.Status, s.UpdatedAt, s.Key)},
 		{bk.byUpdate, timeIndexKey(s.UpdatedAt, s.Key)},
 	}
 	if s.Hold != HoldNone {
@@ -141,24 +148,47 @@ type indexEntry struct {
 }
 
 // reindex replaces the index entries and counters of old (nil for a new
-// step) with those of s.
+// step) with those of s. Entries and counters that do not change are left
+// alone.
 func (bk *buckets) reindex(old, s *Step) error {
+	add := bk.indexKeys(s)
 	if old != nil {
 		for _, e := range bk.indexKeys(old) {
+			if i := findEntry(add, e); i >= 0 {
+				add[i].b = nil // already there
+				continue
+			}
 			if err := e.b.Delete(e.key); err != nil {
 				return fmt.Errorf("delete index entry: %w", err)
 			}
 		}
-		if err := bk.count(old, -1); err != nil {
-			return err
-		}
 	}
-	for _, e := range bk.indexKeys(s) {
+	for _, e := range add {
+		if e.b == nil {
+			continue
+		}
 		if err := e.b.Put(e.key, []byte{}); err != nil {
 			return fmt.Errorf("put index entry: %w", err)
 		}
 	}
+	if old != nil && old.Status == s.Status && old.Hold == s.Hold {
+		return nil
+	}
+	if old != nil {
+		if err := bk.count(old, -1); err != nil {
+			return err
+		}
+	}
 	return bk.count(s, +1)
+}
+
+func findEntry(entries []indexEntry, e indexEntry) int {
+	for i, x := range entries {
+		if x.b == e.b && bytes.Equal(x.key, e.key) {
+			return i
+		}
+	}
+	return -1
 }
 
 // count adds delta to the counters of s's status and hold.

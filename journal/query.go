@@ -15,7 +15,7 @@ const defaultLimit = 1000
 func (b *Bolt) Get(key string) (Step, error) {
 	var s Step
 	err := b.view("get step "+key, func(bk *buckets) error {
-		cur, err := loadStep(bk.steps, key)
+		cur, err := bk.getStep(key)
 		if err == nil {
 			s = *cur
 		}
@@ -24,27 +24,12 @@ func (b *Bolt) Get(key string) (Step, error) {
 	return s, err
 }
 
-// loadStep decodes the step of key; ErrNotFound when there is none.
-func loadStep(steps *bolt.Bucket, key string) (*Step, error) {
-	if key == "" {
-		return nil, ErrNotFound
-	}
-	v := steps.Get([]byte(key))
-	if v == nil {
-		return nil, ErrNotFound
-	}
-	s, err := unmarshalStep(v)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrCorrupt, err)
-	}
-	return s, nil
-}
-
 // List returns the steps that match f, at most f.Limit (default 1000).
 // Without a Status, Hold or Workflow filter it walks the update-time index
 // and returns the most recently updated steps first. With one, it walks
 // only that filter's index (the workflow's if set, else the hold's, else
-// the status's) and returns steps in key order; the other filters are
+// the status's) and returns steps in that index's order (key order, or
+// least recently updated first for a status); the other filters are
 // applied to the steps found. Filter{HoldSet: true} (steps not held) alone
 // walks the time index. An empty result is a nil slice and no error.
 func (b *Bolt) List(f Filter) ([]Step, error) {
@@ -55,7 +40,7 @@ func (b *Bolt) List(f Filter) ([]Step, error) {
 	var out []Step
 	err := b.view("list steps", func(bk *buckets) error {
 		return bk.walk(f, func(key []byte) (bool, error) {
-			s, err := loadStep(bk.steps, string(key))
+			s, err := bk.getStep(string(key))
 			if err != nil {
 				return false, fmt.Errorf("step %s in index: %w", key, err)
 			}
@@ -97,7 +82,17 @@ func (bk *buckets) walk(f Filter, fn func(key []byte) (bool, error)) error {
 	case f.Hold != HoldNone:
 		idx, prefix = bk.byHold, []byte{byte(f.Hold)}
 	case f.Status != StatusUnknown:
-		idx, prefix = bk.byStatus, []byte{byte(f.Status)}
+		c := bk.byStatus.Cursor()
+		prefix := []byte{byte(f.Status)}
+		for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
+			if len(k) <= 9 {
+				return fmt.Errorf("%w: status index key %x", ErrCorrupt, k)
+			}
+			if more, err := fn(k[9:]); !more || err != nil {
+				return err
+			}
+		}
+		return nil
 	default:
 		c := bk.byUpdate.Cursor()
 		for k, _ := c.Last(); k != nil; k, _ = c.Prev() {
@@ -172,14 +167,14 @@ func (b *Bolt) Count() (Counts, error) {
 	return c, err
 }
 
-// ForEach calls fn with every step, in key order, inside one read
-// transaction (a consistent snapshot); it stops at fn's first error.
+// ForEach calls fn with every step, in the order their keys were first
+// written, inside one read transaction (a consistent snapshot); it stops at
+// fn's first error.
 func (b *Bolt) ForEach(fn func(Step) error) error {
 	return b.view("walk steps", func(bk *buckets) error {
-		return bk.steps.ForEach(func(k, v []byte) error {
-			s, err := unmarshalStep(v)
+		return bk.forEachStep(func(seq []byte, s *Step, err error) error {
 			if err != nil {
-				return fmt.Errorf("%w: step %s: %v", ErrCorrupt, k, err)
+				return fmt.Errorf("%w: step record %x: %v", ErrCorrupt, seq, err)
 			}
 			return fn(*s)
 		})

@@ -7,8 +7,10 @@ import (
 	"time"
 )
 
-// SchemaVersion is the version of the Step record layout written by this build.
-const SchemaVersion = 1
+// SchemaVersion is the version of the journal layout written by this build,
+// stamped on every Step record it writes. Layout 2 stores steps by record
+// sequence (see records.go); Open upgrades a layout-1 file in place.
+const SchemaVersion = 2
 
 // Status is the state of a step (see DESIGN.md, "Step states").
 type Status uint8

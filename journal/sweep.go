@@ -59,7 +59,7 @@ func (bk *buckets) sweepSteps(cutoff time.Time, batch int, now time.Time) (remov
 			more = true
 			break
 		}
-		s, err := loadStep(bk.steps, string(k[8:]))
+		s, err := bk.getStep(string(k[8:]))
 		if err != nil {
 			return 0, false, fmt.Errorf("step %s in time index: %w", k[8:], err)
 		}
@@ -97,7 +97,7 @@ func (bk *buckets) deleteStep(s *Step) error {
 	if err := bk.count(s, -1); err != nil {
 		return err
 	}
-	if err := bk.steps.Delete([]byte(s.Key)); err != nil {
+	if err := bk.removeStep(s.Key); err != nil {
 		return fmt.Errorf("delete step %s: %w", s.Key, err)
 	}
 	return nil

@@ -153,7 +153,7 @@ func (bk *buckets) workflowSteps(id string) ([]Step, error) {
 	var out []Step
 	c := bk.byWorkflow.Cursor()
 	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
-		s, err := loadStep(bk.steps, string(k[len(prefix):]))
+		s, err := bk.getStep(string(k[len(prefix):]))
 		if err != nil {
 			return nil, fmt.Errorf("workflow %s: %w", id, err)
 		}

@@ -1,0 +1,138 @@
+package journal
+
+import (
+	"errors"
+	"reflect"
+	"testing"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// downgradeToV1 rewrites a layout-2 journal the way a layout-1 build wrote
+// it: steps under their keys in "steps", the status index keyed by status +
+// step key, and schema 1 in meta.
+func downgradeToV1(t *testing.T, path string) {
+	t.Helper()
+	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	err = db.Update(func(tx *bolt.Tx) error {
+		bk, err := openBuckets(tx)
+		if err != nil {
+			return err
+		}
+		old, err := tx.CreateBucket(bucketStepsV1)
+		if err != nil {
+			return err
+		}
+		if err := tx.DeleteBucket(bucketByStatus); err != nil {
+			return err
+		}
+		byStatus, err := tx.CreateBucket(bucketByStatus)
+		if err != nil {
+			return err
+		}
+		err = bk.forEachStep(func(_ []byte, s *Step, err error) error {
+			if err != nil {
+				return err
+			}
+			s.Schema = 1
+			v, err := s.marshal()
+			if err != nil {
+				return err
+			}
+			if err := old.Put([]byte(s.Key), v); err != nil {
+				return err
+			}
+			return byStatus.Put(append([]byte{byte(s.Status)}, s.Key...), []byte{})
+		})
+		if err != nil {
+			return err
+		}
+		for _, name := range [][]byte{bucketRecords, bucketKeys} {
+			if err := tx.DeleteBucket(name); err != nil {
+				return err
+			}
+		}
+		return putUint(bk.meta, keySchema, 1)
+	})
+	if err != nil {
+		t.Fatalf("downgrade %s: %v", path, err)
+	}
+}
+
+func seedForMigration(t *testing.T, path string) []Step {
+	t.Helper()
+	b, err := Open(path, Options{Now: testClock()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	seed(t, b,
+		Step{Key: "c", Status: StatusStarted, Workflow: "a"},
+		Step{Key: "a", Status: StatusCommitted, Workflow: "ab"},
+		Step{Key: "e", Status: StatusStarted, Hold: HoldNeedsReview, Workflow: "a"},
+		Step{Key: "b", Status: StatusPrepared, Hold: HoldAwaitingApproval},
+		Step{Key: "d", Status: StatusFailed, Hold: HoldNeedsReview},
+	)
+	mustApply(t, b, "c", transition(StatusCommitted, HoldNone, false))
+	steps, err := b.List(Filter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for i := range steps {
+		steps[i].Schema = 1
+	}
+	return steps
+}
+
+func TestOpenUpgradesLayout1(t *testing.T) {
+	path := tempPath(t)
+	want := seedForMigration(t, path)
+	downgradeToV1(t, path)
+
+	_, err := Open(path, Options{ReadOnly: true})
+	if !errors.Is(err, ErrSchema) {
+		t.Fatalf("read-only open of a layout-1 journal: %v, want ErrSchema", err)
+	}
+
+	b := mustOpenPath(t, path, Options{Now: testClock()})
+	got, err := b.List(Filter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("steps after the upgrade:\n got %+v\nwant %+v", got, want)
+	}
+	if got, err := b.List(Filter{Status: StatusCommitted}); err != nil || stepKeys(got) != "a,c" {
+		t.Errorf("committed steps after the upgrade: %v %v, want a,c", stepKeys(got), err)
+	}
+	// The upgraded journal takes new writes like any other.
+	mustApply(t, b, "f", start("f", "a"))
+	mustApply(t, b, "e", transition(StatusFailed, HoldNone, false))
+	if errs := b.Check(); len(errs) > 0 {
+		t.Fatalf("check after the upgrade: %v", errors.Join(errs...))
+	}
+}
+
+func TestCompactUpgradesLayout1(t *testing.T) {
+	path := tempPath(t)
+	want := seedForMigration(t, path)
+	downgradeToV1(t, path)
+	if _, _, err := Compact(path, time.Second); err != nil {
+		t.Fatalf("compact a layout-1 journal: %v", err)
+	}
+	b := mustOpenPath(t, path, Options{ReadOnly: true})
+	got, err := b.List(Filter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("steps after compact:\n got %+v\nwant %+v", got, want)
+	}
+}
