@@ -11,6 +11,7 @@ require (
 	github.com/tidwall/gjson v1.20.2
 	go.etcd.io/bbolt v1.5.0
 	golang.org/x/net v0.59.0
+	golang.org/x/sync v0.23.0
 )
 
 require (

@@ -160,7 +160,7 @@ func parseFlags(args []string) (options, error) {
 		if kv = strings.TrimSpace(kv); kv == "" {
 			continue
 		}
-		if k, _, ok := strings.Cut(kv, "="); !ok || !(strings.HasPrefix(k, "TOOLGUARD_") || k == "GOGC" || k == "GOMEMLIMIT") {
+		if k, _, ok := strings.Cut(kv, "="); !ok || !(strings.HasPrefix(k, "TOOLGUARD_") || k == "GOGC" || k == "GOMEMLIMIT" || k == "GOMAXPROCS") {
 			return o, fmt.Errorf("-toolguard-env: %q is not TOOLGUARD_NAME=value, GOGC=… or GOMEMLIMIT=…", kv)
 		}
 		o.toolguardEnv = append(o.toolguardEnv, kv)

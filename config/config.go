@@ -95,6 +95,10 @@ type Limits struct {
 	MaxHeaderBytes    ByteSize      `yaml:"max_header_bytes" env:"MAX_HEADER_BYTES"`       // http.Server.MaxHeaderBytes
 	ReadHeaderTimeout time.Duration `yaml:"read_header_timeout" env:"READ_HEADER_TIMEOUT"` // http.Server.ReadHeaderTimeout
 	IdleTimeout       time.Duration `yaml:"idle_timeout" env:"IDLE_TIMEOUT"`               // http.Server.IdleTimeout
+	// BodyBuffer bounds the bytes of guarded request bodies held in memory
+	// at once; calls beyond it wait for room, then get 503. A body longer
+	// than BodyBuffer is read alone.
+	BodyBuffer ByteSize `yaml:"body_buffer" env:"BODY_BUFFER"`
 	// MaxInFlight bounds the guarded calls handled at once, duplicates
 	// waiting included; beyond it the proxy answers 503 with Retry-After.
 	MaxInFlight int `yaml:"max_in_flight" env:"MAX_IN_FLIGHT"`
@@ -153,6 +157,7 @@ func Default() Config {
 		Unmatched: UnmatchedPassthrough,
 		Limits: Limits{
 			MaxBody:           8 * MiB,
+			BodyBuffer:        4 * MiB,
 			MaxStoredResponse: 1 * MiB,
 			InFlightWait:      30 * time.Second,
 			MaxHeaderBytes:    1 * MiB,

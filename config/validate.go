@@ -29,6 +29,7 @@ func (c Config) Validate() error {
 		checkPorts("upstream.connect_ports", c.Upstream.ConnectPorts),
 		checkEnum("unmatched", unmatchedEnum.valid(int(c.Unmatched)), c.Unmatched.String(), unmatchedEnum),
 		positive("limits.max_body", c.Limits.MaxBody),
+		positive("limits.body_buffer", c.Limits.BodyBuffer),
 		positive("limits.max_stored_response", c.Limits.MaxStoredResponse),
 		positive("limits.in_flight_wait", c.Limits.InFlightWait),
 		positive("limits.max_header_bytes", c.Limits.MaxHeaderBytes),

@@ -350,3 +350,68 @@ func decodedJournalVia(t *testing.T, p *proc, key string) []byte {
 	b, _ := json.Marshal(st)
 	return b
 }
+
+// TestBodyBufferBoundsHeldBodies: limits.body_buffer bounds the bytes of
+// guarded bodies held at once. A call whose body does not fit while another
+// is held upstream waits, then gets 503 with Retry-After and has no effect;
+// a call that fits goes through meanwhile; once the held call is answered,
+// the refused one goes through on retry.
+func TestBodyBufferBoundsHeldBodies(t *testing.T) {
+	up := newUpstream(t, false)
+	s := newSetup(t, map[string]string{"billing.yaml": ruleFile(up.host(), invoiceRoute)})
+	s.env = append(s.env, "TOOLGUARD_BODY_BUFFER=64KiB", "TOOLGUARD_IN_FLIGHT_WAIT=300ms")
+	p := s.start(t)
+	c := p.client(t)
+	pad := strings.Repeat("x", 40<<10)
+	body := func(ref, pad string) string {
+		return fmt.Sprintf(`{"customer":"c1","amount":1,"reference":%q,"pad":%q}`, ref, pad)
+	}
+
+	held, release := make(chan struct{}), make(chan struct{})
+	up.setHook(func(stage string, r *http.Request) bool {
+		if stage == "before" && r.ContentLength > 40<<10 && r.Header.Get("X-Hold") == "1" {
+			close(held)
+			<-release
+		}
+		return true
+	})
+	first := make(chan int)
+	go func() {
+		r, _ := post(t, c, up.URL+"/v1/invoices", body("big-1", pad), "X-Hold", "1")
+		first <- r.StatusCode
+	}()
+	<-held
+
+	r, text := post(t, c, up.URL+"/v1/invoices", body("big-2", pad))
+	if r.StatusCode != http.StatusServiceUnavailable || r.Header.Get("Retry-After") == "" ||
+		!strings.Contains(text, "urn:toolguard:unavailable") || !strings.Contains(text, "limits.body_buffer") {
+		t.Fatalf("a body beyond the buffer while another is held: %d %q (Retry-After %q)", r.StatusCode, text, r.Header.Get("Retry-After"))
+	}
+	if r, text := post(t, c, up.URL+"/v1/invoices", body("small", "")); r.StatusCode != http.StatusCreated {
+		t.Fatalf("a small body that fits: %d %s", r.StatusCode, text)
+	}
+
+	close(release)
+	if code := <-first; code != http.StatusCreated {
+		t.Fatalf("the held call: %d", code)
+	}
+	if r, text := post(t, c, up.URL+"/v1/invoices", body("big-2", pad)); r.StatusCode != http.StatusCreated {
+		t.Fatalf("the refused call, retried once the buffer is free: %d %s", r.StatusCode, text)
+	}
+	// A body of unannounced length (chunked) longer than the whole buffer
+	// is read alone.
+	req, _ := http.NewRequest(http.MethodPost, up.URL+"/v1/invoices",
+		io.MultiReader(strings.NewReader(body("chunked", strings.Repeat("y", 100<<10)))))
+	req.Header.Set("Content-Type", "application/json")
+	if r, text := do(t, c, req); r.StatusCode != http.StatusCreated || req.ContentLength != 0 {
+		t.Fatalf("a chunked body longer than the buffer: %d %s", r.StatusCode, text)
+	}
+	for _, ref := range []string{"big-1", "big-2", "small", "chunked"} {
+		if n := up.effectsFor(ref); n != 1 {
+			t.Errorf("%s: %d effects, want 1", ref, n)
+		}
+	}
+	if v := metricValue(t, p, `toolguard_rejected_total{reason="body_buffer"}`); v != 1 {
+		t.Errorf("rejected body_buffer = %v, want 1", v)
+	}
+}

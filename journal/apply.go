@@ -44,7 +44,7 @@ func (b *Bolt) Apply(ctx context.Context, key string, m Mutation) (Step, error) 
 	if err := ctx.Err(); err != nil {
 		return Step{}, fmt.Errorf("apply step %s: %w", key, err)
 	}
-	r := &request{key: key, m: m, wake: make(chan wake, 1)}
+	r := &request{key: key, m: m, done: make(chan struct{})}
 	if !b.submit(r) {
 		return Step{}, fmt.Errorf("apply step %s: %w", key, ErrClosed)
 	}

@@ -32,11 +32,13 @@ type Bolt struct {
 	closed    atomic.Bool           // fast path for reads; mu guards the transition
 
 	// Group commit state (commit.go).
-	mu    sync.Mutex
-	idle  sync.Cond // signalled when busy becomes false
-	queue []*request
-	busy  bool // a leader is committing
-	shut  bool // Close was called: no new requests
+	mu      sync.Mutex
+	idle    sync.Cond // signalled when busy becomes false
+	queue   []*request
+	busy    bool          // the committer has been kicked and not gone idle
+	shut    bool          // Close was called: no new requests
+	kick    chan struct{} // wakes the idle committer; closed by Close
+	stopped chan struct{} // closed when the committer has returned
 }
 
 // Open opens the journal at path, creating it (mode 0600) and its buckets
@@ -79,6 +81,12 @@ func Open(path string, opts Options) (*Bolt, error) {
 	if err != nil {
 		_ = db.Close()
 		return nil, fmt.Errorf("open journal %s: %w", path, err)
+	}
+	b.kick, b.stopped = make(chan struct{}, 1), make(chan struct{})
+	if opts.ReadOnly {
+		close(b.stopped)
+	} else {
+		go b.committer()
 	}
 	return b, nil
 }
@@ -169,6 +177,10 @@ func (b *Bolt) Close() error {
 		b.idle.Wait()
 	}
 	b.mu.Unlock()
+	if !b.readOnly {
+		close(b.kick)
+	}
+	<-b.stopped
 	if err := b.db.Close(); err != nil {
 		return fmt.Errorf("close journal %s: %w", b.path, err)
 	}

@@ -5,19 +5,23 @@ package journal
 // An fsync costs about half a millisecond and is the journal's whole write
 // budget, so concurrent Applies share commits. There is no timer (bbolt's
 // db.Batch waits up to MaxBatchDelay, 10 ms by default, even when a single
-// caller is writing). Instead:
+// caller is writing). Instead one committer goroutine per writable journal
+// loops:
 //
-//   - A caller appends its request to the queue. If no commit is in
-//     progress it becomes the leader; otherwise it sleeps until it is either
-//     answered or woken to lead.
-//   - The leader takes everything queued (up to maxBatch), runs the
+//   - A caller appends its request to the queue and, if the committer is
+//     idle, wakes it; then it sleeps until its request is answered.
+//   - The committer takes everything queued (up to maxBatch), runs the
 //     mutations in queue order inside one write transaction, commits once
 //     and answers every request of the batch.
-//   - Requests that arrived during the commit wait in the queue; the leader
-//     wakes the first of them to lead the next batch and returns.
+//   - Requests that arrived during the commit wait in the queue; the
+//     committer takes them as the next batch at once, and goes idle only
+//     when the queue is empty.
 //
 // At concurrency 1 every Apply is its own batch and pays one commit; under
-// load, batches grow to the number of waiting callers.
+// load, batches grow to the number of waiting callers. A committer of its
+// own, rather than a leader elected among the callers, means no hand-off
+// between batches: a woken caller would first have to be scheduled, and
+// under load that wait is paid by every request queued behind it.
 //
 // Nothing is ever retried. bbolt's Batch re-runs the functions of a failed
 // batch one by one, which is harmless for pure functions but not for ours: a
@@ -32,6 +36,7 @@ package journal
 import (
 	"errors"
 	"fmt"
+	"runtime/debug"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -40,20 +45,13 @@ import (
 // maxBatch bounds the number of requests in one transaction.
 const maxBatch = 1024
 
-type wake uint8
-
-const (
-	wakeDone wake = iota + 1 // the result is set
-	wakeLead                 // the request heads the queue: commit a batch
-)
-
 // request is one Apply waiting in the queue.
 type request struct {
 	key  string
 	m    Mutation
-	wake chan wake // buffered (1): every request is woken exactly once
+	done chan struct{} // closed when the result is set
 
-	// Result, set by the leader before waking.
+	// Result, set by the committer before done is closed.
 	step  Step
 	err   error
 	panic *panicError
@@ -72,39 +70,37 @@ func (b *Bolt) submit(r *request) bool {
 		return false
 	}
 	b.queue = append(b.queue, r)
-	lead := !b.busy
+	wake := !b.busy
 	b.busy = true
 	b.mu.Unlock()
-	if lead || <-r.wake == wakeLead {
-		b.lead()
+	if wake {
+		b.kick <- struct{}{}
 	}
+	<-r.done
 	return true
 }
 
-// lead commits one batch taken from the head of the queue, then hands the
-// lead to the next queued request or marks the committer idle.
-func (b *Bolt) lead() {
-	b.mu.Lock()
-	n := min(len(b.queue), maxBatch)
-	batch := b.queue[:n:n]
-	b.queue = b.queue[n:]
-	if len(b.queue) == 0 {
-		b.queue = nil
+// committer commits batches taken from the head of the queue until it is
+// empty, then waits to be kicked again; it returns when kick is closed.
+func (b *Bolt) committer() {
+	defer close(b.stopped)
+	for range b.kick {
+		for {
+			b.mu.Lock()
+			n := min(len(b.queue), maxBatch)
+			if n == 0 {
+				b.queue = nil
+				b.busy = false
+				b.idle.Broadcast()
+				b.mu.Unlock()
+				break
+			}
+			batch := b.queue[:n:n]
+			b.queue = b.queue[n:]
+			b.mu.Unlock()
+			b.commit(batch)
+		}
 	}
-	b.mu.Unlock()
-	defer b.handOff()
-	b.commit(batch)
-}
-
-func (b *Bolt) handOff() {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if len(b.queue) > 0 {
-		b.queue[0].wake <- wakeLead
-		return
-	}
-	b.busy = false
-	b.idle.Broadcast()
 }
 
 // commit applies batch in one transaction and answers every request.
@@ -114,15 +110,15 @@ func (b *Bolt) commit(batch []*request) {
 		if answered {
 			return
 		}
-		// A panic outside any mutation (a bug here or in bbolt): answer
-		// everyone so that no caller waits forever, then let it go on.
+		// A panic outside any mutation (a bug here, or bbolt on a damaged
+		// page): answer everyone so that no caller waits forever. bbolt
+		// rolled the transaction back; the committer goes on.
 		v := recover()
+		b.log.Error("journal: commit aborted by a panic; nothing of the batch was written",
+			"panic", fmt.Sprint(v), "batch", len(batch), "stack", string(debug.Stack()))
 		for _, r := range batch {
 			r.step, r.err = Step{}, fmt.Errorf("apply step %s: journal commit aborted: %v", r.key, v)
-			r.wake <- wakeDone
-		}
-		if v != nil {
-			panic(v)
+			close(r.done)
 		}
 	}()
 	start := time.Now()
@@ -161,7 +157,7 @@ func (b *Bolt) commit(batch []*request) {
 		if err != nil {
 			r.step, r.err = Step{}, fmt.Errorf("apply step %s: commit journal: %w", r.key, err)
 		}
-		r.wake <- wakeDone
+		close(r.done)
 	}
 	answered = true
 }

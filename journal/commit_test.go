@@ -75,10 +75,10 @@ func TestGroupCommitConcurrent(t *testing.T) {
 	}
 }
 
-// blockLeader makes the committer busy with a mutation that waits; Applies
+// blockCommitter makes the committer busy with a mutation that waits; Applies
 // made meanwhile queue up for the next batch. The blocking mutation writes
 // nothing.
-func blockLeader(t *testing.T, b *Bolt) (release func()) {
+func blockCommitter(t *testing.T, b *Bolt) (release func()) {
 	entered, unblock, done := make(chan struct{}), make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(done)
@@ -130,7 +130,7 @@ func applyQueued(t *testing.T, b *Bolt, keys []string, ms []Mutation) func() []r
 func TestGroupCommitIsolatesFailures(t *testing.T) {
 	b := mustOpen(t)
 	errBoom := errors.New("boom")
-	release := blockLeader(t, b)
+	release := blockCommitter(t, b)
 	commits := b.Commits()
 	wait := applyQueued(t, b,
 		[]string{"x", "x", "x", "z", "w", "y"},
@@ -181,7 +181,7 @@ func TestGroupCommitIsolatesFailures(t *testing.T) {
 func TestGroupCommitFailure(t *testing.T) {
 	b := mustOpen(t)
 	mustApply(t, b, "before", start("before", ""))
-	release := blockLeader(t, b)
+	release := blockCommitter(t, b)
 	var mu sync.Mutex
 	calls := map[string]int{}
 	counted := func(key string, m Mutation) Mutation {

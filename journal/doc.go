@@ -15,13 +15,14 @@
 //
 // # Group commit
 //
-// An fsync is the cost of a write, so concurrent Applies share commits: the
-// first caller to find no commit in progress commits everything queued at
-// that moment in one transaction, in arrival order; callers arriving during
-// that commit queue up for the next one. There is no timer, so a lone caller
-// pays exactly one commit. Each mutation sees the writes of those before it
-// in the same transaction; a mutation that fails (error, ErrNoChange, an
-// invalid Change, a panic) writes nothing and affects only its own caller.
+// An fsync is the cost of a write, so concurrent Applies share commits: a
+// committer goroutine commits everything queued at that moment in one
+// transaction, in arrival order, and callers arriving during that commit
+// queue up for the next one, which it starts as soon as the previous one is
+// durable. There is no timer, so a lone caller pays exactly one commit.
+// Each mutation sees the writes of those before it in the same transaction;
+// a mutation that fails (error, ErrNoChange, an invalid Change, a panic)
+// writes nothing and affects only its own caller.
 //
 // Nothing is retried. When a commit fails, every Apply of its batch returns
 // the error and none of it is written. Unlike bbolt's db.Batch, which may

@@ -33,6 +33,8 @@ type call struct {
 	versionChange string
 	// callerMAC identifies the caller (see credentialMAC).
 	callerMAC string
+	// reserved is the room c's body holds in the body budget.
+	reserved int64
 }
 
 // answer is what the pipeline sends back, with what to log about it.
@@ -55,7 +57,11 @@ func (s *Server) guard(req *http.Request, route *rules.Route, params map[string]
 		return a.resp
 	}
 	defer s.active.Done()
-	a := s.prepare(c)
+	defer s.releaseBody(c)
+	a := s.reserveBody(c)
+	if a == nil {
+		a = s.prepare(c)
+	}
 	if a == nil {
 		a = s.run(c)
 	}
@@ -77,6 +83,9 @@ func (s *Server) prepare(c *call) *answer {
 		}
 		s.metrics.reject("invalid_body")
 		return s.problem(c, newProblem(ProblemInvalidBody, "", "read request body: "+err.Error()))
+	}
+	if a := s.growBody(c, int64(len(body))); a != nil {
+		return a
 	}
 	c.body = body
 	in := rules.Input{

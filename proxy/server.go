@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/elazarl/goproxy"
+	"golang.org/x/sync/semaphore"
 
 	"github.com/toolguard/toolguard/journal"
 	"github.com/toolguard/toolguard/rules"
@@ -55,6 +56,9 @@ type Options struct {
 	Unmatched Unmatched
 	// MaxBody bounds a guarded request body (default 8 MiB).
 	MaxBody int64
+	// BodyBuffer bounds the bytes of guarded request bodies held in memory
+	// at once (default 4 MiB); see bodies.go.
+	BodyBuffer int64
 	// MaxStoredResponse bounds a stored response body (default 1 MiB).
 	MaxStoredResponse int64
 	// InFlightWait bounds how long a duplicate waits (default 30s).
@@ -111,6 +115,8 @@ type Server struct {
 	draining atomic.Bool
 	// active counts guarded calls being handled, for Drain.
 	active activity
+	// bodies bounds the request bodies held in memory.
+	bodies *semaphore.Weighted
 	// bg is cancelled by Close; background verifications run under it.
 	bg      context.Context
 	stopBg  context.CancelFunc
@@ -191,6 +197,7 @@ func New(opts Options) (*Server, error) {
 		deriver: &rules.Deriver{Secret: opts.Secret, Lean: true},
 		log:     opts.Logger,
 		flights: newFlights(),
+		bodies:  semaphore.NewWeighted(opts.BodyBuffer),
 	}
 	s.verifier = &verifiers.Client{Transport: opts.Transport, MaxBody: opts.MaxStoredResponse}
 	if s.log == nil {
@@ -230,6 +237,9 @@ func setDefaults(o *Options) {
 	}
 	if o.MaxBody <= 0 {
 		o.MaxBody = 8 << 20
+	}
+	if o.BodyBuffer <= 0 {
+		o.BodyBuffer = 4 << 20
 	}
 	if o.MaxStoredResponse <= 0 {
 		o.MaxStoredResponse = 1 << 20
