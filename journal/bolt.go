@@ -39,6 +39,9 @@ type Bolt struct {
 	shut    bool          // Close was called: no new requests
 	kick    chan struct{} // wakes the idle committer; closed by Close
 	stopped chan struct{} // closed when the committer has returned
+	// stopDrop ends dropResidentLoop (resident.go); dropStopped is closed
+	// when it has returned.
+	stopDrop, dropStopped chan struct{}
 }
 
 // Open opens the journal at path, creating it (mode 0600) and its buckets
@@ -83,10 +86,16 @@ func Open(path string, opts Options) (*Bolt, error) {
 		return nil, fmt.Errorf("open journal %s: %w", path, err)
 	}
 	b.kick, b.stopped = make(chan struct{}, 1), make(chan struct{})
+	b.stopDrop, b.dropStopped = make(chan struct{}), make(chan struct{})
 	if opts.ReadOnly {
 		close(b.stopped)
+		close(b.dropStopped)
 	} else {
 		go b.committer()
+		go func() {
+			defer close(b.dropStopped)
+			b.dropResidentLoop(b.stopDrop)
+		}()
 	}
 	return b, nil
 }
@@ -180,7 +189,9 @@ func (b *Bolt) Close() error {
 	if !b.readOnly {
 		close(b.kick)
 	}
+	close(b.stopDrop)
 	<-b.stopped
+	<-b.dropStopped
 	if err := b.db.Close(); err != nil {
 		return fmt.Errorf("close journal %s: %w", b.path, err)
 	}
