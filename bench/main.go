@@ -128,7 +128,7 @@ func parseFlags(args []string) (options, error) {
 	fs.BoolVar(&o.cpuprofile, "cpuprofile", false, "write CPU profiles of the in-process proxy (guarded and replay, conc 64) to -out")
 	fs.BoolVar(&o.memprofile, "memprofile", false, "write a heap profile of the in-process proxy (guarded, -mem-conc, -mem-body) to -out")
 	var tgEnv string
-	fs.StringVar(&tgEnv, "toolguard-env", "", "comma-separated TOOLGUARD_*=value (or GOGC, GOMEMLIMIT) settings for the toolguard subprocesses, for experiments")
+	fs.StringVar(&tgEnv, "toolguard-env", "", "comma-separated TOOLGUARD_*=value (or GOGC, GOMEMLIMIT, GOMAXPROCS) settings for the toolguard subprocesses, for experiments")
 	fs.BoolVar(&o.memory, "memory", true, "measure peak RSS at -mem-conc with -mem-body bodies on a fresh toolguard")
 	fs.BoolVar(&o.inproc, "inproc", true, "measure journal commits per call on an in-process toolguard")
 	fs.IntVar(&o.replaySet, "replay-set", 2048, "intents committed before the replay cells, then cycled")
@@ -161,7 +161,7 @@ func parseFlags(args []string) (options, error) {
 			continue
 		}
 		if k, _, ok := strings.Cut(kv, "="); !ok || !(strings.HasPrefix(k, "TOOLGUARD_") || k == "GOGC" || k == "GOMEMLIMIT" || k == "GOMAXPROCS") {
-			return o, fmt.Errorf("-toolguard-env: %q is not TOOLGUARD_NAME=value, GOGC=… or GOMEMLIMIT=…", kv)
+			return o, fmt.Errorf("-toolguard-env: %q is not TOOLGUARD_NAME=value, GOGC=…, GOMEMLIMIT=… or GOMAXPROCS=…", kv)
 		}
 		o.toolguardEnv = append(o.toolguardEnv, kv)
 	}

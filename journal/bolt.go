@@ -78,7 +78,7 @@ func Open(path string, opts Options) (*Bolt, error) {
 	b.db = db
 	if opts.ReadOnly {
 		err = db.View(b.loadMeta)
-	} else {
+	} else if err = upgrade(db, b.log); err == nil {
 		err = db.Update(b.initMeta)
 	}
 	if err != nil {
@@ -113,11 +113,7 @@ func (b *Bolt) initMeta(tx *bolt.Tx) error {
 		return err
 	}
 	if v == 1 {
-		n, err := migrateV1(tx)
-		if err != nil {
-			return fmt.Errorf("upgrade journal layout 1 to %d: %w", SchemaVersion, err)
-		}
-		b.log.Info("journal: upgraded the file layout", "from", 1, "to", SchemaVersion, "steps", n)
+		return fmt.Errorf("%w: the layout-1 file was not upgraded", ErrSchema)
 	}
 	if v != SchemaVersion {
 		if err := putUint(meta, keySchema, SchemaVersion); err != nil {

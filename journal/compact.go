@@ -25,7 +25,7 @@ func Compact(path string, timeout time.Duration) (before, after int64, err error
 	if err != nil {
 		return 0, 0, fmt.Errorf("compact journal: %w", err)
 	}
-	if err := upgrade(path, timeout); err != nil {
+	if err := upgradeFile(path, timeout); err != nil {
 		return 0, 0, fmt.Errorf("compact journal: %w", err)
 	}
 	// Writable, so that the lock excludes a running toolguard.
@@ -74,10 +74,10 @@ func checkCopy(path string) error {
 	return nil
 }
 
-// upgrade brings a journal written in an older layout to this build's, so
+// upgradeFile brings a journal written in an older layout to this build's, so
 // that its compacted copy is one this build reads; a current journal is
 // left untouched.
-func upgrade(path string, timeout time.Duration) error {
+func upgradeFile(path string, timeout time.Duration) error {
 	ro, err := Open(path, Options{ReadOnly: true, Timeout: timeout})
 	if err == nil {
 		return ro.Close()

@@ -26,7 +26,7 @@ var (
 	// bucketByStatus: status byte + 8-byte UpdatedAt (as in idx_updated) +
 	// step key, so that a status's entries are in update order and new
 	// entries land at the end of their status's range.
-	bucketByStatus = []byte("idx_status")
+	bucketByStatus = []byte("idx_by_status")
 	// bucketByHold: hold byte + step key, for held steps only.
 	bucketByHold = []byte("idx_hold")
 	// bucketByWorkflow: uvarint(len(workflow)) + workflow + step key, for

@@ -31,7 +31,7 @@ func downgradeToV1(t *testing.T, path string) {
 		if err := tx.DeleteBucket(bucketByStatus); err != nil {
 			return err
 		}
-		byStatus, err := tx.CreateBucket(bucketByStatus)
+		byStatus, err := tx.CreateBucket(bucketByStatusV1)
 		if err != nil {
 			return err
 		}
@@ -64,6 +64,25 @@ func downgradeToV1(t *testing.T, path string) {
 	}
 }
 
+// interrupted puts layout-2 buckets with a stray step beside layout 1.
+func interrupted(t *testing.T, path string) {
+	t.Helper()
+	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	err = db.Update(func(tx *bolt.Tx) error {
+		if err := resetV2(tx); err != nil {
+			return err
+		}
+		return moveStep(tx, []byte("stray"), []byte(`{"key":"stray","status":"committed"}`))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
 func seedForMigration(t *testing.T, path string) []Step {
 	t.Helper()
 	b, err := Open(path, Options{Now: testClock()})
@@ -92,9 +111,14 @@ func seedForMigration(t *testing.T, path string) []Step {
 }
 
 func TestOpenUpgradesLayout1(t *testing.T) {
+	defer func(n int) { migrateChunk = n }(migrateChunk)
+	migrateChunk = 2 // several transactions per phase
 	path := tempPath(t)
 	want := seedForMigration(t, path)
 	downgradeToV1(t, path)
+	// What an upgrade interrupted half way leaves: layout-2 buckets filled
+	// in part (here with a stray entry), layout 1 intact.
+	interrupted(t, path)
 
 	_, err := Open(path, Options{ReadOnly: true})
 	if !errors.Is(err, ErrSchema) {
