@@ -148,12 +148,6 @@ func (c *checker) indexes(bk *buckets) {
 		}
 		return string(k[8:]), func(s *Step) bool { return !s.VerifyBy.IsZero() && string(timeBytes(s.VerifyBy)) == string(k[:8]) }
 	})
-	c.index(bk, bk.byUpdate, func(k []byte) (string, func(*Step) bool) {
-		if len(k) < 8 {
-			return "", nil
-		}
-		return string(k[8:]), func(s *Step) bool { return string(timeBytes(s.UpdatedAt)) == string(k[:8]) }
-	})
 }
 
 // index checks one index; split parses an entry into its step key and a
@@ -232,8 +226,6 @@ func bucketName(bk *buckets, b *bolt.Bucket) string {
 		return string(bucketByHold)
 	case bk.byWorkflow:
 		return string(bucketByWorkflow)
-	case bk.byUpdate:
-		return string(bucketByUpdated)
 	case bk.byVerify:
 		return string(bucketByVerify)
 	}

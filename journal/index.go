@@ -23,9 +23,10 @@ var (
 	// bucketEvents maps an 8-byte big-endian seq to the event as JSON; the
 	// bucket's sequence is the last seq handed out.
 	bucketEvents = []byte("events")
-	// bucketByStatus: status byte + 8-byte UpdatedAt (as in idx_updated) +
-	// step key, so that a status's entries are in update order and new
-	// entries land at the end of their status's range.
+	// bucketByStatus: status byte + 8-byte big-endian UpdatedAt (Unix ns,
+	// sign bit flipped so that byte order is time order) + step key. A
+	// status's entries are in update order, new ones land at the end of its
+	// range, and a merge of the ranges walks all steps by time (bytime.go).
 	bucketByStatus = []byte("idx_by_status")
 	// bucketByHold: hold byte + step key, for held steps only.
 	bucketByHold = []byte("idx_hold")
@@ -33,17 +34,14 @@ var (
 	// steps with a workflow only. The length prefix keeps "a"+"bc…" apart
 	// from "ab"+"c…".
 	bucketByWorkflow = []byte("idx_workflow")
-	// bucketByUpdated: 8-byte big-endian UpdatedAt (Unix ns, sign bit
-	// flipped so that order is time order) + step key.
-	bucketByUpdated = []byte("idx_updated")
-	// bucketByVerify: 8-byte VerifyBy (as in idx_updated) + step key, for
+	// bucketByVerify: 8-byte VerifyBy (as in idx_by_status) + step key, for
 	// steps with a pending verification only.
 	bucketByVerify = []byte("idx_verify")
 	// bucketWorkflows maps a workflow id to its record as JSON.
 	bucketWorkflows = []byte("workflows")
 
 	allBuckets = [][]byte{bucketMeta, bucketRecords, bucketKeys, bucketEvents,
-		bucketByStatus, bucketByHold, bucketByWorkflow, bucketByUpdated, bucketByVerify, bucketWorkflows}
+		bucketByStatus, bucketByHold, bucketByWorkflow, bucketByVerify, bucketWorkflows}
 )
 
 // Keys of the meta bucket.
@@ -68,10 +66,10 @@ const appendFill = 0.9
 
 // buckets are the journal's buckets within one transaction.
 type buckets struct {
-	tx                                     *bolt.Tx
-	meta, records, keys, events            *bolt.Bucket
-	byStatus, byHold, byWorkflow, byUpdate *bolt.Bucket
-	byVerify, workflows                    *bolt.Bucket
+	tx                           *bolt.Tx
+	meta, records, keys, events  *bolt.Bucket
+	byStatus, byHold, byWorkflow *bolt.Bucket
+	byVerify, workflows          *bolt.Bucket
 }
 
 func openBuckets(tx *bolt.Tx) (*buckets, error) {
@@ -82,16 +80,16 @@ func openBuckets(tx *bolt.Tx) (*buckets, error) {
 	}{
 		{&bk.meta, bucketMeta}, {&bk.records, bucketRecords}, {&bk.keys, bucketKeys}, {&bk.events, bucketEvents},
 		{&bk.byStatus, bucketByStatus}, {&bk.byHold, bucketByHold},
-		{&bk.byWorkflow, bucketByWorkflow}, {&bk.byUpdate, bucketByUpdated},
+		{&bk.byWorkflow, bucketByWorkflow},
 		{&bk.byVerify, bucketByVerify}, {&bk.workflows, bucketWorkflows},
 	} {
 		if *p.b = tx.Bucket(p.name); *p.b == nil {
 			return nil, fmt.Errorf("%w: bucket %s is missing", ErrCorrupt, p.name)
 		}
 	}
-	// Events and the time index grow at their end: fill split pages well
+	// Events and step records grow at their end: fill split pages well
 	// beyond bbolt's default half, or they stay half empty for ever.
-	bk.events.FillPercent, bk.byUpdate.FillPercent, bk.records.FillPercent = appendFill, appendFill, appendFill
+	bk.events.FillPercent, bk.records.FillPercent = appendFill, appendFill
 	return bk, nil
 }
 
@@ -128,7 +126,6 @@ func timeIndexKey(t time.Time, key string) []byte { return append(timeBytes(t), 
 func (bk *buckets) indexKeys(s *Step) []indexEntry {
 	e := []indexEntry{
 		{bk.byStatus, statusIndexKey(s.Status, s.UpdatedAt, s.Key)},
-		{bk.byUpdate, timeIndexKey(s.UpdatedAt, s.Key)},
 	}
 	if s.Hold != HoldNone {
 		e = append(e, indexEntry{bk.byHold, holdIndexKey(s.Hold, s.Key)})

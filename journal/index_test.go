@@ -3,6 +3,7 @@ package journal
 import (
 	"context"
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -175,5 +176,38 @@ func TestLastSeqEmpty(t *testing.T) {
 	_, err := b.Apply(context.Background(), "x", func(*Step) (Change, error) { return Change{}, ErrNoChange })
 	if err == nil {
 		t.Error("no change on a missing key: want ErrNotFound")
+	}
+}
+
+func TestByTimeMergesStatuses(t *testing.T) {
+	b := mustOpen(t)
+	seed(t, b,
+		Step{Key: "c", Status: StatusStarted},
+		Step{Key: "a", Status: StatusCommitted},
+		Step{Key: "e", Status: StatusFailed},
+		Step{Key: "b", Status: StatusPrepared},
+		Step{Key: "d", Status: StatusCommitted},
+	)
+	mustApply(t, b, "c", transition(StatusFailed, HoldNone, false)) // now the newest
+	for _, tc := range []struct {
+		statuses []Status
+		newest   bool
+		want     string
+	}{
+		{allStatuses, true, "c,d,b,e,a"},
+		{allStatuses, false, "a,e,b,d,c"},
+		{finishedStatuses, false, "a,e,d,c"},
+		{[]Status{StatusStarted}, false, ""},
+	} {
+		var got []string
+		err := b.view("walk", func(bk *buckets) error {
+			return bk.byTime(tc.statuses, tc.newest, func(_, key []byte) (bool, error) {
+				got = append(got, string(key))
+				return true, nil
+			})
+		})
+		if err != nil || strings.Join(got, ",") != tc.want {
+			t.Errorf("byTime(%v, newest=%v) = %v, %v; want %s", tc.statuses, tc.newest, got, err, tc.want)
+		}
 	}
 }

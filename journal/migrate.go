@@ -8,13 +8,16 @@ import (
 	bolt "go.etcd.io/bbolt"
 )
 
-// Layout 1 kept each step under its key in bucket "steps" and indexed
-// statuses in "idx_status" by status + step key. Layout 2 (records.go)
-// stores steps by record sequence and indexes statuses in "idx_by_status"
-// by status + update time + step key; every other bucket is the same.
+// Layout 1 kept each step under its key in bucket "steps", indexed
+// statuses in "idx_status" by status + step key and update times in
+// "idx_updated" by time + step key. Layout 2 (records.go) stores steps by
+// record sequence and indexes statuses in "idx_by_status" by status +
+// update time + step key, which serves walks by time too; every other
+// bucket is the same.
 var (
-	bucketStepsV1    = []byte("steps")
-	bucketByStatusV1 = []byte("idx_status")
+	bucketStepsV1     = []byte("steps")
+	bucketByStatusV1  = []byte("idx_status")
+	bucketByUpdatedV1 = []byte("idx_updated")
 )
 
 // migrateChunk is the number of steps one upgrade transaction moves. bbolt
@@ -51,7 +54,7 @@ func upgrade(db *bolt.DB, log *slog.Logger) error {
 	if err := chunked(db, bucketStepsV1, moveStep); err != nil {
 		return fmt.Errorf("upgrade journal layout: move steps: %w", err)
 	}
-	if err := chunked(db, bucketByUpdated, indexStatus); err != nil {
+	if err := chunked(db, bucketByUpdatedV1, indexStatus); err != nil {
 		return fmt.Errorf("upgrade journal layout: index statuses: %w", err)
 	}
 	if err := db.Update(finishV2); err != nil {
@@ -65,7 +68,7 @@ func upgrade(db *bolt.DB, log *slog.Logger) error {
 // resetV2 empties the layout-2 step buckets, which an earlier, interrupted
 // upgrade may have filled in part.
 func resetV2(tx *bolt.Tx) error {
-	if tx.Bucket(bucketStepsV1) == nil || tx.Bucket(bucketByUpdated) == nil {
+	if tx.Bucket(bucketStepsV1) == nil || tx.Bucket(bucketByUpdatedV1) == nil {
 		return fmt.Errorf("%w: layout 1 journal without its steps or time index", ErrCorrupt)
 	}
 	for _, name := range [][]byte{bucketRecords, bucketKeys, bucketByStatus} {
@@ -158,7 +161,7 @@ func finishV2(tx *bolt.Tx) error {
 	if got := tx.Bucket(bucketByStatus).Stats().KeyN; got != old {
 		return fmt.Errorf("%w: indexed %d steps of %d (the time index does not match the steps)", ErrCorrupt, got, old)
 	}
-	for _, name := range [][]byte{bucketStepsV1, bucketByStatusV1} {
+	for _, name := range [][]byte{bucketStepsV1, bucketByStatusV1, bucketByUpdatedV1} {
 		if tx.Bucket(name) == nil {
 			continue
 		}

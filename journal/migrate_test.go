@@ -35,6 +35,10 @@ func downgradeToV1(t *testing.T, path string) {
 		if err != nil {
 			return err
 		}
+		byUpdated, err := tx.CreateBucket(bucketByUpdatedV1)
+		if err != nil {
+			return err
+		}
 		err = bk.forEachStep(func(_ []byte, s *Step, err error) error {
 			if err != nil {
 				return err
@@ -45,6 +49,9 @@ func downgradeToV1(t *testing.T, path string) {
 				return err
 			}
 			if err := old.Put([]byte(s.Key), v); err != nil {
+				return err
+			}
+			if err := byUpdated.Put(timeIndexKey(s.UpdatedAt, s.Key), []byte{}); err != nil {
 				return err
 			}
 			return byStatus.Put(append([]byte{byte(s.Status)}, s.Key...), []byte{})

@@ -31,7 +31,7 @@ func (b *Bolt) Get(key string) (Step, error) {
 // the status's) and returns steps in that index's order (key order, or
 // least recently updated first for a status); the other filters are
 // applied to the steps found. Filter{HoldSet: true} (steps not held) alone
-// walks the time index. An empty result is a nil slice and no error.
+// walks all steps by time. An empty result is a nil slice and no error.
 func (b *Bolt) List(f Filter) ([]Step, error) {
 	limit := f.Limit
 	if limit <= 0 {
@@ -94,16 +94,7 @@ func (bk *buckets) walk(f Filter, fn func(key []byte) (bool, error)) error {
 		}
 		return nil
 	default:
-		c := bk.byUpdate.Cursor()
-		for k, _ := c.Last(); k != nil; k, _ = c.Prev() {
-			if len(k) <= 8 {
-				return fmt.Errorf("%w: time index key %x", ErrCorrupt, k)
-			}
-			if more, err := fn(k[8:]); !more || err != nil {
-				return err
-			}
-		}
-		return nil
+		return bk.byTime(allStatuses, true, func(_, key []byte) (bool, error) { return fn(key) })
 	}
 	c := idx.Cursor()
 	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {

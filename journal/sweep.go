@@ -41,31 +41,40 @@ func (b *Bolt) Sweep(cutoff time.Time, batch int) (removed int, more bool, err e
 	return removed, more, nil
 }
 
+// finishedStatuses are the statuses of the steps a sweep may remove.
+var finishedStatuses = []Status{StatusCommitted, StatusVerified, StatusFailed}
+
 // sweepable reports whether a step holds only a finished outcome.
 func sweepable(s *Step) bool {
 	return s.Terminal() && !s.Held() && s.VerifyBy.IsZero()
 }
 
-// sweepSteps walks the time index from the oldest entry. It looks at no
-// more than 4×batch entries, so that a run of old held steps cannot make a
-// pass unbounded.
+// sweepSteps walks the finished statuses of the status index by update
+// time, oldest first, up to cutoff. It looks at no more than 4×batch
+// entries, so that a run of old held steps cannot make a pass unbounded.
 func (bk *buckets) sweepSteps(cutoff time.Time, batch int, now time.Time) (removed int, more bool, err error) {
 	limit := timeBytes(cutoff)
 	var victims []*Step
-	c := bk.byUpdate.Cursor()
 	scanned := 0
-	for k, _ := c.First(); k != nil && bytes.Compare(k[:8], limit) < 0; k, _ = c.Next() {
+	err = bk.byTime(finishedStatuses, false, func(t, key []byte) (bool, error) {
+		if bytes.Compare(t, limit) >= 0 {
+			return false, nil
+		}
 		if scanned++; scanned > 4*batch || len(victims) == batch {
 			more = true
-			break
+			return false, nil
 		}
-		s, err := bk.getStep(string(k[8:]))
+		s, err := bk.getStep(string(key))
 		if err != nil {
-			return 0, false, fmt.Errorf("step %s in time index: %w", k[8:], err)
+			return false, fmt.Errorf("step %s in status index: %w", key, err)
 		}
 		if sweepable(s) {
 			victims = append(victims, s)
 		}
+		return true, nil
+	})
+	if err != nil {
+		return 0, false, err
 	}
 	workflows := map[string]bool{}
 	for _, s := range victims {
