@@ -40,8 +40,10 @@
 //
 // # Queries
 //
-// Secondary indexes by status, hold, workflow and update time are kept in the
-// same transactions as the steps, together with counters by status and hold,
-// so List with a filter walks only the matching index entries and Count reads
-// a few counters, whatever the size of the journal. Check verifies all of it.
+// Secondary indexes by status (in update-time order within each status, so
+// that they also serve walks by time), hold and workflow are kept in the
+// same transactions as the steps, together with counters by status and
+// hold, so List with a filter walks only the matching index entries and
+// Count reads a few counters, whatever the size of the journal. Check
+// verifies all of it.
 package journal

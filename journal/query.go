@@ -25,8 +25,8 @@ func (b *Bolt) Get(key string) (Step, error) {
 }
 
 // List returns the steps that match f, at most f.Limit (default 1000).
-// Without a Status, Hold or Workflow filter it walks the update-time index
-// and returns the most recently updated steps first. With one, it walks
+// Without a Status, Hold or Workflow filter it walks the status index by
+// time and returns the most recently updated steps first. With one, it walks
 // only that filter's index (the workflow's if set, else the hold's, else
 // the status's) and returns steps in that index's order (key order, or
 // least recently updated first for a status); the other filters are
