@@ -39,6 +39,9 @@ type Bolt struct {
 	shut    bool          // Close was called: no new requests
 	kick    chan struct{} // wakes the idle committer; closed by Close
 	stopped chan struct{} // closed when the committer has returned
+	// cache holds steps Get decoded (cache.go).
+	cache readCache
+
 	// stopDrop ends dropResidentLoop (resident.go); dropStopped is closed
 	// when it has returned.
 	stopDrop, dropStopped chan struct{}

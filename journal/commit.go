@@ -122,6 +122,12 @@ func (b *Bolt) commit(batch []*request) {
 		}
 	}()
 	start := time.Now()
+	keys := make([]string, len(batch))
+	for i, r := range batch {
+		keys[i] = r.key
+	}
+	b.cache.begin(keys, false)
+	defer b.cache.end()
 	err := b.db.Update(func(tx *bolt.Tx) error {
 		bk, err := openBuckets(tx)
 		if err != nil {

@@ -12,7 +12,14 @@ import (
 const defaultLimit = 1000
 
 // Get returns the step of key, or an error wrapping ErrNotFound.
+// Steps read are cached (see cache.go).
 func (b *Bolt) Get(key string) (Step, error) {
+	if !b.closed.Load() {
+		if s, ok := b.cache.get(key); ok {
+			return s, nil
+		}
+	}
+	gen, cacheable := b.cache.generation()
 	var s Step
 	err := b.view("get step "+key, func(bk *buckets) error {
 		cur, err := bk.getStep(key)
@@ -21,6 +28,9 @@ func (b *Bolt) Get(key string) (Step, error) {
 		}
 		return err
 	})
+	if err == nil && cacheable {
+		b.cache.put(gen, &s)
+	}
 	return s, err
 }
 

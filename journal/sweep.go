@@ -21,6 +21,8 @@ func (b *Bolt) Sweep(cutoff time.Time, batch int) (removed int, more bool, err e
 	if batch <= 0 {
 		batch = 500
 	}
+	b.cache.begin(nil, true)
+	defer b.cache.end()
 	err = b.db.Update(func(tx *bolt.Tx) error {
 		bk, err := openBuckets(tx)
 		if err != nil {
