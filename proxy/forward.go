@@ -50,8 +50,9 @@ func (r *result) discard() {
 func (s *Server) forward(c *call, st journal.Step, fl *flight, d Decision) (*answer, error) {
 	defer s.flights.finish(st.Key, fl)
 	res := s.send(c)
+	ans := s.readAnswer(c, res)
 	rec, err := s.journal.Apply(context.Background(), st.Key, journal.Fenced(st.Epoch, st.Fence, func(cur *journal.Step) (journal.Change, error) {
-		return s.outcomeChange(c, cur, res), nil
+		return s.outcomeChange(c, cur, res, ans), nil
 	}))
 	if errors.Is(err, journal.ErrFenced) {
 		res.discard()
@@ -225,8 +226,34 @@ func (s *Server) outbound(ctx context.Context, c *call) (*http.Request, error) {
 	return out, nil
 }
 
-// outcomeChange classifies an attempt into the step's next record.
-func (s *Server) outcomeChange(c *call, st *journal.Step, res result) journal.Change {
+// answerRecord is what the journal keeps of an upstream answer: the
+// stored response (headers filtered, body hashed) and the operation id.
+// readAnswer works it out before the journal write, so that hashing and
+// parsing a body of up to limits.max_stored_response stay out of the
+// journal's serial commit, where the mutation runs.
+type answerRecord struct {
+	response    *journal.Response
+	operationID string
+}
+
+// readAnswer records a definitive answer; the zero answerRecord for one
+// that outcomeChange does not store (no answer, 5xx, a native-idempotency
+// 409).
+func (s *Server) readAnswer(c *call, res result) answerRecord {
+	if res.err != nil || res.resp.StatusCode >= 500 ||
+		res.resp.StatusCode == http.StatusConflict && c.route.NativeIdempotency != nil {
+		return answerRecord{}
+	}
+	a := answerRecord{response: s.storedResponse(res)}
+	if res.resp.StatusCode < 400 {
+		a.operationID = c.route.OperationID.Extract(res.resp.Header, res.body)
+	}
+	return a
+}
+
+// outcomeChange classifies an attempt into the step's next record; ans is
+// readAnswer's record of the answer.
+func (s *Server) outcomeChange(c *call, st *journal.Step, res result, ans answerRecord) journal.Change {
 	next := *st
 	switch {
 	case res.err != nil && !res.sent:
@@ -246,7 +273,7 @@ func (s *Server) outcomeChange(c *call, st *journal.Step, res result) journal.Ch
 		next.LastError = "upstream answered " + res.resp.Status + " (idempotency key in use)"
 		return journal.Change{Step: next, Event: "outcome_unknown", Reason: "idempotency key in use at the provider"}
 	}
-	next.Response = s.storedResponse(res)
+	next.Response = ans.response
 	next.LastError = ""
 	if res.resp.StatusCode >= 400 {
 		next.Status = journal.StatusFailed
@@ -254,7 +281,7 @@ func (s *Server) outcomeChange(c *call, st *journal.Step, res result) journal.Ch
 		return journal.Change{Step: next, Event: "failed", Reason: "upstream answered " + res.resp.Status}
 	}
 	next.Status, next.Retryable = journal.StatusCommitted, false
-	next.OperationID = c.route.OperationID.Extract(res.resp.Header, res.body)
+	next.OperationID = ans.operationID
 	next.Evidence = "upstream answered " + res.resp.Status
 	if v := c.route.Verify; v != nil {
 		next.VerifyBy = time.Now().Add(v.Within)
