@@ -130,8 +130,8 @@ func (b *Bolt) initMeta(tx *bolt.Tx) error {
 // loadMeta checks the schema of a read-only journal and reads its epoch.
 func (b *Bolt) loadMeta(tx *bolt.Tx) error {
 	if meta := tx.Bucket(bucketMeta); meta != nil && getUint(meta, keySchema) == 1 {
-		return fmt.Errorf("%w: the file has layout 1, written by an older toolguard; "+
-			"open it writable once (toolguard serve, or toolguard journal compact) to upgrade it", ErrSchema)
+		return fmt.Errorf("%w: %w: the file has layout 1, written by an older toolguard; "+
+			"open it writable once (toolguard serve, or toolguard journal compact) to upgrade it", ErrSchema, ErrNeedsUpgrade)
 	}
 	for _, name := range allBuckets {
 		if tx.Bucket(name) == nil {

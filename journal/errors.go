@@ -15,8 +15,12 @@ var (
 	// Options.Timeout.
 	ErrLocked = errors.New("journal file is locked")
 	// ErrSchema means the file was written by a newer toolguard, or is not a
-	// toolguard journal.
+	// toolguard journal, or (with ErrNeedsUpgrade) needs an upgrade that a
+	// read-only Open cannot make.
 	ErrSchema = errors.New("unsupported journal schema")
+	// ErrNeedsUpgrade means the file has an older layout, which a writable
+	// Open upgrades; a read-only Open refuses it with ErrSchema and this.
+	ErrNeedsUpgrade = errors.New("journal needs an upgrade")
 )
 
 // Apply.

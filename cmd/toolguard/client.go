@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -45,7 +46,7 @@ func (f *sourceFlags) open() (source, error) {
 		}
 		j, err := journal.Open(f.journal, journal.Options{ReadOnly: true, Timeout: 2 * time.Second})
 		if err != nil {
-			return nil, fmt.Errorf("%w (is the proxy still running? use the admin API instead)", err)
+			return nil, lockHint(err)
 		}
 		return fileSource{j}, nil
 	}
@@ -221,4 +222,13 @@ type adminError struct {
 
 func (e *adminError) Error() string {
 	return fmt.Sprintf("admin API: %d %s: %s", e.status, http.StatusText(e.status), e.detail)
+}
+
+// lockHint adds what to do to an error opening a journal that a running
+// proxy holds.
+func lockHint(err error) error {
+	if errors.Is(err, journal.ErrLocked) {
+		return fmt.Errorf("%w (is the proxy still running? use the admin API instead)", err)
+	}
+	return err
 }

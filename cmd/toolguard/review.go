@@ -157,7 +157,7 @@ func reviewResolve(ctx context.Context, args []string, stdout io.Writer) error {
 func applyOffline(ctx context.Context, path, key string, m journal.Mutation) (proxy.StepView, error) {
 	j, err := journal.Open(path, journal.Options{Timeout: 2 * time.Second})
 	if err != nil {
-		return proxy.StepView{}, fmt.Errorf("%w (is the proxy still running? then use the admin API)", err)
+		return proxy.StepView{}, lockHint(err)
 	}
 	defer j.Close()
 	st, err := j.Apply(ctx, key, m)

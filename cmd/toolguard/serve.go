@@ -161,22 +161,41 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, stdout io.W
 
 // openJournal checks the journal read-only first (journal.check_on_start),
 // so that a damaged file is refused before anything is written to it, then
-// opens it for writing.
+// opens it for writing. A file of an older layout cannot be read before its
+// upgrade, which Open makes: it is checked right after.
 func openJournal(cfg config.Config, log *slog.Logger, metrics *proxy.Metrics) (*journal.Bolt, error) {
 	path := cfg.Journal.Path
+	checkAfter := false
 	if fi, err := os.Stat(path); err == nil && cfg.Journal.CheckOnStart.ShouldCheck(fi.Size()) {
 		started := time.Now()
 		problems, err := checkFile(path)
-		if err != nil {
+		switch {
+		case errors.Is(err, journal.ErrNeedsUpgrade):
+			checkAfter = true
+		case err != nil:
 			return nil, fmt.Errorf("%w; it was left untouched: restore it from a backup or move it aside (see docs/operations.md)", err)
+		case len(problems) > 0:
+			return nil, refuseDamaged(path, problems, "it was left untouched")
+		default:
+			log.Info("journal checked", "path", path, "duration", time.Since(started))
 		}
-		if len(problems) > 0 {
-			return nil, fmt.Errorf("journal %s fails its consistency check: %v (%d problems; run toolguard journal check --journal %s); it was left untouched: restore it from a backup or move it aside (see docs/operations.md)",
-				path, problems[0], len(problems), path)
-		}
-		log.Info("journal checked", "path", path, "duration", time.Since(started))
 	}
-	return journal.Open(path, journal.Options{Timeout: cfg.Journal.OpenTimeout, Logger: log, OnCommit: metrics.ObserveCommit})
+	j, err := journal.Open(path, journal.Options{Timeout: cfg.Journal.OpenTimeout, Logger: log, OnCommit: metrics.ObserveCommit})
+	if err != nil || !checkAfter {
+		return j, err
+	}
+	started := time.Now()
+	if problems := j.Check(); len(problems) > 0 {
+		j.Close()
+		return nil, refuseDamaged(path, problems, "it was upgraded but not served")
+	}
+	log.Info("journal checked", "path", path, "duration", time.Since(started))
+	return j, nil
+}
+
+func refuseDamaged(path string, problems []error, what string) error {
+	return fmt.Errorf("journal %s fails its consistency check: %v (%d problems; run toolguard journal check --journal %s); %s: restore it from a backup or move it aside (see docs/operations.md)",
+		path, problems[0], len(problems), path, what)
 }
 
 // httpServer serves h with the configured limits: header size and time

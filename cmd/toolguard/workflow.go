@@ -154,7 +154,7 @@ func resumeOffline(path, rulesDir, id string, stdout io.Writer) error {
 func openReadOnly(path string) (*journal.Bolt, error) {
 	j, err := journal.Open(path, journal.Options{ReadOnly: true, Timeout: 2 * time.Second})
 	if err != nil {
-		return nil, fmt.Errorf("%w (is the proxy still running? use the admin API instead)", err)
+		return nil, lockHint(err)
 	}
 	return j, nil
 }
