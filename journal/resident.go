@@ -20,7 +20,7 @@ import (
 // fault, without disk I/O).
 
 // dropInterval is the time between two drops.
-const dropInterval = 250 * time.Millisecond
+const dropInterval = 100 * time.Millisecond
 
 // dropResidentLoop drops the mapped pages after every dropInterval that saw
 // a commit, until stop is closed.
