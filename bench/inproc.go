@@ -16,15 +16,17 @@ import (
 	"time"
 
 	"github.com/toolguard/toolguard/config"
+	"github.com/toolguard/toolguard/internal/wire"
 	"github.com/toolguard/toolguard/journal"
 	"github.com/toolguard/toolguard/proxy"
 	"github.com/toolguard/toolguard/rules"
 )
 
-// inproc is toolguard wired in this process the way cmd/toolguard's serve
-// wires it (config defaults, the same transport, server and limits), so
-// that the journal's commit counter can be read. Its serving goroutines
-// carry the pprof label role=proxy.
+// inproc is toolguard wired in this process by package wire, as
+// cmd/toolguard's serve wires it (config defaults, the same transport,
+// server and limits), so that the journal's commit counter can be read.
+// Its serving goroutines and the journal's committer carry the pprof label
+// role=proxy.
 type inproc struct {
 	journal *journal.Bolt
 	proxy   *proxy.Server
@@ -58,29 +60,15 @@ func startInproc(dir, rulesDir, upstreamCAFile string) (*inproc, error) {
 		metrics.ObserveCommit(d, batch)
 		rec.observe(d, batch)
 	}
-	j, err := journal.Open(cfg.Journal.Path, journal.Options{Timeout: cfg.Journal.OpenTimeout, Logger: log, OnCommit: onCommit})
-	if err != nil {
-		return nil, err
-	}
-	transport, err := proxy.NewTransport(proxy.TransportOptions{CAFile: cfg.Upstream.CAFile, MaxIdleConnsPerHost: cfg.Upstream.MaxIdleConnsPerHost})
-	if err != nil {
-		j.Close()
-		return nil, err
-	}
-	srv, err := proxy.New(proxy.Options{
-		Rules: set, Journal: j, Secret: secret, CA: ca, Transport: transport,
-		Unmatched:         proxy.Unmatched(cfg.Unmatched.String()),
-		MaxBody:           int64(cfg.Limits.MaxBody),
-		MaxStoredResponse: int64(cfg.Limits.MaxStoredResponse),
-		InFlightWait:      cfg.Limits.InFlightWait,
-		UpstreamTimeout:   cfg.Upstream.Timeout,
-		MaxAttempts:       cfg.Retry.MaxAttempts,
-		VerifyMaxInterval: cfg.Verify.MaxInterval,
-		OnVersionChange:   proxy.VersionPolicy(cfg.Workflows.OnVersionChange.String()),
-		Metrics:           metrics,
-		Retention:         cfg.Journal.Retention,
-		Logger:            log,
+	// The journal's committer goroutine inherits the label too.
+	var j *journal.Bolt
+	pprof.Do(context.Background(), pprof.Labels("role", "proxy"), func(context.Context) {
+		j, err = journal.Open(cfg.Journal.Path, journal.Options{Timeout: cfg.Journal.OpenTimeout, Logger: log, OnCommit: onCommit})
 	})
+	if err != nil {
+		return nil, err
+	}
+	srv, err := wire.Proxy(cfg, wire.Deps{Rules: set, Journal: j, Secret: secret, CA: ca, Metrics: metrics, Logger: log})
 	if err != nil {
 		j.Close()
 		return nil, err
@@ -92,13 +80,7 @@ func startInproc(dir, rulesDir, upstreamCAFile string) (*inproc, error) {
 		j.Close()
 		return nil, err
 	}
-	hs := &http.Server{
-		Handler:           srv.Handler(),
-		ReadHeaderTimeout: cfg.Limits.ReadHeaderTimeout,
-		IdleTimeout:       cfg.Limits.IdleTimeout,
-		MaxHeaderBytes:    int(cfg.Limits.MaxHeaderBytes),
-		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelDebug),
-	}
+	hs := wire.HTTPServer(cfg, srv.Handler(), log)
 	// Serve spawns every connection goroutine, which inherit the label.
 	go pprof.Do(context.Background(), pprof.Labels("role", "proxy"), func(context.Context) { hs.Serve(ln) })
 	roots := x509.NewCertPool()

@@ -18,6 +18,7 @@ import (
 	"golang.org/x/net/netutil"
 
 	"github.com/toolguard/toolguard/config"
+	"github.com/toolguard/toolguard/internal/wire"
 	"github.com/toolguard/toolguard/journal"
 	"github.com/toolguard/toolguard/proxy"
 	"github.com/toolguard/toolguard/rules"
@@ -128,7 +129,8 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, stdout io.W
 	if err != nil {
 		return err
 	}
-	srv, err := newProxy(cfg, set, j, secret, ca, metrics, log, proxyLn.Addr().String(), adminLn.Addr().String())
+	srv, err := wire.Proxy(cfg, wire.Deps{Rules: set, Journal: j, Secret: secret, CA: ca, Metrics: metrics, Logger: log,
+		SelfAddrs: []string{proxyLn.Addr().String(), adminLn.Addr().String()}})
 	if err != nil {
 		proxyLn.Close()
 		adminLn.Close()
@@ -143,7 +145,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, stdout io.W
 	}
 	admin := proxy.NewAdmin(proxy.AdminOptions{Store: j, Token: cfg.Admin.Token, AgentToken: cfg.Admin.AgentToken, Logger: log,
 		Metrics: metrics.Handler(), Extra: srv.WorkflowAdmin()})
-	proxyHTTP, adminHTTP := httpServer(cfg, srv.Handler(), log), httpServer(cfg, admin, log)
+	proxyHTTP, adminHTTP := wire.HTTPServer(cfg, srv.Handler(), log), wire.HTTPServer(cfg, admin, log)
 	errc := make(chan error, 2)
 	go func() { errc <- serveOn(proxyHTTP, netutil.LimitListener(proxyLn, cfg.Limits.MaxConnections)) }()
 	go func() { errc <- serveOn(adminHTTP, adminLn) }()
@@ -198,18 +200,6 @@ func refuseDamaged(path string, problems []error, what string) error {
 		path, problems[0], len(problems), path, what)
 }
 
-// httpServer serves h with the configured limits: header size and time
-// (slowloris), idle keep-alive time.
-func httpServer(cfg config.Config, h http.Handler, log *slog.Logger) *http.Server {
-	return &http.Server{
-		Handler:           h,
-		ReadHeaderTimeout: cfg.Limits.ReadHeaderTimeout,
-		IdleTimeout:       cfg.Limits.IdleTimeout,
-		MaxHeaderBytes:    int(cfg.Limits.MaxHeaderBytes),
-		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelDebug),
-	}
-}
-
 func listen(cfg config.Config) (proxyLn, adminLn net.Listener, err error) {
 	if proxyLn, err = net.Listen("tcp", cfg.Listen); err != nil {
 		return nil, nil, fmt.Errorf("listen: %w", err)
@@ -219,39 +209,6 @@ func listen(cfg config.Config) (proxyLn, adminLn net.Listener, err error) {
 		return nil, nil, fmt.Errorf("admin listen: %w", err)
 	}
 	return proxyLn, adminLn, nil
-}
-
-// newProxy maps the configuration onto the proxy's options.
-func newProxy(cfg config.Config, set *rules.Set, j *journal.Bolt, secret []byte, ca *proxy.CA, metrics *proxy.Metrics,
-	log *slog.Logger, selfAddrs ...string) (*proxy.Server, error) {
-	transport, err := proxy.NewTransport(proxy.TransportOptions{CAFile: cfg.Upstream.CAFile, MaxIdleConnsPerHost: cfg.Upstream.MaxIdleConnsPerHost})
-	if err != nil {
-		return nil, err
-	}
-	ports := cfg.Upstream.ConnectPorts.Ports()
-	if ports == nil {
-		ports = []int{} // configured empty: tunnels only to hosts rules name
-	}
-	return proxy.New(proxy.Options{
-		Rules: set, Journal: j, Secret: secret, CA: ca, Transport: transport,
-		Unmatched:         proxy.Unmatched(cfg.Unmatched.String()),
-		AllowHosts:        cfg.Upstream.AllowHosts,
-		ConnectPorts:      ports,
-		SelfAddrs:         selfAddrs,
-		MaxInFlight:       cfg.Limits.MaxInFlight,
-		MaxHeaderBytes:    int(cfg.Limits.MaxHeaderBytes),
-		MaxBody:           int64(cfg.Limits.MaxBody),
-		BodyBuffer:        int64(cfg.Limits.BodyBuffer),
-		MaxStoredResponse: int64(cfg.Limits.MaxStoredResponse),
-		InFlightWait:      cfg.Limits.InFlightWait,
-		UpstreamTimeout:   cfg.Upstream.Timeout,
-		MaxAttempts:       cfg.Retry.MaxAttempts,
-		VerifyMaxInterval: cfg.Verify.MaxInterval,
-		OnVersionChange:   proxy.VersionPolicy(cfg.Workflows.OnVersionChange.String()),
-		Metrics:           metrics,
-		Retention:         cfg.Journal.Retention,
-		Logger:            log,
-	})
 }
 
 func serveOn(s *http.Server, ln net.Listener) error {

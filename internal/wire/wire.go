@@ -1,0 +1,71 @@
+// Package wire builds toolguard's proxy and HTTP servers from a
+// configuration. It is the one place where config settings meet the
+// options of the proxy, so that the serve command and the benchmark harness
+// run the same proxy.
+package wire
+
+import (
+	"log/slog"
+	"net/http"
+
+	"github.com/toolguard/toolguard/config"
+	"github.com/toolguard/toolguard/journal"
+	"github.com/toolguard/toolguard/proxy"
+	"github.com/toolguard/toolguard/rules"
+)
+
+// Deps are what the proxy needs besides its configuration.
+type Deps struct {
+	Rules   *rules.Set
+	Journal *journal.Bolt
+	Secret  []byte
+	CA      *proxy.CA
+	Metrics *proxy.Metrics
+	Logger  *slog.Logger
+	// SelfAddrs are toolguard's own listen addresses, refused as targets.
+	SelfAddrs []string
+}
+
+// Proxy maps the configuration onto the proxy's options and builds it.
+func Proxy(cfg config.Config, d Deps) (*proxy.Server, error) {
+	transport, err := proxy.NewTransport(proxy.TransportOptions{CAFile: cfg.Upstream.CAFile, MaxIdleConnsPerHost: cfg.Upstream.MaxIdleConnsPerHost})
+	if err != nil {
+		return nil, err
+	}
+	ports := cfg.Upstream.ConnectPorts.Ports()
+	if ports == nil {
+		ports = []int{} // configured empty: tunnels only to hosts rules name
+	}
+	return proxy.New(proxy.Options{
+		Rules: d.Rules, Journal: d.Journal, Secret: d.Secret, CA: d.CA, Transport: transport,
+		Unmatched:         proxy.Unmatched(cfg.Unmatched.String()),
+		AllowHosts:        cfg.Upstream.AllowHosts,
+		ConnectPorts:      ports,
+		SelfAddrs:         d.SelfAddrs,
+		MaxInFlight:       cfg.Limits.MaxInFlight,
+		MaxHeaderBytes:    int(cfg.Limits.MaxHeaderBytes),
+		MaxBody:           int64(cfg.Limits.MaxBody),
+		BodyBuffer:        int64(cfg.Limits.BodyBuffer),
+		MaxStoredResponse: int64(cfg.Limits.MaxStoredResponse),
+		InFlightWait:      cfg.Limits.InFlightWait,
+		UpstreamTimeout:   cfg.Upstream.Timeout,
+		MaxAttempts:       cfg.Retry.MaxAttempts,
+		VerifyMaxInterval: cfg.Verify.MaxInterval,
+		OnVersionChange:   proxy.VersionPolicy(cfg.Workflows.OnVersionChange.String()),
+		Metrics:           d.Metrics,
+		Retention:         cfg.Journal.Retention,
+		Logger:            d.Logger,
+	})
+}
+
+// HTTPServer serves h with the configured limits: header size and time
+// (slowloris), idle keep-alive time.
+func HTTPServer(cfg config.Config, h http.Handler, log *slog.Logger) *http.Server {
+	return &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: cfg.Limits.ReadHeaderTimeout,
+		IdleTimeout:       cfg.Limits.IdleTimeout,
+		MaxHeaderBytes:    int(cfg.Limits.MaxHeaderBytes),
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelDebug),
+	}
+}
