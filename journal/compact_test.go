@@ -47,6 +47,12 @@ func TestCompactKeepsEverything(t *testing.T) {
 	if st, err := b.Get("kept"); err != nil || st.Status != StatusStarted {
 		t.Errorf("kept step: %+v %v", st, err)
 	}
+	// Record numbers go on from where they were: a new step does not take
+	// the record of a kept one (Check, at cleanup, would see it).
+	mustApply(t, b, "new", start("new", "wf"))
+	if st, err := b.Get("kept"); err != nil || st.Key != "kept" {
+		t.Errorf("kept step after a new write: %+v %v", st, err)
+	}
 	if _, err := os.Stat(filepath.Join(filepath.Dir(path), "."+filepath.Base(path)+".compact")); !os.IsNotExist(err) {
 		t.Error("the temporary copy was left behind")
 	}
