@@ -82,7 +82,7 @@ func upgradeFile(path string, timeout time.Duration) error {
 	if err == nil {
 		return ro.Close()
 	}
-	if !errors.Is(err, ErrSchema) {
+	if !errors.Is(err, ErrNeedsUpgrade) {
 		return err
 	}
 	rw, err := Open(path, Options{Timeout: timeout})

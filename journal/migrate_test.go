@@ -14,12 +14,7 @@ import (
 // step key, and schema 1 in meta.
 func downgradeToV1(t *testing.T, path string) {
 	t.Helper()
-	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	err = db.Update(func(tx *bolt.Tx) error {
+	updateFile(t, path, func(tx *bolt.Tx) error {
 		bk, err := openBuckets(tx)
 		if err != nil {
 			return err
@@ -66,28 +61,31 @@ func downgradeToV1(t *testing.T, path string) {
 		}
 		return putUint(bk.meta, keySchema, 1)
 	})
-	if err != nil {
-		t.Fatalf("downgrade %s: %v", path, err)
-	}
 }
 
-// interrupted puts layout-2 buckets with a stray step beside layout 1.
-func interrupted(t *testing.T, path string) {
+// updateFile runs fn in a write transaction on the bbolt file at path,
+// below the journal's API.
+func updateFile(t *testing.T, path string, fn func(tx *bolt.Tx) error) {
 	t.Helper()
 	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	err = db.Update(func(tx *bolt.Tx) error {
+	if err := db.Update(fn); err != nil {
+		t.Fatalf("update %s: %v", path, err)
+	}
+}
+
+// interrupted puts layout-2 buckets with a stray step beside layout 1.
+func interrupted(t *testing.T, path string) {
+	t.Helper()
+	updateFile(t, path, func(tx *bolt.Tx) error {
 		if err := resetV2(tx); err != nil {
 			return err
 		}
 		return moveStep(tx, []byte("stray"), []byte(`{"key":"stray","status":"committed"}`))
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 }
 
 func seedForMigration(t *testing.T, path string) []Step {

@@ -75,6 +75,7 @@ func (f *Filter) match(s *Step) bool {
 func (bk *buckets) walk(f Filter, fn func(key []byte) (bool, error)) error {
 	var idx *bolt.Bucket
 	var prefix []byte
+	skip := 0 // bytes between the prefix and the step key
 	switch {
 	case f.VerifyPending:
 		c := bk.byVerify.Cursor()
@@ -92,23 +93,16 @@ func (bk *buckets) walk(f Filter, fn func(key []byte) (bool, error)) error {
 	case f.Hold != HoldNone:
 		idx, prefix = bk.byHold, []byte{byte(f.Hold)}
 	case f.Status != StatusUnknown:
-		c := bk.byStatus.Cursor()
-		prefix := []byte{byte(f.Status)}
-		for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
-			if len(k) <= 9 {
-				return fmt.Errorf("%w: status index key %x", ErrCorrupt, k)
-			}
-			if more, err := fn(k[9:]); !more || err != nil {
-				return err
-			}
-		}
-		return nil
+		idx, prefix, skip = bk.byStatus, []byte{byte(f.Status)}, 8 // the update time
 	default:
 		return bk.byTime(allStatuses, true, func(_, key []byte) (bool, error) { return fn(key) })
 	}
 	c := idx.Cursor()
 	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
-		if more, err := fn(k[len(prefix):]); !more || err != nil {
+		if len(k) <= len(prefix)+skip {
+			return fmt.Errorf("%w: index key %x", ErrCorrupt, k)
+		}
+		if more, err := fn(k[len(prefix)+skip:]); !more || err != nil {
 			return err
 		}
 	}

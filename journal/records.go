@@ -27,11 +27,7 @@ func (bk *buckets) lookup(key string) []byte {
 	if key == "" {
 		return nil
 	}
-	v := bk.keys.Get([]byte(key))
-	if v == nil {
-		return nil
-	}
-	return v
+	return bk.keys.Get([]byte(key))
 }
 
 // getStep decodes the step of key; ErrNotFound when there is none.
