@@ -112,64 +112,67 @@ func TestRecoveryAfterKill(t *testing.T) {
 		{strategy: "none", stage: "before", wantStatus: 409, wantOutcome: "blocked", wantEffects: 0, wantHold: "needs_review"},
 		{strategy: "none", stage: "after", wantStatus: 409, wantOutcome: "blocked", wantEffects: 1, wantHold: "needs_review"},
 	}
-	for _, tc := range tests {
-		t.Run(tc.strategy+"/kill-"+tc.stage, func(t *testing.T) {
-			up := newUpstream(t, false)
-			s := newSetup(t, map[string]string{"billing.yaml": ruleFile(up.host(), recoveryRoute(tc.strategy, up.host()))})
-			// A short upstream timeout: an interrupted attempt settles soon.
-			s.env = append(s.env, "TOOLGUARD_UPSTREAM_TIMEOUT=1s")
-			killMidCall(t, s.start(t), up, tc.stage)
+	for _, backend := range backends {
+		for _, tc := range tests {
+			t.Run(backend+"/"+tc.strategy+"/kill-"+tc.stage, func(t *testing.T) {
+				up := newUpstream(t, false)
+				s := newSetup(t, map[string]string{"billing.yaml": ruleFile(up.host(), recoveryRoute(tc.strategy, up.host()))})
+				s.useBackend(t, backend)
+				// A short upstream timeout: an interrupted attempt settles soon.
+				s.env = append(s.env, "TOOLGUARD_UPSTREAM_TIMEOUT=1s")
+				killMidCall(t, s.start(t), up, tc.stage)
 
-			p := s.start(t)
-			c := p.client(t)
-			// Duplicate deliveries during recovery: eight agents retry at
-			// once, each until it is told something other than in-progress.
-			const n = 8
-			var wg sync.WaitGroup
-			resps := make([]*http.Response, n)
-			bodies := make([]string, n)
-			for i := range n {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					resps[i], bodies[i] = postUntilSettled(t, c, up.URL+"/v1/invoices", invoiceBody)
-				}()
-			}
-			wg.Wait()
-			if got := up.effects.Load(); got != tc.wantEffects {
-				t.Fatalf("upstream effects = %d, want %d", got, tc.wantEffects)
-			}
-			recovered := 0
-			for i, r := range resps {
-				if r.StatusCode != tc.wantStatus {
-					t.Errorf("retry %d: status %d, want %d: %s", i, r.StatusCode, tc.wantStatus, bodies[i])
+				p := s.start(t)
+				c := p.client(t)
+				// Duplicate deliveries during recovery: eight agents retry at
+				// once, each until it is told something other than in-progress.
+				const n = 8
+				var wg sync.WaitGroup
+				resps := make([]*http.Response, n)
+				bodies := make([]string, n)
+				for i := range n {
+					wg.Add(1)
+					go func() {
+						defer wg.Done()
+						resps[i], bodies[i] = postUntilSettled(t, c, up.URL+"/v1/invoices", invoiceBody)
+					}()
 				}
-				if o := r.Header.Get("Toolguard-Outcome"); o == tc.wantOutcome {
-					recovered++
-				} else if o != "replayed" && o != tc.wantOutcome {
-					t.Errorf("retry %d: outcome %q", i, o)
+				wg.Wait()
+				if got := up.effects.Load(); got != tc.wantEffects {
+					t.Fatalf("upstream effects = %d, want %d", got, tc.wantEffects)
 				}
-			}
-			if recovered == 0 {
-				t.Errorf("no retry was answered %q", tc.wantOutcome)
-			}
-			key := resps[0].Header.Get("Toolguard-Key")
-			st := waitStep(t, p, key, func(map[string]any) bool { return true })
-			if st["hold"] != tc.wantHold {
-				t.Errorf("hold = %v, want %q", st["hold"], tc.wantHold)
-			}
-			if tc.wantHold == "" && st["operation_id"] != "inv_1" {
-				t.Errorf("operation_id = %v, want inv_1", st["operation_id"])
-			}
-			// After recovery, a later duplicate is answered from the journal.
-			r, _ := post(t, c, up.URL+"/v1/invoices", invoiceBody)
-			if tc.wantHold == "" && r.Header.Get("Toolguard-Outcome") != "replayed" && r.Header.Get("Toolguard-Outcome") != "recovered" {
-				t.Errorf("later duplicate: outcome %q", r.Header.Get("Toolguard-Outcome"))
-			}
-			if got := up.effects.Load(); got != tc.wantEffects {
-				t.Fatalf("upstream effects after a later duplicate = %d, want %d", got, tc.wantEffects)
-			}
-		})
+				recovered := 0
+				for i, r := range resps {
+					if r.StatusCode != tc.wantStatus {
+						t.Errorf("retry %d: status %d, want %d: %s", i, r.StatusCode, tc.wantStatus, bodies[i])
+					}
+					if o := r.Header.Get("Toolguard-Outcome"); o == tc.wantOutcome {
+						recovered++
+					} else if o != "replayed" && o != tc.wantOutcome {
+						t.Errorf("retry %d: outcome %q", i, o)
+					}
+				}
+				if recovered == 0 {
+					t.Errorf("no retry was answered %q", tc.wantOutcome)
+				}
+				key := resps[0].Header.Get("Toolguard-Key")
+				st := waitStep(t, p, key, func(map[string]any) bool { return true })
+				if st["hold"] != tc.wantHold {
+					t.Errorf("hold = %v, want %q", st["hold"], tc.wantHold)
+				}
+				if tc.wantHold == "" && st["operation_id"] != "inv_1" {
+					t.Errorf("operation_id = %v, want inv_1", st["operation_id"])
+				}
+				// After recovery, a later duplicate is answered from the journal.
+				r, _ := post(t, c, up.URL+"/v1/invoices", invoiceBody)
+				if tc.wantHold == "" && r.Header.Get("Toolguard-Outcome") != "replayed" && r.Header.Get("Toolguard-Outcome") != "recovered" {
+					t.Errorf("later duplicate: outcome %q", r.Header.Get("Toolguard-Outcome"))
+				}
+				if got := up.effects.Load(); got != tc.wantEffects {
+					t.Fatalf("upstream effects after a later duplicate = %d, want %d", got, tc.wantEffects)
+				}
+			})
+		}
 	}
 }
 
@@ -398,9 +401,12 @@ func TestApproval(t *testing.T) {
 // after a pause until it gets any other answer.
 func postUntilSettled(t *testing.T, c *http.Client, u, body string) (*http.Response, string) {
 	t.Helper()
-	for attempt := 0; ; attempt++ {
+	// On PostgreSQL a killed owner's lease (upstream timeout plus a grace)
+	// must lapse before the step can be taken over.
+	deadline := time.Now().Add(30 * time.Second)
+	for {
 		r, b := post(t, c, u, body)
-		if r.StatusCode != http.StatusConflict || !strings.Contains(b, "urn:toolguard:in-progress") || attempt == 100 {
+		if r.StatusCode != http.StatusConflict || !strings.Contains(b, "urn:toolguard:in-progress") || time.Now().After(deadline) {
 			return r, b
 		}
 		time.Sleep(50 * time.Millisecond) // the agent's retry backoff
