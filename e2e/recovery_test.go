@@ -216,7 +216,10 @@ func TestReviewResolve(t *testing.T) {
 			if tc.outcome == "committed" {
 				var got map[string]string
 				json.Unmarshal([]byte(body), &got)
-				if got["resolved"] != "committed" || got["operation_id"] != "inv_1" || got["note"] != "checked the dashboard" || r.Header.Get("Toolguard-Outcome") != "recovered" {
+				// The operator's note is operator-to-operator text: it stays in
+				// the event and never reaches the agent.
+				_, hasNote := got["note"]
+				if got["resolved"] != "committed" || got["operation_id"] != "inv_1" || hasNote || r.Header.Get("Toolguard-Outcome") != "recovered" {
 					t.Errorf("resolved answer = %s (outcome %q)", body, r.Header.Get("Toolguard-Outcome"))
 				}
 			}

@@ -126,6 +126,17 @@ func (s *Server) ResumePacket(id string) (ResumePacket, error) {
 	return s.resumePacket(wf, steps), nil
 }
 
+// agentEvidence is a step's evidence as an agent may read it: an
+// operator's resolution is reported without the operator's note, which
+// stays in the journal's event.
+func agentEvidence(st *journal.Step) string {
+	switch st.Decision {
+	case DecisionResolvedCommitted, DecisionResolvedNotExecuted:
+		return "resolved by an operator"
+	}
+	return st.Evidence
+}
+
 // resumePacket builds a workflow's packet from the journal alone.
 func (s *Server) resumePacket(w journal.Workflow, steps []journal.Step) ResumePacket {
 	sort.SliceStable(steps, func(i, j int) bool { return steps[i].CreatedAt.Before(steps[j].CreatedAt) })
@@ -140,7 +151,7 @@ func (s *Server) resumePacket(w journal.Workflow, steps []journal.Step) ResumePa
 		st := &steps[i]
 		action := s.nextAction(st, now)
 		ev := StepEvidence{Key: st.Key, Route: st.Route, Status: st.Status.String(), Hold: st.Hold.String(),
-			OperationID: st.OperationID, Attempt: st.Attempt, Evidence: st.Evidence,
+			OperationID: st.OperationID, Attempt: st.Attempt, Evidence: agentEvidence(st),
 			Verified: st.Status == journal.StatusVerified, NextAction: action}
 		if r := st.Response; r != nil {
 			ev.ResponseStatus, ev.ResponseHash = r.Status, r.BodyHash
