@@ -111,7 +111,7 @@ type ResumePacket struct {
 // and the loaded rules. It works on a read-only journal too (the CLI's
 // offline `workflow resume --journal`).
 func (s *Server) ResumePacket(id string) (ResumePacket, error) {
-	ws, ok := s.journal.(WorkflowStore)
+	ws, ok := s.opts.Journal.(WorkflowStore)
 	if !ok {
 		return ResumePacket{}, fmt.Errorf("resume %s: the journal keeps no workflows", id)
 	}
@@ -357,8 +357,8 @@ func workflowError(w http.ResponseWriter, err error) {
 // WorkflowAdmin returns the hook that mounts the workflow endpoints on the
 // admin API, or nil when the journal keeps no workflows.
 func (s *Server) WorkflowAdmin() func(*http.ServeMux, func(Role, http.HandlerFunc) http.HandlerFunc) {
-	ws, ok := s.journal.(WorkflowStore)
-	cp, ok2 := s.journal.(checkpointer)
+	ws, ok := s.opts.Journal.(WorkflowStore)
+	cp, ok2 := s.opts.Journal.(checkpointer)
 	if !ok || !ok2 {
 		return nil
 	}

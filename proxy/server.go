@@ -125,6 +125,8 @@ type Server struct {
 	metrics *Metrics
 	egress  *egress
 	parked  parking
+	// health records journal write failures, for Ready.
+	health journalHealth
 	// now is the clock of leases; tests replace it.
 	now func() time.Time
 }
@@ -209,6 +211,9 @@ func New(opts Options) (*Server, error) {
 		s.store = l
 	}
 	s.metrics = opts.Metrics
+	s.metrics.precreateRoutes(opts.Rules)
+	s.health.metrics, s.health.log = opts.Metrics, s.log
+	s.journal = healthyJournal{Journal: opts.Journal, h: &s.health}
 	s.egress = newEgress(opts.AllowHosts, opts.ConnectPorts, opts.SelfAddrs)
 	if src, ok := opts.Journal.(StateSource); ok {
 		s.metrics.watchState(s, src)
