@@ -92,7 +92,12 @@ func (s *Server) problem(c *call, p *Problem) *answer {
 	return s.problemWith(c, p, Decision{})
 }
 
+// problemWith answers with p; a decision without a reason of its own is
+// logged with the problem's detail, so every refusal says why.
 func (s *Server) problemWith(c *call, p *Problem, d Decision) *answer {
+	if d.Why == "" {
+		d.Why = p.Detail
+	}
 	resp := p.response(c.in)
 	outcome := OutcomeBlocked
 	if p.Key != "" {

@@ -347,6 +347,13 @@ func (s *Server) handleConnect(host string, ctx *goproxy.ProxyCtx) (*goproxy.Con
 		s.metrics.reject("egress")
 		return goproxy.RejectConnect, host
 	}
+	if s.certs == nil && !named && s.opts.Unmatched == UnmatchedReject {
+		// Without a CA the requests inside cannot be seen, so none could
+		// be refused one by one.
+		ctx.Resp = newProblem(ProblemRejected, "", "no rule names "+host+" and unmatched calls are rejected").response(ctx.Req)
+		s.metrics.reject("unmatched")
+		return goproxy.RejectConnect, host
+	}
 	if s.certs == nil || (s.opts.Unmatched == UnmatchedPassthrough && !s.rules.Intercepts(host)) {
 		return goproxy.OkConnect, host
 	}
@@ -388,8 +395,10 @@ func (s *Server) handleRequest(req *http.Request, ctx *goproxy.ProxyCtx) (*http.
 		ctx.UserData = &reqState{guarded: true}
 		s.metrics.request("", "", OutcomeBlocked)
 		s.metrics.reject("headers_too_large")
-		resp := newProblem(ProblemHeadersTooLarge, "", fmt.Sprintf("request headers are %d bytes; limits.max_header_bytes is %d", n, s.opts.MaxHeaderBytes)).response(req)
+		p := newProblem(ProblemHeadersTooLarge, "", fmt.Sprintf("request headers are %d bytes; limits.max_header_bytes is %d", n, s.opts.MaxHeaderBytes))
+		resp := p.response(req)
 		resp.Header.Set(HeaderOutcome, OutcomeBlocked)
+		s.logRequest(req, slog.LevelInfo, OutcomeBlocked, resp.StatusCode, p.Detail)
 		return req, resp
 	}
 	if refused := s.refuseEgress(req, host); refused != nil {
@@ -397,11 +406,13 @@ func (s *Server) handleRequest(req *http.Request, ctx *goproxy.ProxyCtx) (*http.
 		return req, refused
 	}
 	route, params := s.rules.Match(host, req.Method, req.URL.EscapedPath())
-	if route == nil && isMutation(req.Method) {
-		switch s.opts.Unmatched {
-		case UnmatchedGuard:
+	if route == nil {
+		// guard takes only mutations; reject refuses every method, reads
+		// included: a rule with effect: safe lets a read through.
+		switch {
+		case s.opts.Unmatched == UnmatchedGuard && isMutation(req.Method):
 			route = rules.Fallback(req.Method, host, req.URL.Path)
-		case UnmatchedReject:
+		case s.opts.Unmatched == UnmatchedReject:
 			ctx.UserData = &reqState{guarded: true}
 			resp := newProblem(ProblemRejected, "", "no rule describes "+req.Method+" "+host+req.URL.Path+" and unmatched calls are rejected").response(req)
 			resp.Header.Set(HeaderOutcome, OutcomeBlocked)
