@@ -11,6 +11,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -93,6 +94,9 @@ type harnessConfig struct {
 	Options Options
 	// WrapJournal, when set, wraps the journal the proxy writes through.
 	WrapJournal func(Journal) Journal
+	// ConnectToUpstream lets tunnels reach the provider's port, for rule
+	// files that do not name it.
+	ConnectToUpstream bool
 }
 
 // harness is a running in-process toolguard.
@@ -168,6 +172,11 @@ func startHarness(t *testing.T, cfg harnessConfig) *harness {
 	opts.Secret = []byte("0123456789abcdef0123456789abcdef")
 	if cfg.WrapJournal != nil {
 		opts.Journal = cfg.WrapJournal(h.j)
+	}
+	if cfg.ConnectToUpstream {
+		u, _ := url.Parse(h.up.URL)
+		port, _ := strconv.Atoi(u.Port())
+		opts.ConnectPorts = []int{port}
 	}
 	opts.Transport = &http.Transport{Proxy: nil, TLSClientConfig: &tls.Config{RootCAs: upstreamRoots}}
 	h.srv, err = New(opts)
