@@ -79,7 +79,9 @@ func (u *testUpstream) create(w http.ResponseWriter, r *http.Request) {
 }
 
 // host is the provider's host:port, as rule files name it.
-func (u *testUpstream) host() string { return strings.TrimPrefix(strings.TrimPrefix(u.URL, "https://"), "http://") }
+func (u *testUpstream) host() string {
+	return strings.TrimPrefix(strings.TrimPrefix(u.URL, "https://"), "http://")
+}
 
 // harnessConfig configures startHarness; zero values are fine.
 type harnessConfig struct {
