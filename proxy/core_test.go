@@ -267,3 +267,70 @@ func TestStepsEmptyFilters(t *testing.T) {
 		}
 	}
 }
+
+// A form body's key does not depend on field order; repeated fields keep
+// their order.
+func TestFormBodyFieldOrder(t *testing.T) {
+	h := startHarness(t, harnessConfig{Routes: `  - name: create_invoice
+    match: POST /v1/invoices
+    effect: irreversible
+    key:
+      fields: [customer, amount, "items"]
+`})
+	for _, form := range []string{"customer=c1&amount=100&items=a&items=b&trace=1", "items=a&trace=2&amount=100&items=b&customer=c1"} {
+		req, _ := http.NewRequest(http.MethodPost, h.up.URL+"/v1/invoices", strings.NewReader(form))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		h.do(req)
+	}
+	if got := h.up.effects.Load(); got != 1 {
+		t.Fatalf("upstream effects = %d, want 1", got)
+	}
+}
+
+// A connection refused before anything was written: not executed, 502,
+// retryable.
+func TestUpstreamUnreachableIsRetryable(t *testing.T) {
+	h := startHarness(t, harnessConfig{Routes: invoiceRoute})
+	h.up.Close() // nothing listens there now
+	r, b := h.post("/v1/invoices", `{"customer":"c1"}`)
+	if r.StatusCode != http.StatusBadGateway || !strings.Contains(b, ProblemUpstreamUnreachable) {
+		t.Fatalf("got %d %s, want 502 upstream-unreachable", r.StatusCode, b)
+	}
+	if steps := h.steps(); len(steps) != 1 || steps[0].Status != "failed" || !steps[0].Retryable {
+		t.Fatalf("journal = %+v, want one failed, retryable step", steps)
+	}
+}
+
+// A 5xx after the request was written is ambiguous: 504, the step stays
+// started.
+func TestUpstream5xxIsOutcomeUnknown(t *testing.T) {
+	h := startHarness(t, harnessConfig{Routes: invoiceRoute})
+	h.up.status.Store(http.StatusServiceUnavailable)
+	r, b := h.post("/v1/invoices", `{"customer":"c1"}`)
+	if r.StatusCode != http.StatusGatewayTimeout || !strings.Contains(b, ProblemOutcomeUnknown) {
+		t.Fatalf("got %d %s, want 504 outcome-unknown", r.StatusCode, b)
+	}
+	if steps := h.steps(); len(steps) != 1 || steps[0].Status != "started" {
+		t.Fatalf("journal = %+v, want the step still started", steps)
+	}
+}
+
+// A definitive failure (most 4xx) is stored and replayed, never re-sent.
+func TestDefinitiveFailureIsReplayed(t *testing.T) {
+	h := startHarness(t, harnessConfig{Routes: invoiceRoute})
+	h.up.status.Store(http.StatusUnprocessableEntity)
+	r1, b1 := h.post("/v1/invoices", `{"customer":"c1"}`)
+	r2, b2 := h.post("/v1/invoices", `{"customer":"c1"}`)
+	if r1.StatusCode != http.StatusUnprocessableEntity || r1.Header.Get(HeaderOutcome) != OutcomeForwarded {
+		t.Fatalf("first: %d %q", r1.StatusCode, r1.Header.Get(HeaderOutcome))
+	}
+	if r2.StatusCode != http.StatusUnprocessableEntity || r2.Header.Get(HeaderOutcome) != OutcomeReplayed || b1 != b2 {
+		t.Fatalf("second: %d %q %s, want the stored 422 replayed", r2.StatusCode, r2.Header.Get(HeaderOutcome), b2)
+	}
+	if got := h.up.effects.Load(); got != 1 {
+		t.Fatalf("upstream calls = %d, want 1", got)
+	}
+	if steps := h.steps(); len(steps) != 1 || steps[0].Status != "failed" || steps[0].Retryable {
+		t.Fatalf("journal = %+v, want one definitive failure", steps)
+	}
+}
