@@ -10,15 +10,15 @@ import (
 // holdForReview leaves a step of invoiceRoute held needs_review: the
 // provider takes the effect and answers 500, so the outcome is unknown,
 // and the retry finds an irreversible route that cannot be queried.
-func holdForReview(t *testing.T, h *harness, body string) string {
+func holdForReview(t *testing.T, h *harness, body string, headers ...string) string {
 	t.Helper()
 	h.up.status.Store(http.StatusInternalServerError)
-	r, b := h.post("/v1/invoices", body)
+	r, b := h.post("/v1/invoices", body, headers...)
 	if r.StatusCode != http.StatusGatewayTimeout {
 		t.Fatalf("first call: %d %s, want 504 outcome-unknown", r.StatusCode, b)
 	}
 	h.up.status.Store(0)
-	r, b = h.post("/v1/invoices", body)
+	r, b = h.post("/v1/invoices", body, headers...)
 	if r.StatusCode != http.StatusConflict || !strings.Contains(b, ProblemAmbiguousEffect) {
 		t.Fatalf("retry: %d %s, want 409 ambiguous-effect", r.StatusCode, b)
 	}
@@ -77,13 +77,13 @@ func TestHeldRetryWithIgnoredFieldChanged(t *testing.T) {
 func TestResolveNoteStaysWithOperators(t *testing.T) {
 	h := startHarness(t, harnessConfig{Routes: invoiceRoute})
 	body := `{"customer":"c1","amount":10}`
-	key := holdForReview(t, h, body)
+	key := holdForReview(t, h, body, HeaderWorkflow, "wf-1")
 	const note = "internal: checked the billing DB on host db-7"
 	res := Resolution{Outcome: "committed", OperationID: "inv_1", Note: note}
 	if code := h.adminCall("POST", "/v1/steps/"+key+"/resolve", res, nil); code != http.StatusOK {
 		t.Fatalf("resolve: %d", code)
 	}
-	r, b := h.post("/v1/invoices", body)
+	r, b := h.post("/v1/invoices", body, HeaderWorkflow, "wf-1")
 	if r.StatusCode != http.StatusOK || r.Header.Get(HeaderOutcome) != OutcomeRecovered {
 		t.Fatalf("after resolve: %d %q %s, want 200 recovered", r.StatusCode, r.Header.Get(HeaderOutcome), b)
 	}
@@ -97,6 +97,13 @@ func TestResolveNoteStaysWithOperators(t *testing.T) {
 	}
 	if strings.Contains(b, "db-7") {
 		t.Fatalf("the note reached the agent: %s", b)
+	}
+	var packet ResumePacket
+	if code := h.adminCall("GET", "/v1/workflows/wf-1/resume", nil, &packet); code != http.StatusOK || len(packet.Steps) != 1 {
+		t.Fatalf("resume: %d %+v, want one step", code, packet)
+	}
+	if ev := packet.Steps[0].Evidence; strings.Contains(ev, "db-7") || ev == "" {
+		t.Fatalf("resume packet evidence %q, want the resolution without the note", ev)
 	}
 	noted := false
 	for _, e := range h.events() {

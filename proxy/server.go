@@ -345,13 +345,16 @@ func (s *Server) handleConnect(host string, ctx *goproxy.ProxyCtx) (*goproxy.Con
 		}
 		ctx.Resp = newProblem(ProblemRejected, "", why).response(ctx.Req)
 		s.metrics.reject("egress")
+		s.logRequest(ctx.Req, slog.LevelInfo, OutcomeBlocked, http.StatusForbidden, why)
 		return goproxy.RejectConnect, host
 	}
 	if s.certs == nil && !named && s.opts.Unmatched == UnmatchedReject {
 		// Without a CA the requests inside cannot be seen, so none could
 		// be refused one by one.
-		ctx.Resp = newProblem(ProblemRejected, "", "no rule names "+host+" and unmatched calls are rejected").response(ctx.Req)
+		why := "no rule names " + host + " and unmatched calls are rejected"
+		ctx.Resp = newProblem(ProblemRejected, "", why).response(ctx.Req)
 		s.metrics.reject("unmatched")
+		s.logRequest(ctx.Req, slog.LevelInfo, OutcomeBlocked, http.StatusForbidden, why)
 		return goproxy.RejectConnect, host
 	}
 	if s.certs == nil || (s.opts.Unmatched == UnmatchedPassthrough && !s.rules.Intercepts(host)) {
