@@ -198,3 +198,16 @@ func TestCountersExistAtZero(t *testing.T) {
 		}
 	}
 }
+
+// A refused CONNECT has its decision line too, with the reason.
+func TestRefusedConnectLogsWhy(t *testing.T) {
+	h := startHarness(t, harnessConfig{Routes: invoiceRoute, RuleHost: "elsewhere.example"})
+	// The provider's port is not on upstream.connect_ports: no tunnel.
+	if _, err := h.client.Get("https://" + h.up.host() + "/v1/ping"); err == nil {
+		t.Fatal("the tunnel was opened")
+	}
+	lines := h.decisionLines()
+	if len(lines) != 1 || lines[0]["method"] != http.MethodConnect || lines[0]["outcome"] != OutcomeBlocked || lines[0]["why"] == "" {
+		t.Fatalf("decision lines = %v, want one blocked CONNECT with a why", lines)
+	}
+}
