@@ -219,7 +219,10 @@ func TestReviewResolve(t *testing.T) {
 			if tc.outcome == "committed" {
 				var got map[string]string
 				json.Unmarshal([]byte(body), &got)
-				if got["resolved"] != "committed" || got["operation_id"] != "inv_1" || got["note"] != "checked the dashboard" || r.Header.Get("Toolguard-Outcome") != "recovered" {
+				// The operator's note is operator-to-operator text: it stays in
+				// the event and never reaches the agent.
+				_, hasNote := got["note"]
+				if got["resolved"] != "committed" || got["operation_id"] != "inv_1" || hasNote || r.Header.Get("Toolguard-Outcome") != "recovered" {
 					t.Errorf("resolved answer = %s (outcome %q)", body, r.Header.Get("Toolguard-Outcome"))
 				}
 			}
@@ -351,50 +354,6 @@ func TestVerification(t *testing.T) {
 		p2 := s.start(t)
 		waitStep(t, p2, key, func(st map[string]any) bool { return st["status"] == "verified" })
 	})
-}
-
-func TestApproval(t *testing.T) {
-	up := newUpstream(t, false)
-	route := `  - name: create_refund
-    match: POST /v1/invoices
-    effect: irreversible
-    key:
-      fields: [customer, amount]
-    approval: required
-`
-	p := newSetup(t, map[string]string{"billing.yaml": ruleFile(up.host(), route)}).start(t)
-	c := p.client(t)
-	body := `{"customer":"c1","amount":10,"memo":"as shown"}`
-	r, b := post(t, c, up.URL+"/v1/invoices", body)
-	if r.StatusCode != 409 || !strings.Contains(b, "urn:toolguard:awaiting-approval") || r.Header.Get("Retry-After") == "" {
-		t.Fatalf("first call: %d %s (Retry-After %q), want 409 awaiting-approval", r.StatusCode, b, r.Header.Get("Retry-After"))
-	}
-	key := r.Header.Get("Toolguard-Key")
-	if st := waitStep(t, p, key, func(map[string]any) bool { return true }); st["status"] != "prepared" || st["hold"] != "awaiting_approval" {
-		t.Fatalf("step = %v, want prepared awaiting_approval", st)
-	}
-	if out, err := exec.Command(binary, "review", "approve", key, "--note", "ok by finance", "--admin", p.adminURL).CombinedOutput(); err != nil {
-		t.Fatalf("approve: %v\n%s", err, out)
-	}
-	// Same key, different body: not forwarded under the approval.
-	r, b = post(t, c, up.URL+"/v1/invoices", `{"customer":"c1","amount":10,"memo":"changed"}`)
-	if r.StatusCode != 422 || !strings.Contains(b, "urn:toolguard:payload-mismatch") {
-		t.Fatalf("changed body: %d %s, want 422 payload-mismatch", r.StatusCode, b)
-	}
-	r, _ = post(t, c, up.URL+"/v1/invoices", body)
-	if r.StatusCode != 201 || r.Header.Get("Toolguard-Outcome") != "forwarded" {
-		t.Fatalf("approved call: %d %q, want 201 forwarded", r.StatusCode, r.Header.Get("Toolguard-Outcome"))
-	}
-	r, _ = post(t, c, up.URL+"/v1/invoices", body)
-	if r.Header.Get("Toolguard-Outcome") != "replayed" {
-		t.Fatalf("retry after the approved call: %q, want replayed", r.Header.Get("Toolguard-Outcome"))
-	}
-	if got := up.effects.Load(); got != 1 {
-		t.Fatalf("upstream effects = %d, want exactly 1", got)
-	}
-	if out, err := exec.Command(binary, "review", "approve", key, "--admin", p.adminURL).CombinedOutput(); err != nil {
-		t.Fatalf("second approve is idempotent, got: %v\n%s", err, out)
-	}
 }
 
 // postUntilSettled is an agent that honours 409 in-progress: it retries

@@ -159,7 +159,11 @@ func TestCheckpointConcurrency(t *testing.T) {
 			won++
 		case 412:
 			lost++
-			if !strings.Contains(bodies[i], `"current_version": 2`) {
+			var problem struct {
+				Type           string `json:"type"`
+				CurrentVersion uint64 `json:"current_version"`
+			}
+			if json.Unmarshal([]byte(bodies[i]), &problem) != nil || problem.CurrentVersion != 2 || problem.Type != "urn:toolguard:admin:version-mismatch" {
 				t.Errorf("412 body lacks the current version: %s", bodies[i])
 			}
 		}

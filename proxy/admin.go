@@ -117,11 +117,11 @@ func (a *Admin) auth(role Role, h http.HandlerFunc) http.HandlerFunc {
 		}
 		if granted == 0 {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="toolguard"`)
-			adminProblem(w, http.StatusUnauthorized, "unauthorized", "a valid bearer token is required")
+			a.adminError(w, errUnauthorized)
 			return
 		}
 		if granted < role {
-			adminProblem(w, http.StatusForbidden, "forbidden", "this token may not do that: approvals and resolutions need the operator token")
+			a.adminError(w, errForbidden)
 			return
 		}
 		h(w, r)
@@ -135,12 +135,12 @@ func tokenEqual(got, want string) bool {
 func (a *Admin) listSteps(w http.ResponseWriter, r *http.Request) {
 	f, err := parseFilter(r)
 	if err != nil {
-		adminProblem(w, http.StatusBadRequest, "bad-request", err.Error())
+		a.adminError(w, badRequest(err))
 		return
 	}
 	steps, err := a.opts.Store.List(f)
 	if err != nil {
-		adminProblem(w, http.StatusInternalServerError, "journal", err.Error())
+		a.adminError(w, err)
 		return
 	}
 	if steps == nil {
@@ -186,7 +186,7 @@ func parseFilter(r *http.Request) (journal.Filter, error) {
 func (a *Admin) getStep(w http.ResponseWriter, r *http.Request) {
 	st, err := a.opts.Store.Get(r.PathValue("key"))
 	if err != nil {
-		a.journalError(w, err)
+		a.adminError(w, notFoundAs(err, errNoStep))
 		return
 	}
 	writeJSON(w, http.StatusOK, ViewOf(&st))
@@ -197,7 +197,7 @@ func (a *Admin) events(w http.ResponseWriter, r *http.Request) {
 	if v := r.URL.Query().Get("after"); v != "" {
 		n, err := strconv.ParseUint(v, 10, 64)
 		if err != nil {
-			adminProblem(w, http.StatusBadRequest, "bad-request", fmt.Sprintf("after: want a sequence number (got %q)", v))
+			a.adminError(w, badRequest(fmt.Errorf("after: want a sequence number (got %q)", v)))
 			return
 		}
 		after = n
@@ -205,7 +205,7 @@ func (a *Admin) events(w http.ResponseWriter, r *http.Request) {
 	limit, _ := strconv.Atoi(r.URL.Query().Get("limit"))
 	evs, err := a.opts.Store.Events(after, limit)
 	if err != nil {
-		a.journalError(w, err)
+		a.adminError(w, err)
 		return
 	}
 	if evs == nil {
@@ -214,16 +214,16 @@ func (a *Admin) events(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{"events": evs})
 }
 
-func (a *Admin) journalError(w http.ResponseWriter, err error) {
-	switch {
-	case errors.Is(err, journal.ErrNotFound):
-		adminProblem(w, http.StatusNotFound, "not-found", "no step has that key")
-	case errors.Is(err, errNotHeld):
-		adminProblem(w, http.StatusConflict, "not-held", err.Error())
-	default:
-		a.log.Error("admin journal access failed", slog.Any("error", err))
-		adminProblem(w, http.StatusInternalServerError, "journal", err.Error())
+// adminError answers a failed admin request (see adminError).
+func (a *Admin) adminError(w http.ResponseWriter, err error) { adminError(w, a.log, err) }
+
+// notFoundAs turns the journal's "not found" into what the caller named
+// (errNoStep, errNoWorkflow); other errors are returned as they are.
+func notFoundAs(err, what error) error {
+	if errors.Is(err, journal.ErrNotFound) {
+		return what
 	}
+	return err
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
@@ -232,9 +232,4 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	enc.Encode(v)
-}
-
-func adminProblem(w http.ResponseWriter, status int, typ, detail string) {
-	p := &Problem{Type: "urn:toolguard:admin:" + typ, Title: http.StatusText(status), Status: status, Detail: detail}
-	p.write(w)
 }

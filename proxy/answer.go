@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"log/slog"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/toolguard/toolguard/journal"
@@ -49,13 +48,14 @@ func (s *Server) stamp(h http.Header, st *journal.Step, outcome string) {
 }
 
 // evidenceResponse answers a committed step for which no upstream response
-// was ever received: it was established by a lookup or an operator.
+// was ever received: it was established by a lookup or an operator. It
+// carries the outcome and the operation id only: an operator's note is
+// operator-to-operator text and stays in the journal's event.
 func (s *Server) evidenceResponse(req *http.Request, st *journal.Step) *http.Response {
 	body, _ := json.Marshal(struct {
 		Resolved    string `json:"resolved"`
 		OperationID string `json:"operation_id"`
-		Note        string `json:"note"`
-	}{st.Status.String(), st.OperationID, strings.TrimPrefix(st.Evidence, "operator: ")})
+	}{st.Status.String(), st.OperationID})
 	h := http.Header{"Content-Type": {"application/json"}}
 	return bodyResponse(req, http.StatusOK, h, append(body, '\n'))
 }
@@ -92,7 +92,12 @@ func (s *Server) problem(c *call, p *Problem) *answer {
 	return s.problemWith(c, p, Decision{})
 }
 
+// problemWith answers with p; a decision without a reason of its own is
+// logged with the problem's detail, so every refusal says why.
 func (s *Server) problemWith(c *call, p *Problem, d Decision) *answer {
+	if d.Why == "" {
+		d.Why = p.Detail
+	}
 	resp := p.response(c.in)
 	outcome := OutcomeBlocked
 	if p.Key != "" {

@@ -138,7 +138,9 @@ func Decide(s Situation) Decision {
 		return Decision{Action: ActionForward, Why: "retryable failure"}
 	case journal.StatusPrepared:
 		// An approval or a "not executed" resolution binds to the body the
-		// operator saw, and lets exactly that body through.
+		// operator saw, and lets exactly that body through: this is the only
+		// place payload-mismatch is answered, because only here would a
+		// different body be forwarded under the operator's decision.
 		if st.ApprovedBodyHash != "" && s.BodyHash != st.ApprovedBodyHash {
 			return Decision{Action: ActionMismatch, Why: "body differs from the approved one"}
 		}
@@ -179,14 +181,19 @@ func decideStarted(s Situation) Decision {
 	return Decision{Action: ActionHold, Hold: journal.HoldNeedsReview, Reason: ReasonOutcomeUnknown, Why: "outcome unknown, cannot be queried, irreversible"}
 }
 
-// decideHeld answers a held step. It stays blocked until an operator acts;
-// a retry whose body differs from the one under review is told so.
+// decideHeld answers a held step. It stays blocked until an operator acts,
+// whatever body the retry carries: nothing is forwarded while a step is
+// held, so a retry that differs only in fields outside the key (a new
+// trace id) gets the same answer as an identical one. The body is checked
+// against the reviewed one only when the hold ends and a body would be
+// sent under the operator's decision (see StatusPrepared in Decide).
 func decideHeld(s Situation) Decision {
 	st := s.Step
+	why := "held: " + st.HoldReason
 	if st.BodyHash != "" && s.BodyHash != st.BodyHash {
-		return Decision{Action: ActionMismatch, Hold: st.Hold, Reason: st.HoldReason, Why: "body differs from the one held for " + st.Hold.String()}
+		why += " (this retry's body differs from the held one, which is the one an operator decides on)"
 	}
-	return Decision{Action: ActionBlock, Hold: st.Hold, Reason: st.HoldReason, Why: "held: " + st.HoldReason}
+	return Decision{Action: ActionBlock, Hold: st.Hold, Reason: st.HoldReason, Why: why}
 }
 
 // strategyOf reports how interrupted calls of r are resolved.

@@ -86,11 +86,20 @@ func TestDecide(t *testing.T) {
 		{name: "retry budget exhausted holds", sit: Situation{Step: step(journal.StatusFailed, func(s *journal.Step) { s.Retryable, s.Attempt = true, 3 }), MaxAttempts: 3}, action: ActionHold, reason: ReasonRetryBudget},
 		{name: "in flight waits", sit: Situation{Step: step(journal.StatusStarted, nil), InFlight: true}, action: ActionWait},
 		{name: "awaiting approval blocks", sit: Situation{Step: step(journal.StatusPrepared, func(s *journal.Step) { s.Hold, s.HoldReason = journal.HoldAwaitingApproval, ReasonApproval })}, action: ActionBlock, reason: ReasonApproval},
-		{name: "awaiting approval, other body", sit: Situation{Step: step(journal.StatusPrepared, func(s *journal.Step) { s.Hold = journal.HoldAwaitingApproval }), BodyHash: "other"}, action: ActionMismatch},
+		// Regression: a held step's retry with a new trace id (same key, other
+		// whole-body hash) was answered 422 payload-mismatch, which an agent
+		// reads as final. Nothing is forwarded while held, so it gets the
+		// identical retry's answer.
+		{name: "awaiting approval, other body", sit: Situation{Step: step(journal.StatusPrepared, func(s *journal.Step) { s.Hold, s.HoldReason = journal.HoldAwaitingApproval, ReasonApproval }), BodyHash: "other"}, action: ActionBlock, reason: ReasonApproval},
 		{name: "approved forwards", sit: Situation{Step: step(journal.StatusPrepared, func(s *journal.Step) { s.ApprovedBodyHash = "b" }), BodyHash: "b"}, action: ActionForward},
 		{name: "approved, other body", sit: Situation{Step: step(journal.StatusPrepared, func(s *journal.Step) { s.ApprovedBodyHash = "b" }), BodyHash: "c"}, action: ActionMismatch},
 		{name: "needs review blocks", sit: Situation{Step: step(journal.StatusStarted, func(s *journal.Step) { s.Hold, s.HoldReason = journal.HoldNeedsReview, ReasonOutcomeUnknown }), BodyHash: "b"}, action: ActionBlock, reason: ReasonOutcomeUnknown},
-		{name: "needs review, other body", sit: Situation{Step: step(journal.StatusStarted, func(s *journal.Step) { s.Hold = journal.HoldNeedsReview }), BodyHash: "x"}, action: ActionMismatch},
+		{name: "needs review, other body", sit: Situation{Step: step(journal.StatusStarted, func(s *journal.Step) { s.Hold, s.HoldReason = journal.HoldNeedsReview, ReasonOutcomeUnknown }), BodyHash: "x"}, action: ActionBlock, reason: ReasonOutcomeUnknown},
+		{name: "version changed, other body", sit: Situation{Step: step(journal.StatusPrepared, func(s *journal.Step) { s.Hold, s.HoldReason = journal.HoldNeedsReview, ReasonVersionChanged }), BodyHash: "x"}, action: ActionBlock, reason: ReasonVersionChanged},
+		{name: "resolved not executed forwards", sit: Situation{Step: step(journal.StatusPrepared, func(s *journal.Step) { s.ApprovedBodyHash, s.Decision = "b", "resolved_not_executed" }), BodyHash: "b"}, action: ActionForward},
+		{name: "resolved not executed, other body", sit: Situation{Step: step(journal.StatusPrepared, func(s *journal.Step) { s.ApprovedBodyHash, s.Decision = "b", "resolved_not_executed" }), BodyHash: "x"}, action: ActionMismatch},
+		{name: "committed, other body replays", sit: Situation{Step: step(journal.StatusCommitted, nil), BodyHash: "x"}, action: ActionReplay},
+		{name: "held committed, other body blocks", sit: Situation{Step: step(journal.StatusCommitted, func(s *journal.Step) { s.Hold, s.HoldReason = journal.HoldNeedsReview, ReasonNotVisible }), BodyHash: "x"}, action: ActionBlock, reason: ReasonNotVisible},
 		{name: "held committed blocks", sit: Situation{Step: step(journal.StatusCommitted, func(s *journal.Step) { s.Hold, s.HoldReason = journal.HoldNeedsReview, ReasonNotVisible }), BodyHash: "b"}, action: ActionBlock, reason: ReasonNotVisible},
 	}
 	for _, tc := range tests {

@@ -5,9 +5,11 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/toolguard/toolguard/journal"
+	"github.com/toolguard/toolguard/rules"
 )
 
 // Metrics are toolguard's Prometheus metrics. Labels carry only rule names
@@ -26,6 +28,7 @@ type Metrics struct {
 	truncated     prometheus.Counter
 	swept         prometheus.Counter
 	sweptAt       prometheus.Gauge
+	writeFailures prometheus.Counter
 }
 
 // NewMetrics creates the metrics on a new registry, with Go runtime and
@@ -54,11 +57,61 @@ func NewMetrics() *Metrics {
 			Help: "Steps removed by the retention sweeper."}),
 		sweptAt: prometheus.NewGauge(prometheus.GaugeOpts{Name: "toolguard_sweeper_last_run_timestamp_seconds",
 			Help: "When the retention sweeper last finished a pass."}),
+		writeFailures: prometheus.NewCounter(prometheus.CounterOpts{Name: "toolguard_journal_write_failures_total",
+			Help: "Journal writes that failed (disk full, I/O error); the proxy is not ready until one succeeds again."}),
 	}
 	m.passthrough = m.requests.WithLabelValues("", "", OutcomePassthrough)
+	m.precreate()
 	reg.MustRegister(m.requests, m.upstream, m.commit, m.commitBatch, m.recoveries, m.verifications, m.rejected, m.truncated, m.swept, m.sweptAt,
-		prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
+		m.writeFailures, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
+}
+
+// Label values of the counters with a fixed vocabulary.
+var (
+	rejectReasons      = []string{"draining", "in_flight_limit", "body_buffer", "body_too_large", "invalid_body", "headers_too_large", "unmatched", "egress"}
+	recoveryResults    = []string{"resent", "found", "held"}
+	verificationResult = []string{"verified", "not_visible", "discarded"}
+)
+
+// precreate makes every counter with a fixed vocabulary exist at zero from
+// the start, so rates and alerts see a series before its first event.
+func (m *Metrics) precreate() {
+	for _, r := range rejectReasons {
+		m.rejected.WithLabelValues(r)
+	}
+	for _, st := range []Strategy{StrategyNone, StrategyNative, StrategyLookup} {
+		for _, r := range recoveryResults {
+			m.recoveries.WithLabelValues(st.String(), r)
+		}
+	}
+	for _, r := range verificationResult {
+		m.verifications.WithLabelValues(r)
+	}
+	m.requests.WithLabelValues("", "", OutcomeBlocked) // refused before a route was known
+}
+
+// precreateRoutes makes the request counters of every route exist at zero.
+func (m *Metrics) precreateRoutes(set *rules.Set) {
+	if m == nil || set == nil {
+		return
+	}
+	for _, api := range set.APIs {
+		for _, r := range api.Routes {
+			if r.Effect == rules.EffectSafe {
+				continue
+			}
+			for _, o := range []string{OutcomeForwarded, OutcomeReplayed, OutcomeRecovered, OutcomeBlocked} {
+				m.requests.WithLabelValues(api.Name, r.Name, o)
+			}
+		}
+	}
+}
+
+func (m *Metrics) journalWriteFailed() {
+	if m != nil {
+		m.writeFailures.Inc()
+	}
 }
 
 // StateSource is what the state gauges read at scrape time.

@@ -27,6 +27,20 @@ const (
 	ProblemHeadersTooLarge = "urn:toolguard:headers-too-large"
 )
 
+// Problem types of the admin API (see adminError).
+const (
+	ProblemAdminBadRequest         = "urn:toolguard:admin:bad-request"
+	ProblemAdminUnauthorized       = "urn:toolguard:admin:unauthorized"
+	ProblemAdminForbidden          = "urn:toolguard:admin:forbidden"
+	ProblemAdminNotFound           = "urn:toolguard:admin:not-found"
+	ProblemAdminNotHeld            = "urn:toolguard:admin:not-held"
+	ProblemAdminBadCheckpoint      = "urn:toolguard:admin:bad-checkpoint"
+	ProblemAdminCheckpointTooLarge = "urn:toolguard:admin:checkpoint-too-large"
+	ProblemAdminVersionMismatch    = "urn:toolguard:admin:version-mismatch"
+	ProblemAdminIfMatchRequired    = "urn:toolguard:admin:if-match-required"
+	ProblemAdminJournal            = "urn:toolguard:admin:journal"
+)
+
 var problemInfo = map[string]struct {
 	status int
 	title  string
@@ -44,6 +58,17 @@ var problemInfo = map[string]struct {
 	ProblemUnavailable:         {http.StatusServiceUnavailable, "toolguard cannot take the call now"},
 	ProblemRetryBudget:         {http.StatusConflict, "Retry budget exhausted; held for review"},
 	ProblemHeadersTooLarge:     {http.StatusRequestHeaderFieldsTooLarge, "Request headers too large"},
+	// The admin API's titles are the status texts, as they always were.
+	ProblemAdminBadRequest:         {http.StatusBadRequest, "Bad Request"},
+	ProblemAdminUnauthorized:       {http.StatusUnauthorized, "Unauthorized"},
+	ProblemAdminForbidden:          {http.StatusForbidden, "Forbidden"},
+	ProblemAdminNotFound:           {http.StatusNotFound, "Not Found"},
+	ProblemAdminNotHeld:            {http.StatusConflict, "Conflict"},
+	ProblemAdminBadCheckpoint:      {http.StatusBadRequest, "Bad Request"},
+	ProblemAdminCheckpointTooLarge: {http.StatusRequestEntityTooLarge, "Request Entity Too Large"},
+	ProblemAdminVersionMismatch:    {http.StatusPreconditionFailed, "Precondition Failed"},
+	ProblemAdminIfMatchRequired:    {http.StatusPreconditionRequired, "Precondition Required"},
+	ProblemAdminJournal:            {http.StatusInternalServerError, "Internal Server Error"},
 }
 
 // Problem is an RFC 9457 problem body.

@@ -111,7 +111,7 @@ type ResumePacket struct {
 // and the loaded rules. It works on a read-only journal too (the CLI's
 // offline `workflow resume --journal`).
 func (s *Server) ResumePacket(id string) (ResumePacket, error) {
-	ws, ok := s.journal.(WorkflowStore)
+	ws, ok := s.opts.Journal.(WorkflowStore)
 	if !ok {
 		return ResumePacket{}, fmt.Errorf("resume %s: the journal keeps no workflows", id)
 	}
@@ -124,6 +124,17 @@ func (s *Server) ResumePacket(id string) (ResumePacket, error) {
 		return ResumePacket{}, err
 	}
 	return s.resumePacket(wf, steps), nil
+}
+
+// agentEvidence is a step's evidence as an agent may read it: an
+// operator's resolution is reported without the operator's note, which
+// stays in the journal's event.
+func agentEvidence(st *journal.Step) string {
+	switch st.Decision {
+	case DecisionResolvedCommitted, DecisionResolvedNotExecuted:
+		return "resolved by an operator"
+	}
+	return st.Evidence
 }
 
 // resumePacket builds a workflow's packet from the journal alone.
@@ -140,7 +151,7 @@ func (s *Server) resumePacket(w journal.Workflow, steps []journal.Step) ResumePa
 		st := &steps[i]
 		action := s.nextAction(st, now)
 		ev := StepEvidence{Key: st.Key, Route: st.Route, Status: st.Status.String(), Hold: st.Hold.String(),
-			OperationID: st.OperationID, Attempt: st.Attempt, Evidence: st.Evidence,
+			OperationID: st.OperationID, Attempt: st.Attempt, Evidence: agentEvidence(st),
 			Verified: st.Status == journal.StatusVerified, NextAction: action}
 		if r := st.Response; r != nil {
 			ev.ResponseStatus, ev.ResponseHash = r.Status, r.BodyHash
@@ -228,7 +239,7 @@ func (s *Server) mountWorkflows(mux *http.ServeMux, auth func(Role, http.Handler
 	mux.HandleFunc("GET /v1/workflows", auth(RoleAgent, func(w http.ResponseWriter, r *http.Request) {
 		list, err := ws.ListWorkflows(0)
 		if err != nil {
-			adminProblem(w, http.StatusInternalServerError, "journal", err.Error())
+			adminError(w, s.log, err)
 			return
 		}
 		for i := range list {
@@ -239,7 +250,7 @@ func (s *Server) mountWorkflows(mux *http.ServeMux, auth func(Role, http.Handler
 	mux.HandleFunc("GET /v1/workflows/{id}", auth(RoleAgent, func(w http.ResponseWriter, r *http.Request) {
 		wf, err := ws.GetWorkflow(r.PathValue("id"))
 		if err != nil {
-			workflowError(w, err)
+			adminError(w, s.log, notFoundAs(err, errNoWorkflow))
 			return
 		}
 		w.Header().Set("ETag", strconv.Quote(strconv.FormatUint(wf.Version, 10)))
@@ -248,13 +259,19 @@ func (s *Server) mountWorkflows(mux *http.ServeMux, auth func(Role, http.Handler
 	mux.HandleFunc("GET /v1/workflows/{id}/resume", auth(RoleAgent, func(w http.ResponseWriter, r *http.Request) {
 		p, err := s.ResumePacket(r.PathValue("id"))
 		if err != nil {
-			workflowError(w, err)
+			adminError(w, s.log, notFoundAs(err, errNoWorkflow))
 			return
 		}
 		writeJSON(w, http.StatusOK, p)
 	}))
 	mux.HandleFunc("PUT /v1/workflows/{id}/checkpoint", auth(RoleAgent, func(w http.ResponseWriter, r *http.Request) {
-		putCheckpoint(w, r, cp)
+		wf, err := putCheckpoint(r, cp)
+		if err != nil {
+			adminError(w, s.log, notFoundAs(err, errNoWorkflow))
+			return
+		}
+		w.Header().Set("ETag", strconv.Quote(strconv.FormatUint(wf.Version, 10)))
+		writeJSON(w, http.StatusOK, wf)
 	}))
 }
 
@@ -270,53 +287,30 @@ type checkpointer interface {
 	PutCheckpoint(id string, ifVersion *uint64, checkpoint json.RawMessage) (journal.Workflow, error)
 }
 
-func putCheckpoint(w http.ResponseWriter, r *http.Request, cp checkpointer) {
+// putCheckpoint validates a checkpoint body and stores it.
+func putCheckpoint(r *http.Request, cp checkpointer) (journal.Workflow, error) {
 	data, err := io.ReadAll(io.LimitReader(r.Body, maxCheckpointBytes+1))
 	if err != nil {
-		adminProblem(w, http.StatusBadRequest, "bad-request", "read body: "+err.Error())
-		return
+		return journal.Workflow{}, badRequest(fmt.Errorf("read body: %w", err))
 	}
 	if len(data) > maxCheckpointBytes {
-		adminProblem(w, http.StatusRequestEntityTooLarge, "checkpoint-too-large", fmt.Sprintf("a checkpoint is at most %d bytes of concise facts; store large content as an artifact (id and sha256)", maxCheckpointBytes))
-		return
+		return journal.Workflow{}, fmt.Errorf("%w: a checkpoint is at most %d bytes of concise facts; store large content as an artifact (id and sha256)", errCheckpointTooLarge, maxCheckpointBytes)
 	}
 	var c Checkpoint
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&c); err != nil {
-		adminProblem(w, http.StatusBadRequest, "bad-checkpoint", "checkpoint: "+err.Error()+" (fields: goal, constraints, plan, unresolved, artifacts, prompt_version, policy_version; raw tool output is refused)")
-		return
+		return journal.Workflow{}, fmt.Errorf("%w: %v (fields: goal, constraints, plan, unresolved, artifacts, prompt_version, policy_version; raw tool output is refused)", errBadCheckpoint, err)
 	}
 	if err := c.validate(); err != nil {
-		status := http.StatusBadRequest
-		if errors.Is(err, errTooLarge) {
-			status = http.StatusRequestEntityTooLarge
-		}
-		adminProblem(w, status, "bad-checkpoint", err.Error())
-		return
+		return journal.Workflow{}, fmt.Errorf("%w: %w", errBadCheckpoint, err)
 	}
 	ifVersion, err := parseIfMatch(r.Header.Get("If-Match"))
 	if err != nil {
-		adminProblem(w, http.StatusBadRequest, "bad-request", err.Error())
-		return
+		return journal.Workflow{}, badRequest(err)
 	}
 	canon, _ := json.Marshal(c)
-	wf, err := cp.PutCheckpoint(r.PathValue("id"), ifVersion, canon)
-	var ve *journal.VersionError
-	switch {
-	case errors.As(err, &ve):
-		writeJSON(w, http.StatusPreconditionFailed, map[string]any{"type": "urn:toolguard:admin:version-mismatch", "title": "Precondition Failed",
-			"status": 412, "detail": ve.Error(), "current_version": ve.Current})
-		return
-	case errors.Is(err, journal.ErrPreconditionRequired):
-		adminProblem(w, http.StatusPreconditionRequired, "if-match-required", "this workflow has a checkpoint: send If-Match with the version you read")
-		return
-	case err != nil:
-		workflowError(w, err)
-		return
-	}
-	w.Header().Set("ETag", strconv.Quote(strconv.FormatUint(wf.Version, 10)))
-	writeJSON(w, http.StatusOK, wf)
+	return cp.PutCheckpoint(r.PathValue("id"), ifVersion, canon)
 }
 
 // parseIfMatch reads If-Match: "7" or 7; nil when absent.
@@ -332,22 +326,11 @@ func parseIfMatch(v string) (*uint64, error) {
 	return &n, nil
 }
 
-func workflowError(w http.ResponseWriter, err error) {
-	switch {
-	case errors.Is(err, journal.ErrNotFound):
-		adminProblem(w, http.StatusNotFound, "not-found", "no workflow has that id")
-	case errors.Is(err, journal.ErrInvalidChange):
-		adminProblem(w, http.StatusBadRequest, "bad-request", err.Error())
-	default:
-		adminProblem(w, http.StatusInternalServerError, "journal", err.Error())
-	}
-}
-
 // WorkflowAdmin returns the hook that mounts the workflow endpoints on the
 // admin API, or nil when the journal keeps no workflows.
 func (s *Server) WorkflowAdmin() func(*http.ServeMux, func(Role, http.HandlerFunc) http.HandlerFunc) {
-	ws, ok := s.journal.(WorkflowStore)
-	cp, ok2 := s.journal.(checkpointer)
+	ws, ok := s.opts.Journal.(WorkflowStore)
+	cp, ok2 := s.opts.Journal.(checkpointer)
 	if !ok || !ok2 {
 		return nil
 	}

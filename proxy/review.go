@@ -80,12 +80,12 @@ type approval struct {
 func (a *Admin) approve(w http.ResponseWriter, r *http.Request) {
 	var body approval
 	if err := decodeOptional(r, &body, 64<<10); err != nil {
-		adminProblem(w, http.StatusBadRequest, "bad-request", err.Error())
+		a.adminError(w, badRequest(err))
 		return
 	}
 	st, err := a.opts.Store.Apply(r.Context(), r.PathValue("key"), ApproveMutation(body.Note))
 	if err != nil {
-		a.journalError(w, err)
+		a.adminError(w, notFoundAs(err, errNoStep))
 		return
 	}
 	writeJSON(w, http.StatusOK, ViewOf(&st))
@@ -116,17 +116,17 @@ func ApproveMutation(note string) journal.Mutation {
 func (a *Admin) resolve(w http.ResponseWriter, r *http.Request) {
 	var res Resolution
 	if err := decodeOptional(r, &res, 64<<10); err != nil {
-		adminProblem(w, http.StatusBadRequest, "bad-request", err.Error())
+		a.adminError(w, badRequest(err))
 		return
 	}
 	m, err := ResolveMutation(res)
 	if err != nil {
-		adminProblem(w, http.StatusBadRequest, "bad-request", err.Error())
+		a.adminError(w, badRequest(err))
 		return
 	}
 	st, err := a.opts.Store.Apply(r.Context(), r.PathValue("key"), m)
 	if err != nil {
-		a.journalError(w, err)
+		a.adminError(w, notFoundAs(err, errNoStep))
 		return
 	}
 	writeJSON(w, http.StatusOK, ViewOf(&st))

@@ -125,6 +125,8 @@ type Server struct {
 	metrics *Metrics
 	egress  *egress
 	parked  parking
+	// health records journal write failures, for Ready.
+	health journalHealth
 	// now is the clock of leases; tests replace it.
 	now func() time.Time
 }
@@ -209,6 +211,9 @@ func New(opts Options) (*Server, error) {
 		s.store = l
 	}
 	s.metrics = opts.Metrics
+	s.metrics.precreateRoutes(opts.Rules)
+	s.health.metrics, s.health.log = opts.Metrics, s.log
+	s.journal = healthyJournal{Journal: opts.Journal, h: &s.health}
 	s.egress = newEgress(opts.AllowHosts, opts.ConnectPorts, opts.SelfAddrs)
 	if src, ok := opts.Journal.(StateSource); ok {
 		s.metrics.watchState(s, src)
@@ -340,6 +345,16 @@ func (s *Server) handleConnect(host string, ctx *goproxy.ProxyCtx) (*goproxy.Con
 		}
 		ctx.Resp = newProblem(ProblemRejected, "", why).response(ctx.Req)
 		s.metrics.reject("egress")
+		s.logRequest(ctx.Req, slog.LevelInfo, OutcomeBlocked, http.StatusForbidden, why)
+		return goproxy.RejectConnect, host
+	}
+	if s.certs == nil && !named && s.opts.Unmatched == UnmatchedReject {
+		// Without a CA the requests inside cannot be seen, so none could
+		// be refused one by one.
+		why := "no rule names " + host + " and unmatched calls are rejected"
+		ctx.Resp = newProblem(ProblemRejected, "", why).response(ctx.Req)
+		s.metrics.reject("unmatched")
+		s.logRequest(ctx.Req, slog.LevelInfo, OutcomeBlocked, http.StatusForbidden, why)
 		return goproxy.RejectConnect, host
 	}
 	if s.certs == nil || (s.opts.Unmatched == UnmatchedPassthrough && !s.rules.Intercepts(host)) {
@@ -383,8 +398,10 @@ func (s *Server) handleRequest(req *http.Request, ctx *goproxy.ProxyCtx) (*http.
 		ctx.UserData = &reqState{guarded: true}
 		s.metrics.request("", "", OutcomeBlocked)
 		s.metrics.reject("headers_too_large")
-		resp := newProblem(ProblemHeadersTooLarge, "", fmt.Sprintf("request headers are %d bytes; limits.max_header_bytes is %d", n, s.opts.MaxHeaderBytes)).response(req)
+		p := newProblem(ProblemHeadersTooLarge, "", fmt.Sprintf("request headers are %d bytes; limits.max_header_bytes is %d", n, s.opts.MaxHeaderBytes))
+		resp := p.response(req)
 		resp.Header.Set(HeaderOutcome, OutcomeBlocked)
+		s.logRequest(req, slog.LevelInfo, OutcomeBlocked, resp.StatusCode, p.Detail)
 		return req, resp
 	}
 	if refused := s.refuseEgress(req, host); refused != nil {
@@ -392,11 +409,13 @@ func (s *Server) handleRequest(req *http.Request, ctx *goproxy.ProxyCtx) (*http.
 		return req, refused
 	}
 	route, params := s.rules.Match(host, req.Method, req.URL.EscapedPath())
-	if route == nil && isMutation(req.Method) {
-		switch s.opts.Unmatched {
-		case UnmatchedGuard:
+	if route == nil {
+		// guard takes only mutations; reject refuses every method, reads
+		// included: a rule with effect: safe lets a read through.
+		switch {
+		case s.opts.Unmatched == UnmatchedGuard && isMutation(req.Method):
 			route = rules.Fallback(req.Method, host, req.URL.Path)
-		case UnmatchedReject:
+		case s.opts.Unmatched == UnmatchedReject:
 			ctx.UserData = &reqState{guarded: true}
 			resp := newProblem(ProblemRejected, "", "no rule describes "+req.Method+" "+host+req.URL.Path+" and unmatched calls are rejected").response(req)
 			resp.Header.Set(HeaderOutcome, OutcomeBlocked)

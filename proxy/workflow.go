@@ -30,7 +30,7 @@ const (
 // none (or nothing to compare).
 func (s *Server) versionChange(c *call) string {
 	id := c.in.Header.Get(HeaderWorkflow)
-	ws, ok := s.journal.(WorkflowStore)
+	ws, ok := s.opts.Journal.(WorkflowStore)
 	if id == "" || !ok {
 		return ""
 	}

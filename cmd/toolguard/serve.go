@@ -144,7 +144,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, stdout io.W
 		log.Info("resumed pending verifications", "count", n)
 	}
 	admin := proxy.NewAdmin(proxy.AdminOptions{Store: j, Token: cfg.Admin.Token, AgentToken: cfg.Admin.AgentToken, Logger: log,
-		Metrics: metrics.Handler(), Extra: srv.WorkflowAdmin()})
+		Metrics: metrics.Handler(), Extra: srv.WorkflowAdmin(), Ready: srv.Ready})
 	proxyHTTP, adminHTTP := wire.HTTPServer(cfg, srv.Handler(), log), wire.HTTPServer(cfg, admin, log)
 	errc := make(chan error, 2)
 	go func() { errc <- serveOn(proxyHTTP, netutil.LimitListener(proxyLn, cfg.Limits.MaxConnections)) }()

@@ -1,0 +1,68 @@
+package proxy
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sync/atomic"
+	"time"
+
+	"github.com/toolguard/toolguard/journal"
+)
+
+// journalHealth records whether the proxy's journal writes succeed. After
+// a failed write the proxy is not ready (GET /readyz answers 503) until a
+// later write succeeds: every guarded call tries the journal before it is
+// sent, so the first one recorded after the cause is fixed (a disk with
+// room again) makes the proxy ready again. There is no probe write.
+type journalHealth struct {
+	// failedAt is the time of the last write failure, in Unix nanoseconds,
+	// when no write succeeded since; zero when healthy.
+	failedAt atomic.Int64
+	metrics  *Metrics
+	log      *slog.Logger
+}
+
+// healthyJournal is a Journal whose Apply results feed a journalHealth.
+type healthyJournal struct {
+	Journal
+	h *journalHealth
+}
+
+// Apply implements Journal, recording whether the journal could write.
+func (j healthyJournal) Apply(ctx context.Context, key string, m journal.Mutation) (journal.Step, error) {
+	var merr error
+	st, err := j.Journal.Apply(ctx, key, func(cur *journal.Step) (journal.Change, error) {
+		ch, err := m(cur)
+		merr = err // read after Apply returned, which orders it
+		return ch, err
+	})
+	j.h.record(err, merr)
+	return st, err
+}
+
+// record classifies one Apply result: err is what Apply returned, merr
+// what the mutation returned. A mutation's own answer (no change, fenced,
+// not held), a cancelled caller and a refused change say nothing about
+// the disk.
+func (h *journalHealth) record(err, merr error) {
+	switch {
+	case err == nil && merr == nil:
+		if h.failedAt.Swap(0) != 0 {
+			h.log.Info("journal writes succeed again: ready")
+		}
+	case err == nil, merr != nil && errors.Is(err, merr),
+		errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded),
+		errors.Is(err, journal.ErrFenced), errors.Is(err, journal.ErrNotFound), errors.Is(err, journal.ErrInvalidChange):
+	default:
+		h.metrics.journalWriteFailed()
+		if h.failedAt.Swap(time.Now().UnixNano()) == 0 {
+			h.log.Error("journal write failed: not ready until a journal write succeeds", slog.Any("error", err))
+		}
+	}
+}
+
+// Ready reports whether the proxy can take guarded calls: false after a
+// journal write failed, until a later one succeeds. Pass it as
+// AdminOptions.Ready.
+func (s *Server) Ready() bool { return s.health.failedAt.Load() == 0 }
