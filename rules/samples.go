@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -21,7 +22,7 @@ import (
 //
 // body is a JSON value sent as its encoding, or a JSON string sent as it
 // is (form bodies). same_key_as and key_differs_from name an earlier or
-// later sample of the same route whose key must be equal (a request that
+// later sample of the same file and route whose key must be equal (a request that
 // differs only in ignored fields) or different (one that differs in a key
 // field).
 type Sample struct {
@@ -144,8 +145,10 @@ func CheckSamples(set *Set, samples []Sample, d *Deriver) *SampleReport {
 		case route == nil:
 			rep.problem(s, "no route matches %s %s", s.Method, s.URL)
 			continue
+		case errors.As(err, new(*MissingFieldsError)):
+			rep.problem(s, "%v", err) // names the route
 		case err != nil:
-			rep.problem(s, "%v", err)
+			rep.problem(s, "route %s/%s: %v", route.apiName(), route.Name, err)
 		}
 		c := rep.Routes[route]
 		if c == nil {
@@ -158,7 +161,7 @@ func CheckSamples(set *Set, samples []Sample, d *Deriver) *SampleReport {
 			c.docs = append(c.docs, it.Doc)
 		}
 		if s.Name != "" {
-			byName[s.Name] = got[i]
+			byName[s.File+"\x00"+s.Name] = got[i]
 		}
 	}
 	for i := range samples {
@@ -217,7 +220,7 @@ func (rep *SampleReport) checkPair(s *Sample, me derived, byName map[string]deri
 		if rel.name == "" {
 			continue
 		}
-		other, ok := byName[rel.name]
+		other, ok := byName[s.File+"\x00"+rel.name]
 		switch {
 		case !ok:
 			rep.problem(s, "%s: no sample is named %q", rel.field, rel.name)

@@ -46,7 +46,7 @@ func TestCheckSamples(t *testing.T) {
 		{name: "curl -d: JSON declared as a form", lines: []string{
 			`{"method":"POST","url":"https://shop.example/v1/orders","content_type":"application/x-www-form-urlencoded","body":"{\"client\":\"a\",\"item\":\"z\"}"}`,
 		}, want: []string{
-			`1: invalid body: the body is declared application/x-www-form-urlencoded but looks like JSON (curl -d sends that content type: send Content-Type: application/json)`,
+			`1: route shop/order: invalid body: the body is declared application/x-www-form-urlencoded but looks like JSON (curl -d sends that content type: send Content-Type: application/json)`,
 		}},
 		{name: "optional field in no sample", lines: []string{
 			`{` + order + `,"body":{"client":"c","item":"i","nte":"n"}}`,
