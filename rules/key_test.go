@@ -421,3 +421,35 @@ func TestMissingFieldsErrorMessage(t *testing.T) {
 		})
 	}
 }
+
+// TestDeriveRefusesUnreadableBodies: whole-body keys (unmatched: guard's
+// Fallback, ignore and no key section) have no required fields, so a body
+// read the wrong way must be refused rather than keyed: before, curl -d's
+// JSON became one empty form key, and x=%FF and x=%FE became one value.
+func TestDeriveRefusesUnreadableBodies(t *testing.T) {
+	api := mustParse(t, keyRules)
+	routes := map[string]*Route{
+		"fallback": Fallback("POST", "shop.example:443", "/v1/orders"),
+		"ignore":   routeByName(t, api, "ignore"),
+		"whole":    routeByName(t, api, "whole"),
+	}
+	tests := []struct {
+		name, contentType, body, wantErr string
+	}{
+		{name: "json declared as a form", contentType: "application/x-www-form-urlencoded", body: `{"client":"a"}`, wantErr: "looks like JSON"},
+		{name: "form that is not UTF-8", contentType: "application/x-www-form-urlencoded", body: "x=%FF", wantErr: "invalid UTF-8"},
+		{name: "json that is not UTF-8", contentType: "application/json", body: "{\"x\":\"\xff\"}", wantErr: "invalid UTF-8"},
+		{name: "untyped form", contentType: "", body: "x=1", wantErr: "without a content type"},
+		{name: "text", contentType: "text/plain", body: `{"x":1}`, wantErr: "unsupported content type"},
+	}
+	for _, tc := range tests {
+		for name, r := range routes {
+			t.Run(tc.name+"/"+name, func(t *testing.T) {
+				_, err := (&Deriver{}).Derive(r, Input{ContentType: tc.contentType, Body: []byte(tc.body)})
+				if !errors.Is(err, ErrInvalidBody) || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Errorf("Derive() error = %v, want ErrInvalidBody containing %q", err, tc.wantErr)
+				}
+			})
+		}
+	}
+}

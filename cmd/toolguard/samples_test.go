@@ -34,3 +34,16 @@ func TestRulesCheckSamples(t *testing.T) {
 		})
 	}
 }
+
+// TestKeyExplainMissingField: key explain reads one rule file, and says
+// which required key fields a body lacks instead of keying them as null.
+func TestKeyExplainMissingField(t *testing.T) {
+	cleanEnv(t)
+	code, stdout, stderr := cli(t, "key", "explain", "--rules", "../../examples/rules/stripe.yaml", "--journal", "testdata/absent.db",
+		"--url", "https://api.stripe.com/v1/payment_intents", "--header", "Content-Type: application/x-www-form-urlencoded",
+		"--body", "amount=100&currency=eur&metadata.order_id=o1")
+	want := "toolguard: route stripe/create_payment_intent: the body lacks required key field \"metadata[order_id]\"\n"
+	if code != 1 || stdout != "" || stderr != want {
+		t.Errorf("exit %d, stdout %q, stderr %q; want 1, nothing, %q", code, stdout, stderr, want)
+	}
+}
