@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/url"
 	"slices"
@@ -124,8 +125,9 @@ func (rep *SampleReport) Gaps(set *Set) []string {
 
 // derived is a sample's route and key.
 type derived struct {
-	route *Route
-	key   string
+	route  *Route
+	key    string
+	sample *Sample
 }
 
 // CheckSamples derives the key of every sample with d and reports: samples
@@ -156,8 +158,9 @@ func CheckSamples(set *Set, samples []Sample, d *Deriver) *SampleReport {
 			rep.Routes[route] = c
 		}
 		c.Samples++
+		got[i].sample = s
 		if it != nil {
-			got[i] = derived{route, it.Key}
+			got[i] = derived{route, it.Key, s}
 			c.docs = append(c.docs, it.Doc)
 		}
 		if s.Name != "" {
@@ -230,6 +233,8 @@ func (rep *SampleReport) checkPair(s *Sample, me derived, byName map[string]deri
 			rep.problem(s, "%s: sample %q is of route %s/%s, this one of %s/%s", rel.field, rel.name,
 				other.route.apiName(), other.route.Name, me.route.apiName(), me.route.Name)
 		case other.key == "" || me.key == "":
+		case sameRequest(s, other.sample):
+			rep.problem(s, "%s: the request is identical to sample %q's; a pair must differ (in an ignored field, or a key field)", rel.field, rel.name)
 		case rel.same && other.key != me.key:
 			rep.problem(s, "key differs from sample %q's, but same_key_as says they are one intent (is a field that should be ignored part of the key?)", rel.name)
 		case !rel.same && other.key == me.key:
@@ -240,6 +245,12 @@ func (rep *SampleReport) checkPair(s *Sample, me derived, byName map[string]deri
 			rep.Routes[me.route].Differ++
 		}
 	}
+}
+
+// sameRequest reports whether two samples are the same request.
+func sameRequest(a, b *Sample) bool {
+	return a.Method == b.Method && a.URL == b.URL && a.ContentType == b.ContentType &&
+		bytes.Equal(a.Body, b.Body) && maps.Equal(a.Headers, b.Headers)
 }
 
 // checkOptional reports optional key fields that no sample of their route

@@ -60,12 +60,14 @@ func TestCheckSamples(t *testing.T) {
 			`{"same_key_as":"nobody",` + order + `,"body":{"client":"c","item":"i","note":"n"}}`,
 			`{"same_key_as":"a","method":"DELETE","url":"https://shop.example/v1/orders/1"}`,
 			`{"method":"POST","url":"https://shop.example/v2/unknown"}`,
+			`{"same_key_as":"a",` + order + `,"body":{"client":"c","item":"i","note":"n"}}`,
 		}, want: []string{
 			`2: key differs from sample "a"'s, but same_key_as says they are one intent (is a field that should be ignored part of the key?)`,
 			`3: key equals sample "a"'s, but key_differs_from says they are different intents (is a key field missing from the rule?)`,
 			`4: same_key_as: no sample is named "nobody"`,
 			`5: same_key_as: sample "a" is of route shop/order, this one of shop/cancel`,
 			`6: no route matches POST https://shop.example/v2/unknown`,
+			`7: same_key_as: the request is identical to sample "a"'s; a pair must differ (in an ignored field, or a key field)`,
 		}},
 	}
 	for _, tc := range tests {
