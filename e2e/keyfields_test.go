@@ -9,7 +9,7 @@ import (
 	"testing"
 )
 
-const orderRoute = `  - name: create_order
+const optionalNoteRoute = `  - name: create_order
     match: POST /v1/invoices
     effect: irreversible
     key:
@@ -18,9 +18,9 @@ const orderRoute = `  - name: create_order
     operation_id: body:id
 `
 
-// curlData posts body with curl -d and no Content-Type of its own, as a
+// curlFormDeclared posts body with curl -d and no Content-Type of its own, as a
 // user trying the proxy would: curl then declares a form.
-func curlData(t *testing.T, p *proc, url, body string) answer {
+func curlFormDeclared(t *testing.T, p *proc, url, body string) answer {
 	t.Helper()
 	cmd := exec.Command("curl", "-sS", "-i", "--max-time", "30", "-H", "Authorization: Bearer k1", "-d", body, url)
 	cmd.Env = clientEnv(t, "http_proxy="+p.proxyURL.String())
@@ -35,8 +35,8 @@ func curlData(t *testing.T, p *proc, url, body string) answer {
 	return answerOf(resp)
 }
 
-// problemOf decodes a problem+json answer.
-func problemOf(t *testing.T, a answer) (typ, detail string) {
+// decodeKeyFieldProblem decodes a problem+json answer.
+func decodeKeyFieldProblem(t *testing.T, a answer) (typ, detail string) {
 	t.Helper()
 	var pb struct{ Type, Detail string }
 	if err := json.Unmarshal([]byte(a.body), &pb); err != nil {
@@ -54,12 +54,12 @@ func TestMissingKeyFieldsRefused(t *testing.T) {
 		t.Fatal("curl is needed for this test: ", err)
 	}
 	up := newUpstream(t, false)
-	p := newSetup(t, map[string]string{"billing.yaml": ruleFile(up.host(), orderRoute)}).start(t)
+	p := newSetup(t, map[string]string{"billing.yaml": ruleFile(up.host(), optionalNoteRoute)}).start(t)
 	url := up.URL + "/v1/invoices"
 
 	for _, body := range []string{`{"client":"a","item":"z"}`, `{"client":"b","item":"y"}`} {
-		a := curlData(t, p, url, body)
-		typ, detail := problemOf(t, a)
+		a := curlFormDeclared(t, p, url, body)
+		typ, detail := decodeKeyFieldProblem(t, a)
 		if a.status != 400 || typ != "urn:toolguard:invalid-body" || !strings.Contains(detail, "looks like JSON") {
 			t.Fatalf("curl -d %s: %d %s %q, want 400 invalid-body saying the form body looks like JSON", body, a.status, typ, detail)
 		}
@@ -74,7 +74,7 @@ func TestMissingKeyFieldsRefused(t *testing.T) {
 	c := p.client(t)
 	r, b := post(t, c, url, `{"client":"a","trace":"t1"}`, "Authorization", "Bearer k1")
 	a := answer{status: r.StatusCode, body: b}
-	typ, detail := problemOf(t, a)
+	typ, detail := decodeKeyFieldProblem(t, a)
 	if want := `route billing/create_order: the body lacks required key field "item"`; r.StatusCode != 400 || typ != "urn:toolguard:invalid-body" || detail != want {
 		t.Fatalf("JSON without item: %d %s %q, want 400 invalid-body %q", r.StatusCode, typ, detail, want)
 	}
@@ -82,7 +82,7 @@ func TestMissingKeyFieldsRefused(t *testing.T) {
 		t.Errorf("Content-Type = %q, want application/problem+json", ct)
 	}
 	r, b = post(t, c, url, `{}`, "Authorization", "Bearer k1")
-	if _, detail := problemOf(t, answer{status: r.StatusCode, body: b}); r.StatusCode != 400 || !strings.Contains(detail, `fields "client", "item"`) {
+	if _, detail := decodeKeyFieldProblem(t, answer{status: r.StatusCode, body: b}); r.StatusCode != 400 || !strings.Contains(detail, `fields "client", "item"`) {
 		t.Fatalf("empty JSON object: %d %q, want 400 naming client and item", r.StatusCode, detail)
 	}
 	if got := up.effects.Load(); got != 0 {
