@@ -1,6 +1,7 @@
 package deploy
 
 import (
+	"io/fs"
 	"net"
 	"os"
 	"path"
@@ -532,6 +533,69 @@ func TestRuleFiles(t *testing.T) {
 	if _, err := rules.Load(dir); err != nil {
 		t.Fatalf("rules.Load: %v", err)
 	}
+}
+
+// TestRuleFilesAreExamples checks that every rule file shipped under
+// deploy/ (in any ConfigMap, or as a file) is a byte-for-byte copy of the
+// file of the same name in examples/rules, whose samples
+// rules.TestShippedRules checks it against.
+//
+// Regression: the Kubernetes ConfigMap had its own copy of the Stripe
+// rules, keyed on metadata.order_id, which matches nothing in Stripe's
+// form bodies: every payment intent got one key.
+func TestRuleFilesAreExamples(t *testing.T) {
+	found := 0
+	check := func(where, name, data string) {
+		found++
+		want, err := os.ReadFile(filepath.Join("../examples/rules", name))
+		if err != nil {
+			t.Errorf("%s: rule file %s is not one of examples/rules (every shipped rule file needs samples there): %v", where, name, err)
+			return
+		}
+		if data != string(want) {
+			t.Errorf("%s: rule file %s differs from examples/rules/%s; copy it verbatim", where, name, name)
+		}
+	}
+	for _, m := range loadManifests(t) {
+		if m.kind() != "ConfigMap" {
+			continue
+		}
+		for name, v := range mapOf(m.doc["data"]) {
+			if isRuleFile(str(v)) {
+				check(m.String(), name, str(v))
+			}
+		}
+	}
+	err := filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		if ext := filepath.Ext(path); ext != ".yaml" && ext != ".yml" {
+			return nil
+		}
+		data, err := os.ReadFile(path)
+		if err == nil && isRuleFile(string(data)) {
+			check(path, filepath.Base(path), string(data))
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if found == 0 {
+		t.Fatal("no rule files found under deploy/: the search is broken")
+	}
+}
+
+// isRuleFile reports whether a YAML text is a rule file: it has api and
+// routes at the top level.
+func isRuleFile(text string) bool {
+	var api, routes bool
+	for _, line := range strings.Split(text, "\n") {
+		api = api || strings.HasPrefix(line, "api:")
+		routes = routes || strings.HasPrefix(line, "routes:")
+	}
+	return api && routes
 }
 
 func TestNetworkPolicy(t *testing.T) {

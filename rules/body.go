@@ -16,10 +16,17 @@ const (
 	bodyForm
 )
 
-// classify decides how to read body: JSON when the media type is
-// application/json or ends in +json, a form when it is
-// application/x-www-form-urlencoded, and JSON when the type is missing or
-// unknown but the body starts with '{' or '['.
+// classify decides how to read body from its declared content type, and
+// refuses a body that cannot be what it is declared to be:
+//   - application/json and any */*+json type: JSON (which must then parse);
+//   - application/x-www-form-urlencoded: a form, unless the body starts
+//     (after white space) with '{' or '[': that is JSON sent with a form
+//     content type (curl -d does this), which a form parser would read as
+//     one key with an empty value, so it is refused;
+//   - no content type: JSON when the body starts (after white space) with
+//     '{' or '['; anything else is refused, since a form cannot be told
+//     from text;
+//   - any other type: refused.
 func classify(contentType string, body []byte) (bodyKind, error) {
 	mt, _, _ := strings.Cut(contentType, ";")
 	mt = strings.TrimSpace(mt)
@@ -27,17 +34,23 @@ func classify(contentType string, body []byte) (bodyKind, error) {
 	case strings.EqualFold(mt, "application/json"),
 		len(mt) > 5 && strings.EqualFold(mt[len(mt)-5:], "+json"):
 		return bodyJSON, nil
-	case strings.EqualFold(mt, "application/x-www-form-urlencoded"):
+	case strings.EqualFold(mt, formType):
+		if looksJSON(body) {
+			return 0, fmt.Errorf("%w: the body is declared %s but looks like JSON "+
+				"(curl -d sends that content type: send Content-Type: application/json)", ErrInvalidBody, formType)
+		}
 		return bodyForm, nil
-	}
-	if looksJSON(body) {
+	case mt == "" && looksJSON(body):
 		return bodyJSON, nil
+	case mt == "":
+		return 0, fmt.Errorf("%w: body without a content type is not JSON "+
+			"(send Content-Type: application/json or %s)", ErrInvalidBody, formType)
 	}
-	if mt == "" {
-		return 0, fmt.Errorf("%w: body without a content type is not JSON", ErrInvalidBody)
-	}
-	return 0, fmt.Errorf("%w: unsupported content type %q (want JSON or application/x-www-form-urlencoded)", ErrInvalidBody, mt)
+	return 0, fmt.Errorf("%w: unsupported content type %q (want JSON or %s)", ErrInvalidBody, mt, formType)
 }
+
+// formType is the media type of URL-encoded form bodies.
+const formType = "application/x-www-form-urlencoded"
 
 func looksJSON(body []byte) bool {
 	for _, b := range body {

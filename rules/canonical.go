@@ -13,7 +13,9 @@ const maxDepth = 10000
 // no insignificant whitespace, object members sorted by key (UTF-16 code
 // units, as RFC 8785), numbers normalised (see appendNumber), strings
 // re-escaped minimally with \u escapes of printable characters decoded.
-// Invalid UTF-8 and lone surrogates become U+FFFD, as encoding/json does.
+// Lone surrogates become U+FFFD, as encoding/json does. Invalid UTF-8 is
+// an error (encoding/json would replace it with U+FFFD too, and distinct
+// bytes would then give one key).
 //
 // Malformed JSON and objects with duplicate keys give a *SyntaxError (which
 // wraps ErrInvalidBody); dst is then returned unchanged. Canonicalizing

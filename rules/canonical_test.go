@@ -28,7 +28,6 @@ func TestCanonicalJSON(t *testing.T) {
 		{name: "control characters", in: `"\u0001\u001f\u007f"`, want: "\"\\u0001\\u001f\x7f\""},
 		{name: "html not escaped", in: `"\u003c\u003e\u0026 \u2028"`, want: "\"<>& \u2028\""},
 		{name: "lone surrogate", in: `"\ud800x"`, want: "\"\ufffdx\""},
-		{name: "invalid utf-8", in: "\"a\xffb\"", want: "\"a\ufffdb\""},
 		{name: "escaped keys sorted by value", in: `{"\u0062":1,"a":2}`, want: `{"a":2,"b":1}`},
 		{name: "keys sort by utf-16", in: `{"\ue000":1,"\ud83d\ude00":2}`, want: "{\"\U0001f600\":2,\"\ue000\":1}"},
 		{name: "empty containers", in: `[{},[],""]`, want: `[{},[],""]`},
@@ -59,6 +58,9 @@ func TestCanonicalJSONErrors(t *testing.T) {
 	}{
 		{name: "empty", in: ``, want: "invalid JSON at offset 0: unexpected end of input, want a value"},
 		{name: "missing value", in: `{"a":}`, want: "invalid JSON at offset 5: unexpected character '}', want a value"},
+		// Regression: invalid UTF-8 became U+FFFD, so "\xff" and "\xfe"
+		// gave one key to different intents.
+		{name: "invalid utf-8", in: "\"a\xffb\"", want: "invalid JSON at offset 2: invalid UTF-8 in string"},
 		{name: "missing colon", in: `{"a" 1}`, want: "invalid JSON at offset 5: unexpected character '1', want ':' after object key"},
 		{name: "trailing comma", in: `[1,]`, want: "invalid JSON at offset 3: unexpected character ']', want a value"},
 		{name: "trailing data", in: `{} {}`, want: "invalid JSON at offset 3: unexpected character '{' after top-level value"},
@@ -113,7 +115,6 @@ func TestCanonicalForm(t *testing.T) {
 		{name: "empty pairs skipped", in: "&a=1&&", want: `{"a":"1"}`},
 		{name: "empty", in: "", want: `{}`},
 		{name: "value with =", in: "a=b=c", want: `{"a":"b=c"}`},
-		{name: "invalid utf-8 distinct keys", in: "%FF=1&%FE=2", want: `{"` + "\ufffd" + `":["1","2"]}`},
 		{name: "json special characters", in: `q=%22%5C%0A`, want: `{"q":"\"\\\n"}`},
 	}
 	for _, tc := range tests {
@@ -126,6 +127,13 @@ func TestCanonicalForm(t *testing.T) {
 				t.Errorf("CanonicalForm(%q) = %s, want %s", tc.in, got, tc.want)
 			}
 		})
+	}
+	// Regression: bytes that are not UTF-8 became U+FFFD, so x=%FF and
+	// x=%FE (or two such keys) gave one key to different intents.
+	for _, in := range []string{"x=%FF", "%FE=1", "a=1&x=%C3", "x=\xff"} {
+		if _, err := CanonicalForm(nil, in); !errors.Is(err, ErrInvalidBody) || !strings.Contains(err.Error(), "invalid UTF-8") {
+			t.Errorf("CanonicalForm(%q) error = %v, want invalid UTF-8 wrapping ErrInvalidBody", in, err)
+		}
 	}
 	_, err := CanonicalForm(nil, "a=1&b=%4")
 	if want := `invalid form body at offset 6: invalid escape "%4"`; err == nil || err.Error() != want || !errors.Is(err, ErrInvalidBody) {
@@ -144,11 +152,22 @@ func TestCanonicalBody(t *testing.T) {
 		{name: "json suffix", contentType: "application/vnd.api+json", body: `{}`, want: `{}`},
 		{name: "form", contentType: "application/x-www-form-urlencoded", body: "b=1&a=2", want: `{"a":"2","b":"1"}`},
 		{name: "sniffed json", contentType: "", body: "  \n{\"a\":1}", want: `{"a":1}`},
-		{name: "unknown type sniffed json", contentType: "text/plain", body: `[1,2]`, want: `[1,2]`},
+		{name: "sniffed json array", contentType: "", body: `[1,2]`, want: `[1,2]`},
+		// Regression: curl -d sends JSON as a form, which was read as one
+		// form key with an empty value, and keyed every field as null.
+		{name: "json declared as form", contentType: "application/x-www-form-urlencoded", body: `{"client":"a","item":"z"}`,
+			wantErr: "invalid body: the body is declared application/x-www-form-urlencoded but looks like JSON (curl -d sends that content type: send Content-Type: application/json)"},
+		{name: "json array declared as form", contentType: "application/x-www-form-urlencoded; charset=utf-8", body: "\n [1]",
+			wantErr: "invalid body: the body is declared application/x-www-form-urlencoded but looks like JSON (curl -d sends that content type: send Content-Type: application/json)"},
+		{name: "form declared as json", contentType: "application/json", body: "client=a&item=z",
+			wantErr: "invalid JSON at offset 0: unexpected character 'c', want a value"},
+		{name: "untyped broken json", contentType: "", body: `{"a":`, wantErr: "invalid JSON at offset 5: unexpected end of input, want a value"},
+		{name: "json with a text type", contentType: "text/plain", body: `[1,2]`,
+			wantErr: `invalid body: unsupported content type "text/plain" (want JSON or application/x-www-form-urlencoded)`},
 		{name: "empty body", contentType: "application/json", body: "", want: `null`},
 		{name: "empty body form", contentType: "application/x-www-form-urlencoded", body: "", want: `null`},
 		{name: "text", contentType: "text/plain", body: "hello", wantErr: `invalid body: unsupported content type "text/plain" (want JSON or application/x-www-form-urlencoded)`},
-		{name: "untyped text", contentType: "", body: "a=1", wantErr: "invalid body: body without a content type is not JSON"},
+		{name: "untyped text", contentType: "", body: "a=1", wantErr: "invalid body: body without a content type is not JSON (send Content-Type: application/json or application/x-www-form-urlencoded)"},
 		{name: "multipart", contentType: "multipart/form-data; boundary=x", body: "--x", wantErr: `invalid body: unsupported content type "multipart/form-data" (want JSON or application/x-www-form-urlencoded)`},
 		{name: "json declared but broken", contentType: "application/json", body: "{", wantErr: "invalid JSON at offset 1: unexpected end of input, want an object key"},
 	}

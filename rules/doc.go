@@ -30,6 +30,13 @@
 // binary64. The credential and redacted fields enter the key only as HMACs
 // under Deriver.Secret.
 //
+// Derive refuses, rather than keys, what could give two intents one key: a
+// body lacking a required key field (*MissingFieldsError; key.optional
+// names the fields a body may lack), a body that cannot be what its
+// Content-Type declares (JSON sent as a form), a body without a
+// Content-Type that is not JSON, and bytes that are not UTF-8. See
+// CheckSamples for testing a rule file against sample requests.
+//
 // # Templates
 //
 // Lookup and verification URLs are templates with {{key}},

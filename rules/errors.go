@@ -14,7 +14,40 @@ var (
 	// or a content type that is neither JSON nor a form. The wrapping error
 	// says which and where; the proxy answers urn:toolguard:invalid-body.
 	ErrInvalidBody = errors.New("invalid body")
+	// ErrMissingField: a guarded request's body lacks a key field that its
+	// route requires (see KeySpec.Optional). The error is a
+	// *MissingFieldsError, which also wraps ErrInvalidBody.
+	ErrMissingField = errors.New("missing key field")
 )
+
+// MissingFieldsError is a request body that lacks required key fields of
+// its route. Keying such a body with null in place of the fields would
+// give every request that lacks them one key, and answer a different
+// intent from the journal; so it is refused. It wraps ErrMissingField and
+// ErrInvalidBody.
+type MissingFieldsError struct {
+	API, Route string
+	// Fields are the missing required fields, in the rule's order.
+	Fields []string
+}
+
+func (e *MissingFieldsError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "route %s/%s: the body lacks required key field", e.API, e.Route)
+	if len(e.Fields) > 1 {
+		b.WriteByte('s')
+	}
+	for i, f := range e.Fields {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, " %q", f)
+	}
+	return b.String()
+}
+
+// Unwrap lets errors.Is find ErrMissingField and ErrInvalidBody.
+func (e *MissingFieldsError) Unwrap() []error { return []error{ErrMissingField, ErrInvalidBody} }
 
 // Errors of template expansion.
 var (

@@ -93,9 +93,9 @@ func (c *canon) appendPairs(dst []byte) []byte {
 	return append(dst, '}')
 }
 
-// unescapeForm appends the decoded form component s to dst. Bytes that are
-// not UTF-8 become U+FFFD so that distinct keys stay distinct after
-// encoding only when they differ as text.
+// unescapeForm appends the decoded form component s to dst. A component
+// that does not decode to UTF-8 is an error: as JSON text its bytes would
+// become U+FFFD, and distinct values would give one key.
 func unescapeForm(dst []byte, s string, off int, what string) ([]byte, error) {
 	start := len(dst)
 	high := false
@@ -118,19 +118,9 @@ func unescapeForm(dst []byte, s string, off int, what string) ([]byte, error) {
 		}
 	}
 	if high && !utf8.Valid(dst[start:]) {
-		dst = appendValidUTF8(dst, start)
+		return dst, &SyntaxError{What: what, Offset: off, Msg: "decodes to invalid UTF-8 (binary values cannot be told apart in a key; encode them as text, e.g. base64)"}
 	}
 	return dst, nil
-}
-
-// appendValidUTF8 replaces each invalid byte of dst[start:] with U+FFFD.
-func appendValidUTF8(dst []byte, start int) []byte {
-	raw := string(dst[start:])
-	dst = dst[:start]
-	for _, r := range raw {
-		dst = utf8.AppendRune(dst, r)
-	}
-	return dst
 }
 
 func isHex(b byte) bool {

@@ -5,12 +5,16 @@ import (
 	"encoding/json"
 	"errors"
 	"net/url"
+	"slices"
 	"testing"
+
+	"github.com/tidwall/gjson"
 )
 
 // FuzzDerive checks key derivation: it never panics, a body that differs
-// only in field order and whitespace gets the same key, and ignored fields
-// do not count. Seeds: testdata/fuzz/FuzzDerive.
+// only in field order and whitespace gets the same key, ignored fields do
+// not count, and a body is refused for missing key fields only when it
+// lacks them. Seeds: testdata/fuzz/FuzzDerive.
 func FuzzDerive(f *testing.F) {
 	api, err := Parse("fuzz.yaml", []byte(`api: fuzz
 hosts: [api.fuzz]
@@ -26,6 +30,7 @@ routes:
     effect: irreversible
     key:
       fields: [a, "b.c", "d.#"]
+      optional: ["d.#"]
 `))
 	if err != nil {
 		f.Fatal(err)
@@ -43,6 +48,7 @@ routes:
 				if !errors.Is(err, ErrInvalidBody) {
 					t.Fatalf("Derive error %v does not wrap ErrInvalidBody", err)
 				}
+				checkMissing(t, r, ct, body, err)
 				continue
 			}
 			if len(it.Key) != 64 {
@@ -68,6 +74,24 @@ routes:
 			}
 		}
 	})
+}
+
+// checkMissing checks that a *MissingFieldsError names only required
+// fields that the canonical body really lacks, and at least one.
+func checkMissing(t *testing.T, r *Route, ct string, body []byte, err error) {
+	var me *MissingFieldsError
+	if !errors.As(err, &me) {
+		return
+	}
+	doc, cerr := CanonicalBody(nil, ct, body)
+	if cerr != nil || len(me.Fields) == 0 {
+		t.Fatalf("missing fields %v of a body that does not canonicalize (%v)", me.Fields, cerr)
+	}
+	for _, f := range me.Fields {
+		if gjson.GetBytes(doc, f).Exists() || slices.Contains(r.Key.Optional, f) {
+			t.Fatalf("field %q reported missing from %s", f, doc)
+		}
+	}
 }
 
 // FuzzTemplate checks template parsing and expansion: no panic on any

@@ -29,7 +29,7 @@ func (c *canon) string(dst []byte) ([]byte, error) {
 }
 
 // decodeString appends the decoded contents of the JSON string at c.pos to
-// dst, replacing invalid UTF-8 and lone surrogates with U+FFFD.
+// dst, replacing lone surrogates with U+FFFD; invalid UTF-8 is an error.
 func (c *canon) decodeString(dst []byte) ([]byte, error) {
 	start := c.pos
 	c.pos++ // opening quote
@@ -60,10 +60,10 @@ func (c *canon) decodeString(dst []byte) ([]byte, error) {
 		default:
 			r, size := utf8.DecodeRune(c.src[c.pos:])
 			if r == utf8.RuneError && size == 1 {
-				dst = utf8.AppendRune(dst, utf8.RuneError)
-			} else {
-				dst = append(dst, c.src[c.pos:c.pos+size]...)
+				// Replaced by U+FFFD, distinct bytes would give one key.
+				return dst, c.errorf("invalid UTF-8 in string")
 			}
+			dst = append(dst, c.src[c.pos:c.pos+size]...)
 			c.pos += size
 		}
 	}

@@ -122,7 +122,10 @@ func (d *Deriver) material(s *deriveScratch, r *Route, in Input, doc []byte) ([]
 	m := append(s.mat[:0], `{"api":`...)
 	m = appendString(m, api)
 	m = append(m, `,"fields":`...)
-	m = s.fields(m, &r.Key, doc)
+	var missing bool
+	if m, missing = s.fields(m, &r.Key, doc); missing {
+		return m, r.missingFields(doc)
+	}
 	m = append(m, `,"path":`...)
 	pv := in.PathValues
 	if r.fixedPath != nil {
@@ -167,11 +170,13 @@ func (k *KeySpec) scopes() (cred, wf bool) {
 }
 
 // fields writes the selected fields (an object of path → value, null when
-// missing), or the whole document minus the ignored paths.
-func (s *deriveScratch) fields(m []byte, k *KeySpec, docb []byte) []byte {
+// an optional field is missing), or the whole document minus the ignored
+// paths. It reports whether a required field is missing.
+func (s *deriveScratch) fields(m []byte, k *KeySpec, docb []byte) ([]byte, bool) {
 	if len(k.Fields) == 0 {
-		return s.strip.strip(m, docb, k.Ignore)
+		return s.strip.strip(m, docb, k.Ignore), false
 	}
+	missing := false
 	names := append(s.names[:0], k.Fields...)
 	slices.SortFunc(names, func(a, b string) int { return compareKeys(sbytes(a), sbytes(b)) })
 	s.names = names
@@ -186,9 +191,25 @@ func (s *deriveScratch) fields(m []byte, k *KeySpec, docb []byte) []byte {
 		}
 		m = appendString(m, p)
 		m = append(m, ':')
-		m = s.fieldValue(m, doc, gjson.Get(doc, p))
+		res := gjson.Get(doc, p)
+		if !res.Exists() && !slices.Contains(k.Optional, p) {
+			missing = true
+		}
+		m = s.fieldValue(m, doc, res)
 	}
-	return append(m, '}')
+	return append(m, '}'), missing
+}
+
+// missingFields lists the required key fields that the canonical body doc
+// lacks, as a *MissingFieldsError.
+func (r *Route) missingFields(doc []byte) error {
+	e := &MissingFieldsError{API: r.apiName(), Route: r.Name}
+	for _, f := range r.Key.Fields {
+		if !slices.Contains(r.Key.Optional, f) && !gjson.GetBytes(doc, f).Exists() {
+			e.Fields = append(e.Fields, f)
+		}
+	}
+	return e
 }
 
 func (s *deriveScratch) fieldValue(m []byte, doc string, res gjson.Result) []byte {

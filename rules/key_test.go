@@ -18,6 +18,10 @@ routes:
     match: POST /v1/customers/{customer}/invoices
     effect: irreversible
     key: {fields: [currency, lines, "meta.ref"]}
+  - name: optional
+    match: POST /v1/quotes
+    effect: irreversible
+    key: {fields: [currency, lines, "meta.ref"], optional: [lines, "meta.ref"]}
   - name: ignore
     match: POST /v1/charges
     effect: irreversible
@@ -79,7 +83,7 @@ func TestDeriveSameOrDifferent(t *testing.T) {
 			b: jsonIn(`{"currency":"usd","lines":[{"amount":1,"trace":"t1"}],"meta":{"ref":"r1"}}`)},
 		{name: "fields: nested selected field changes", route: "fields", a: jsonIn(base),
 			b: jsonIn(`{"currency":"eur","lines":[{"amount":1,"trace":"t1"}],"meta":{"ref":"r2"}}`)},
-		{name: "fields: missing equals null", route: "fields", a: jsonIn(`{"currency":"eur"}`),
+		{name: "fields: missing optional equals null", route: "optional", a: jsonIn(`{"currency":"eur"}`),
 			b: jsonIn(`{"currency":"eur","lines":null}`), wantSame: true},
 		{name: "fields: path values differ", route: "fields",
 			a: with(jsonIn(base), func(in *Input) { in.PathValues = pv }),
@@ -344,6 +348,108 @@ routes:
 		}
 		if lean.Material != nil || (lean.Doc != nil) != (r.Lookup != nil) {
 			t.Errorf("%s: lean intent keeps material %d bytes, doc %d bytes", r.Name, len(lean.Material), len(lean.Doc))
+		}
+	}
+}
+
+// Regression: a request that lacked its route's key fields was keyed with
+// null in their place, so every such request shared one key and was
+// answered with another intent's stored response.
+func TestDeriveMissingFields(t *testing.T) {
+	api := mustParse(t, keyRules)
+	form := func(body string) Input {
+		return Input{ContentType: "application/x-www-form-urlencoded", Body: []byte(body)}
+	}
+	tests := []struct {
+		name        string
+		route       string
+		in          Input
+		wantMissing []string // nil: Derive succeeds
+	}{
+		{name: "all present", route: "fields", in: jsonIn(`{"currency":"eur","lines":[],"meta":{"ref":"r"}}`)},
+		{name: "null counts as present", route: "fields", in: jsonIn(`{"currency":null,"lines":null,"meta":{"ref":null}}`)},
+		{name: "one missing", route: "fields", in: jsonIn(`{"currency":"eur","lines":[]}`), wantMissing: []string{"meta.ref"}},
+		{name: "all missing, in rule order", route: "fields", in: jsonIn(`{"client":"a","item":"z"}`),
+			wantMissing: []string{"currency", "lines", "meta.ref"}},
+		{name: "empty body", route: "fields", in: jsonIn(``), wantMissing: []string{"currency", "lines", "meta.ref"}},
+		{name: "form without the fields", route: "fields", in: form("client=a&item=z"),
+			wantMissing: []string{"currency", "lines", "meta.ref"}},
+		{name: "nested path is not a form key", route: "fields", in: form("currency=eur&lines=1&meta[ref]=r"),
+			wantMissing: []string{"meta.ref"}},
+		{name: "optional missing", route: "optional", in: jsonIn(`{"currency":"eur"}`)},
+		{name: "required missing beside optional", route: "optional", in: jsonIn(`{"lines":[]}`), wantMissing: []string{"currency"}},
+		{name: "whole body has no required fields", route: "whole", in: jsonIn(``)},
+		{name: "ignore has no required fields", route: "ignore", in: jsonIn(`{}`)},
+	}
+	d := &Deriver{}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := d.Derive(routeByName(t, api, tc.route), tc.in)
+			if tc.wantMissing == nil {
+				if err != nil {
+					t.Fatalf("Derive() error = %v, want none", err)
+				}
+				return
+			}
+			var me *MissingFieldsError
+			if !errors.As(err, &me) || !errors.Is(err, ErrMissingField) || !errors.Is(err, ErrInvalidBody) {
+				t.Fatalf("Derive() error = %v, want a *MissingFieldsError wrapping ErrMissingField and ErrInvalidBody", err)
+			}
+			if got, want := strings.Join(me.Fields, ","), strings.Join(tc.wantMissing, ","); got != want || me.API != "payments" || me.Route != tc.route {
+				t.Errorf("missing = %s/%s %s, want payments/%s %s", me.API, me.Route, got, tc.route, want)
+			}
+		})
+	}
+}
+
+func TestMissingFieldsErrorMessage(t *testing.T) {
+	tests := []struct {
+		name string
+		err  *MissingFieldsError
+		want string
+	}{
+		{name: "one", err: &MissingFieldsError{API: "shop", Route: "order", Fields: []string{"item"}},
+			want: `route shop/order: the body lacks required key field "item"`},
+		{name: "several", err: &MissingFieldsError{API: "shop", Route: "order", Fields: []string{"client", "item"}},
+			want: `route shop/order: the body lacks required key fields "client", "item"`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := tc.err.Error(); got != tc.want {
+				t.Errorf("Error() = %s, want %s", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestDeriveRefusesUnreadableBodies: whole-body keys (unmatched: guard's
+// Fallback, ignore and no key section) have no required fields, so a body
+// read the wrong way must be refused rather than keyed: before, curl -d's
+// JSON became one empty form key, and x=%FF and x=%FE became one value.
+func TestDeriveRefusesUnreadableBodies(t *testing.T) {
+	api := mustParse(t, keyRules)
+	routes := map[string]*Route{
+		"fallback": Fallback("POST", "shop.example:443", "/v1/orders"),
+		"ignore":   routeByName(t, api, "ignore"),
+		"whole":    routeByName(t, api, "whole"),
+	}
+	tests := []struct {
+		name, contentType, body, wantErr string
+	}{
+		{name: "json declared as a form", contentType: "application/x-www-form-urlencoded", body: `{"client":"a"}`, wantErr: "looks like JSON"},
+		{name: "form that is not UTF-8", contentType: "application/x-www-form-urlencoded", body: "x=%FF", wantErr: "invalid UTF-8"},
+		{name: "json that is not UTF-8", contentType: "application/json", body: "{\"x\":\"\xff\"}", wantErr: "invalid UTF-8"},
+		{name: "untyped form", contentType: "", body: "x=1", wantErr: "without a content type"},
+		{name: "text", contentType: "text/plain", body: `{"x":1}`, wantErr: "unsupported content type"},
+	}
+	for _, tc := range tests {
+		for name, r := range routes {
+			t.Run(tc.name+"/"+name, func(t *testing.T) {
+				_, err := (&Deriver{}).Derive(r, Input{ContentType: tc.contentType, Body: []byte(tc.body)})
+				if !errors.Is(err, ErrInvalidBody) || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Errorf("Derive() error = %v, want ErrInvalidBody containing %q", err, tc.wantErr)
+				}
+			})
 		}
 	}
 }

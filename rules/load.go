@@ -9,6 +9,13 @@ import (
 	"strings"
 )
 
+// IsRuleFileName reports whether Load reads a file of this name: one that
+// ends in .yaml or .yml, in any case.
+func IsRuleFileName(name string) bool {
+	ext := strings.ToLower(filepath.Ext(name))
+	return ext == ".yaml" || ext == ".yml"
+}
+
 // Load parses every *.yaml and *.yml file of dir, in name order, and checks
 // them together (see NewSet). Problems in the rules come as one *Errors
 // that lists those of every file; a directory or file that cannot be read
@@ -20,8 +27,7 @@ func Load(dir string) (*Set, error) {
 	}
 	var names []string
 	for _, e := range ents {
-		ext := strings.ToLower(filepath.Ext(e.Name()))
-		if !e.IsDir() && (ext == ".yaml" || ext == ".yml") {
+		if !e.IsDir() && IsRuleFileName(e.Name()) {
 			names = append(names, e.Name())
 		}
 	}

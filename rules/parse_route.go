@@ -95,7 +95,7 @@ func (d *decoder) effect(r *Route, e entry) {
 }
 
 func (d *decoder) key(r *Route, e entry) {
-	fs, ok := d.mapping(e.val, "key", "fields", "ignore", "scope")
+	fs, ok := d.mapping(e.val, "key", "fields", "optional", "ignore", "scope")
 	if !ok {
 		return
 	}
@@ -112,9 +112,41 @@ func (d *decoder) key(r *Route, e entry) {
 	} else if hasIgnore {
 		r.Key.Ignore = d.simplePaths(ignore, "key.ignore")
 	}
+	if opt, ok := fs["optional"]; ok {
+		r.Key.Optional = d.optional(r, opt, hasFields)
+	}
 	if sc, ok := fs["scope"]; ok {
 		r.Key.Scope = d.scope(sc)
 	}
+}
+
+// optional reads key.optional: each entry must be one of key.fields, and
+// at least one field must stay required (a body with none of the fields
+// would otherwise share one key with every other such body).
+func (d *decoder) optional(r *Route, e entry, hasFields bool) []string {
+	names, nodes, ok := d.strs(e, "key.optional")
+	if !ok {
+		return nil
+	}
+	if !hasFields {
+		d.errorf(e.node, "key.optional: only key.fields can be optional (a key on the whole body has no required fields)")
+		return nil
+	}
+	out := []string{}
+	for i, s := range names {
+		switch {
+		case contains(out, s):
+			d.errorf(nodes[i], "key.optional[%d]: duplicate field %q", i, s)
+		case !contains(r.Key.Fields, s):
+			d.errorf(nodes[i], "key.optional[%d]: %q is not one of key.fields%s", i, s, suggest(s, r.Key.Fields))
+		default:
+			out = append(out, s)
+		}
+	}
+	if len(r.Key.Fields) > 0 && len(out) == len(r.Key.Fields) {
+		d.errorf(e.val, "key.optional: every key field is optional, so requests with none of them would all share one key (keep at least one required)")
+	}
+	return out
 }
 
 func (d *decoder) isEmptyList(e entry) bool {

@@ -127,6 +127,9 @@ func dumpAPI(a *API) string {
 			scope = "default"
 		}
 		p("  key fields=%q ignore=%q scope=%s", r.Key.Fields, r.Key.Ignore, scope)
+		if len(r.Key.Optional) > 0 {
+			p("  key optional=%q", r.Key.Optional)
+		}
 		if ni := r.NativeIdempotency; ni != nil {
 			p("  native_idempotency header=%q body=%q", ni.Header, ni.Body)
 		}

@@ -107,9 +107,14 @@ type Route struct {
 // Fields and Ignore is used: Fields selects, Ignore (possibly empty) takes
 // the whole body minus those paths.
 type KeySpec struct {
-	// Fields are gjson paths into the canonical body; missing fields count
-	// as null.
+	// Fields are gjson paths into the canonical body. Each is required
+	// unless Optional names it: Derive refuses a body that lacks a
+	// required field (*MissingFieldsError) rather than key it as null. A
+	// field present with the value null counts as present.
 	Fields []string
+	// Optional lists the Fields that a body may lack; a missing optional
+	// field counts as null in the key. It never names every field.
+	Optional []string
 	// Ignore paths are dotted keys with '\' escapes, array indices and '#'
 	// for every element (lines.#.trace).
 	Ignore []string

@@ -100,7 +100,7 @@ func TestKeyExplain(t *testing.T) {
 			"--header", "Toolguard-Workflow: wf-7", "--body", `{"to":"ops@example.com","text":"deployed","priority":"low"}`}, jsonBody...)},
 		{name: "stripe_form", args: []string{"--url", "https://api.stripe.com/v1/payment_intents",
 			"--header", "Content-Type: application/x-www-form-urlencoded", "--header", "Authorization: Bearer sk_test_1",
-			"--body", "currency=eur&amount=100&customer=cus_1&description=order+77"}},
+			"--body", "currency=eur&amount=100&customer=cus_1&description=order+77&metadata[order_id]=o77"}},
 		{name: "no_route", args: []string{"--url", "https://api.stripe.com/v1/charges", "--body", "amount=1"}},
 		{name: "no_secret", journal: "testdata/absent.db", args: append([]string{"--url", "http://127.0.0.1:9099/v1/invoices",
 			"--header", "Authorization: Bearer demo", "--body", "@testdata/invoice.json"}, jsonBody...)},
@@ -257,5 +257,43 @@ func TestCAInit(t *testing.T) {
 	}
 	if after, _ := os.ReadFile(certPath); !bytes.Equal(after, certPEM) {
 		t.Error("ca init without the key replaced ca.pem")
+	}
+}
+
+// TestRulesCheckWhat checks what rules check reads: a directory without
+// rule files is an error, not "ok: 0 APIs"; a single file is checked;
+// *.yml files are rule files; other files are named, never skipped
+// silently.
+func TestRulesCheckWhat(t *testing.T) {
+	cleanEnv(t)
+	empty := t.TempDir()
+	tests := []struct {
+		name     string
+		path     string
+		wantCode int
+		golden   string // testdata/rules_check_<golden>.golden: stdout, then stderr
+	}{
+		{name: "empty directory", path: empty, wantCode: 1},
+		{name: "no rule files", path: "testdata/rulesets/notrules", wantCode: 1, golden: "notrules"},
+		{name: "yml file in a directory", path: "testdata/rulesets/yml", wantCode: 0, golden: "yml"},
+		{name: "single file", path: "../../examples/rules/stripe.yaml", wantCode: 0, golden: "single"},
+		{name: "single broken file", path: "testdata/broken/effect/billing.yaml", wantCode: 1, golden: "single_broken"},
+		{name: "single file of another kind", path: "testdata/rulesets/notrules/demo.json", wantCode: 1, golden: "single_json"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			code, stdout, stderr := cli(t, "rules", "check", tc.path)
+			if code != tc.wantCode {
+				t.Fatalf("exit code = %d, want %d\nstdout:\n%s\nstderr:\n%s", code, tc.wantCode, stdout, stderr)
+			}
+			if tc.golden != "" {
+				golden(t, "rules_check_"+tc.golden, "--- stdout\n"+stdout+"--- stderr\n"+stderr)
+			}
+			if tc.name == "empty directory" {
+				if want := "toolguard: rules check: no rule files (*.yaml, *.yml) in " + empty + ": serve would guard nothing\n"; stderr != want {
+					t.Errorf("stderr = %q, want %q", stderr, want)
+				}
+			}
+		})
 	}
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -14,7 +15,7 @@ import (
 	"github.com/toolguard/toolguard/rules"
 )
 
-const keyHelp = `Usage: toolguard key explain --method M --url URL [--header 'K: V']... [--body DATA|@FILE] [--rules DIR] [--journal FILE]
+const keyHelp = `Usage: toolguard key explain --method M --url URL [--header 'K: V']... [--body DATA|@FILE] [--rules DIR|FILE] [--journal FILE]
 
 Prints the route a request matches, the canonical form of its intent and
 its key, exactly as the proxy derives them. With the journal's secret
@@ -43,7 +44,7 @@ func runKey(args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&rawURL, "url", "", "request `URL`, e.g. https://api.example.com/v1/invoices")
 	fs.Var(&headers, "header", "request header `'Name: value'` (repeatable)")
 	fs.StringVar(&body, "body", "", "request body, or @file to read it from a file")
-	fs.StringVar(&dir, "rules", envOr("TOOLGUARD_RULES_DIR", "./rules"), "rules `dir`ectory")
+	fs.StringVar(&dir, "rules", envOr("TOOLGUARD_RULES_DIR", "./rules"), "rules `dir`ectory, or one rule file")
 	fs.StringVar(&journalPath, "journal", envOr("TOOLGUARD_JOURNAL_PATH", "./toolguard.db"), "journal `file` whose secret keys the credential")
 	if err := parseNoArgs(fs, rest); err != nil {
 		return err
@@ -67,8 +68,12 @@ func runKey(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	set, err := rules.Load(dir)
+	set, err := loadRules(dir, io.Discard)
 	if err != nil {
+		var es *rules.Errors
+		if !errors.As(err, &es) {
+			return fmt.Errorf("key explain: %w", err)
+		}
 		fmt.Fprintln(stderr, err)
 		return fmt.Errorf("key explain: rules in %s have errors", dir)
 	}

@@ -1,13 +1,12 @@
 package main
 
 import (
-	"bufio"
-	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
-	"net/url"
 	"os"
-	"strings"
+	"path/filepath"
+	"slices"
 
 	"github.com/toolguard/toolguard/rules"
 )
@@ -15,9 +14,11 @@ import (
 const rulesHelp = `Usage: toolguard rules COMMAND
 
 Commands:
-  check [DIR] [--sample FILE]
-                 validate every *.yaml rule file in DIR (default $TOOLGUARD_RULES_DIR or ./rules);
-                 with --sample, also check that key fields exist in sample requests (JSON lines)
+  check [DIR|FILE] [--sample FILE|DIR]
+                 validate every rule file (*.yaml, *.yml) in DIR (default $TOOLGUARD_RULES_DIR or ./rules),
+                 or the one rule FILE; a directory without rule files is an error. With --sample, also key
+                 every sample request (JSON lines; a DIR means its *.jsonl files) and report each required
+                 key field a sample lacks, and same_key_as / key_differs_from pairs whose keys disagree
 `
 
 func runRules(args []string, stdout, stderr io.Writer) error {
@@ -29,108 +30,134 @@ func runRules(args []string, stdout, stderr io.Writer) error {
 		return usagef("rules: unknown sub-command %q\n%s", sub, rulesHelp)
 	}
 	var sample string
-	fs := newFlags("rules check", "rules check [DIR] [--sample FILE]", stdout)
-	fs.StringVar(&sample, "sample", "", "JSON-lines `file` of sample requests ({\"method\",\"url\",\"content_type\",\"body\"}); key fields that no sample body of their route contains are errors")
+	fs := newFlags("rules check", "rules check [DIR|FILE] [--sample FILE|DIR]", stdout)
+	fs.StringVar(&sample, "sample", "", "JSON-lines `file` (or directory of *.jsonl files) of sample requests "+
+		"({\"name\",\"method\",\"url\",\"content_type\",\"headers\",\"body\",\"same_key_as\",\"key_differs_from\"})")
 	pos, err := interleaved(fs, rest)
 	if err != nil {
 		return err
 	}
 	if len(pos) > 1 {
-		return usagef("rules check: want at most one DIR")
+		return usagef("rules check: want at most one DIR or FILE")
 	}
-	dir := envOr("TOOLGUARD_RULES_DIR", "./rules")
+	path := envOr("TOOLGUARD_RULES_DIR", "./rules")
 	if len(pos) == 1 {
-		dir = pos[0]
+		path = pos[0]
 	}
-	set, err := rules.Load(dir)
+	set, err := loadRules(path, stdout)
 	if err != nil {
-		fmt.Fprintln(stderr, err)
-		return fmt.Errorf("rules check: %s has errors", dir)
+		var es *rules.Errors
+		if errors.As(err, &es) {
+			fmt.Fprintln(stderr, err)
+			return fmt.Errorf("rules check: %s has errors", path)
+		}
+		return fmt.Errorf("rules check: %w", err)
 	}
 	if sample != "" {
 		if err := checkSamples(set, sample, stdout, stderr); err != nil {
 			return err
 		}
 	}
+	printRoutes(stdout, set, path)
+	return nil
+}
+
+// loadRules loads a directory of rule files, or one rule file. A directory
+// without rule files is an error, and its other files are named on out.
+func loadRules(path string, out io.Writer) (*rules.Set, error) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return nil, fmt.Errorf("load rules: %w", err)
+	}
+	if !fi.IsDir() {
+		if !rules.IsRuleFileName(path) {
+			return nil, fmt.Errorf("%s: not a rule file name (serve loads only *.yaml and *.yml files)", path)
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return nil, fmt.Errorf("load rules: %w", err)
+		}
+		api, err := rules.Parse(path, data)
+		if err != nil {
+			return nil, err
+		}
+		return rules.NewSet(api)
+	}
+	ents, err := os.ReadDir(path)
+	if err != nil {
+		return nil, fmt.Errorf("load rules: %w", err)
+	}
+	n := 0
+	for _, e := range ents {
+		switch {
+		case e.IsDir():
+		case rules.IsRuleFileName(e.Name()):
+			n++
+		default:
+			fmt.Fprintf(out, "note: %s is not read (rule files end in .yaml or .yml)\n", filepath.Join(path, e.Name()))
+		}
+	}
+	if n == 0 {
+		return nil, fmt.Errorf("no rule files (*.yaml, *.yml) in %s: serve would guard nothing", path)
+	}
+	return rules.Load(path)
+}
+
+func printRoutes(w io.Writer, set *rules.Set, path string) {
 	routes := 0
 	for _, a := range set.APIs {
 		routes += len(a.Routes)
 	}
-	fmt.Fprintf(stdout, "ok: %d APIs, %d routes in %s\n", len(set.APIs), routes, dir)
+	fmt.Fprintf(w, "ok: %d APIs, %d routes in %s\n", len(set.APIs), routes, path)
 	for _, a := range set.APIs {
 		for _, r := range a.Routes {
-			fmt.Fprintf(stdout, "  %s/%s\t%s %s\t%s\n", a.Name, r.Name, r.Method, r.Pattern, r.Effect)
+			fmt.Fprintf(w, "  %s/%s\t%s %s\t%s\n", a.Name, r.Name, r.Method, r.Pattern, r.Effect)
 		}
 	}
-	return nil
 }
 
-// sampleRequest is one line of a --sample file.
-type sampleRequest struct {
-	Method      string          `json:"method"`
-	URL         string          `json:"url"`
-	ContentType string          `json:"content_type"`
-	Body        json.RawMessage `json:"body"`
-}
-
-// checkSamples derives every sample request and reports, at the route's
-// position, key fields that none of its route's samples contains.
+// checkSamples keys every sample request and reports its problems on
+// stderr; routes without samples or pairs are noted on stdout.
 func checkSamples(set *rules.Set, path string, stdout, stderr io.Writer) error {
-	f, err := os.Open(path)
+	samples, err := readSamples(path)
 	if err != nil {
-		return fmt.Errorf("read samples: %w", err)
+		return err
 	}
-	defer f.Close()
-	docs := map[*rules.Route][][]byte{}
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 0, 64<<10), 8<<20)
-	d := &rules.Deriver{}
-	for line := 1; sc.Scan(); line++ {
-		if strings.TrimSpace(sc.Text()) == "" {
-			continue
-		}
-		var s sampleRequest
-		if err := json.Unmarshal(sc.Bytes(), &s); err != nil {
-			return fmt.Errorf("%s:%d: %v", path, line, err)
-		}
-		u, err := url.Parse(s.URL)
-		if err != nil || u.Host == "" {
-			return fmt.Errorf("%s:%d: url must be absolute (got %q)", path, line, s.URL)
-		}
-		route, params := set.Match(u.Host, strings.ToUpper(s.Method), u.EscapedPath())
-		if route == nil {
-			fmt.Fprintf(stdout, "%s:%d: no route matches %s %s\n", path, line, s.Method, s.URL)
-			continue
-		}
-		body := []byte(s.Body)
-		var str string
-		if json.Unmarshal(s.Body, &str) == nil {
-			body = []byte(str) // a string body is sent as it is (forms)
-		}
-		it, err := d.Derive(route, rules.Input{ContentType: s.ContentType, Body: body, RawQuery: u.RawQuery, PathValues: params})
-		if err != nil {
-			return fmt.Errorf("%s:%d: %v", path, line, err)
-		}
-		docs[route] = append(docs[route], it.Doc)
+	rep := rules.CheckSamples(set, samples, &rules.Deriver{})
+	for _, p := range rep.Problems {
+		fmt.Fprintln(stderr, p)
 	}
-	if err := sc.Err(); err != nil {
-		return fmt.Errorf("read samples: %w", err)
+	if len(rep.Problems) > 0 {
+		return fmt.Errorf("rules check: %d problems with samples", len(rep.Problems))
 	}
-	bad := 0
-	for _, a := range set.APIs {
-		for _, r := range a.Routes {
-			if _, ok := docs[r]; !ok {
-				continue
-			}
-			for _, field := range r.MissingFields(docs[r]) {
-				bad++
-				fmt.Fprintf(stderr, "%s: key.fields: %q is in none of the %d sample bodies of route %s: a typo, or a path into another shape of body?\n",
-					r.Pos, field, len(docs[r]), r.Name)
-			}
-		}
-	}
-	if bad > 0 {
-		return fmt.Errorf("rules check: %d key fields match no sample", bad)
+	for _, g := range rep.Gaps(set) {
+		fmt.Fprintln(stdout, "note: "+g)
 	}
 	return nil
+}
+
+// readSamples reads a samples file, or every *.jsonl file of a directory.
+func readSamples(path string) ([]rules.Sample, error) {
+	files := []string{path}
+	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
+		files, _ = filepath.Glob(filepath.Join(path, "*.jsonl"))
+		if len(files) == 0 {
+			return nil, fmt.Errorf("read samples: no *.jsonl files in %s", path)
+		}
+		slices.Sort(files)
+	}
+	var all []rules.Sample
+	for _, file := range files {
+		f, err := os.Open(file)
+		if err != nil {
+			return nil, fmt.Errorf("read samples: %w", err)
+		}
+		s, err := rules.ReadSamples(file, f)
+		f.Close()
+		if err != nil {
+			return nil, err
+		}
+		all = append(all, s...)
+	}
+	return all, nil
 }

@@ -1,33 +1,49 @@
 package main
 
-import (
-	"os"
-	"path/filepath"
-	"testing"
-)
+import "testing"
 
+// TestRulesCheckSamples checks rules check --sample: the shipped samples
+// pass; a sample lacking required key fields is reported with every field
+// it lacks, and a JSON body sent as a form (curl -d) is refused.
 func TestRulesCheckSamples(t *testing.T) {
 	cleanEnv(t)
-	bad := filepath.Join(t.TempDir(), "bad.jsonl")
-	os.WriteFile(bad, []byte(`{"method":"POST","url":"https://api.stripe.com/v1/refunds","content_type":"application/x-www-form-urlencoded","body":"payment_intent=pi_1"}`+"\n"), 0o644)
+	bad := "testdata/samples/missing.jsonl"
 	tests := []struct {
-		name     string
-		sample   string
-		wantCode int
-		golden   string
+		name      string
+		sample    string
+		wantCode  int
+		goldenOut string
+		goldenErr string
 	}{
-		{name: "every key field found", sample: "../../examples/samples/requests.jsonl", wantCode: 0},
-		{name: "fields missing", sample: bad, wantCode: 1, golden: "rules_check_sample_missing"},
+		{name: "shipped samples", sample: "../../examples/samples", wantCode: 0},
+		{name: "one file, routes without samples noted", sample: "../../examples/samples/demo.jsonl", wantCode: 0, goldenOut: "rules_check_sample_gaps"},
+		{name: "fields missing", sample: bad, wantCode: 1, goldenErr: "rules_check_sample_missing"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			code, _, stderr := cli(t, "rules", "check", "../../examples/rules", "--sample", tc.sample)
+			code, stdout, stderr := cli(t, "rules", "check", "../../examples/rules", "--sample", tc.sample)
 			if code != tc.wantCode {
 				t.Fatalf("exit %d, want %d; stderr:\n%s", code, tc.wantCode, stderr)
 			}
-			if tc.golden != "" {
-				golden(t, tc.golden, stderr)
+			if tc.goldenOut != "" {
+				golden(t, tc.goldenOut, stdout)
+			}
+			if tc.goldenErr != "" {
+				golden(t, tc.goldenErr, stderr)
 			}
 		})
+	}
+}
+
+// TestKeyExplainMissingField: key explain reads one rule file, and says
+// which required key fields a body lacks instead of keying them as null.
+func TestKeyExplainMissingField(t *testing.T) {
+	cleanEnv(t)
+	code, stdout, stderr := cli(t, "key", "explain", "--rules", "../../examples/rules/stripe.yaml", "--journal", "testdata/absent.db",
+		"--url", "https://api.stripe.com/v1/payment_intents", "--header", "Content-Type: application/x-www-form-urlencoded",
+		"--body", "amount=100&currency=eur&metadata.order_id=o1")
+	want := "toolguard: route stripe/create_payment_intent: the body lacks required key field \"metadata[order_id]\"\n"
+	if code != 1 || stdout != "" || stderr != want {
+		t.Errorf("exit %d, stdout %q, stderr %q; want 1, nothing, %q", code, stdout, stderr, want)
 	}
 }

@@ -105,6 +105,10 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, stdout io.W
 	if err != nil {
 		return fmt.Errorf("load rules from %s:\n%w", cfg.Rules.Dir, err)
 	}
+	if len(set.APIs) == 0 {
+		log.Warn("NO ROUTES: the rules directory holds no rule files (*.yaml, *.yml); every call follows the unmatched policy",
+			"rules_dir", absPath(cfg.Rules.Dir), "unmatched", cfg.Unmatched.String())
+	}
 	ca, created, err := proxy.LoadOrCreateCA(cfg.CA.Dir)
 	if err != nil {
 		return err
