@@ -96,6 +96,9 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	log := newLogger(stderr, cfg.Log)
+	for _, w := range config.UnknownEnv(os.Environ()) {
+		log.Warn(w)
+	}
 	return serve(ctx, cfg, log, stdout)
 }
 
