@@ -1,6 +1,9 @@
 package e2e
 
 import (
+	"bytes"
+	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"os/exec"
@@ -212,16 +215,36 @@ func TestBackupUnderLoad(t *testing.T) {
 	}
 }
 
+// Regression: a second serve on a locked journal gave up after 2 s whatever
+// journal.open_timeout said (the start-up check opened the file with a fixed
+// wait) and told the operator to restore the journal from a backup.
 func TestJournalLockedGivesClearError(t *testing.T) {
 	s := newSetup(t, map[string]string{"billing.yaml": ruleFile("x.example", invoiceRoute)})
-	s.start(t)
+	first := s.start(t)
+	const openTimeout = 3 * time.Second
 	start := time.Now()
 	cmd := exec.Command(binary, "serve", "--rules", s.rules, "--journal", filepath.Join(s.dir, "toolguard.db"),
 		"--ca-dir", filepath.Join(s.dir, "ca"), "--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0")
-	cmd.Env = []string{"TOOLGUARD_JOURNAL_OPEN_TIMEOUT=300ms"}
-	out, err := cmd.CombinedOutput()
-	if err == nil || !strings.Contains(string(out), "locked") || time.Since(start) > 10*time.Second {
-		t.Fatalf("second serve on a locked journal: %v after %s\n%s", err, time.Since(start), out)
+	cmd.Env = []string{"TOOLGUARD_JOURNAL_OPEN_TIMEOUT=" + openTimeout.String()}
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	waited := time.Since(start)
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 1 {
+		t.Fatalf("second serve on a locked journal: %v, want exit code 1\n%s", err, stderr.String())
+	}
+	if waited < openTimeout || waited > openTimeout+10*time.Second {
+		t.Errorf("second serve gave up after %s, want journal.open_timeout (%s)", waited, openTimeout)
+	}
+	msg := stderr.String()
+	pid := fmt.Sprintf("pid %d", first.cmd.Process.Pid)
+	if strings.Count(msg, "\n") != 1 || !strings.Contains(msg, "another toolguard holds it ("+pid) ||
+		!strings.Contains(msg, "waited 3s") || strings.Contains(msg, "backup") {
+		t.Errorf("stderr is not one line saying that %s holds the journal:\n%s", pid, msg)
+	}
+	if stdout.Len() > 0 {
+		t.Errorf("second serve printed addresses, so it listened:\n%s", stdout.String())
 	}
 }
 

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -44,9 +43,9 @@ func (f *sourceFlags) open() (source, error) {
 		if _, err := os.Stat(f.journal); err != nil {
 			return nil, fmt.Errorf("open journal: %w", err)
 		}
-		j, err := journal.Open(f.journal, journal.Options{ReadOnly: true, Timeout: 2 * time.Second})
+		j, err := openReadOnly(f.journal)
 		if err != nil {
-			return nil, lockHint(err)
+			return nil, err
 		}
 		return fileSource{j}, nil
 	}
@@ -226,9 +225,6 @@ func (e *adminError) Error() string {
 
 // lockHint adds what to do to an error opening a journal that a running
 // proxy holds.
-func lockHint(err error) error {
-	if errors.Is(err, journal.ErrLocked) {
-		return fmt.Errorf("%w (is the proxy still running? use the admin API instead)", err)
-	}
-	return err
+func lockHint(err error, path string) error {
+	return lockedError(err, path, cliLockWait, "use the admin API (--admin URL) while it runs, or stop it first")
 }

@@ -46,7 +46,7 @@ func journalBackup(ctx context.Context, args []string, stdout io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("write backup %s: %w", dst, err)
 	}
-	if problems, err := checkFile(tmp.Name()); err != nil {
+	if problems, err := checkFile(tmp.Name(), cliLockWait); err != nil {
 		return fmt.Errorf("backup %s: the copy does not open: %w", dst, err)
 	} else if len(problems) > 0 {
 		return fmt.Errorf("backup %s: the copy fails its check: %v", dst, problems[0])
@@ -75,9 +75,10 @@ func copyJournal(ctx context.Context, src *sourceFlags, w io.Writer) (int64, err
 	return io.Copy(w, body)
 }
 
-// checkFile opens a journal file read-only and checks it.
-func checkFile(path string) ([]error, error) {
-	j, err := journal.Open(path, journal.Options{ReadOnly: true, Timeout: 2 * time.Second})
+// checkFile opens a journal file read-only, waiting at most wait for its
+// lock, and checks it.
+func checkFile(path string, wait time.Duration) ([]error, error) {
+	j, err := journal.Open(path, journal.Options{ReadOnly: true, Timeout: wait})
 	if err != nil {
 		return nil, err
 	}
@@ -97,9 +98,9 @@ func journalCheck(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 	var report proxy.CheckReport
 	if src.journal != "" {
-		problems, err := checkFile(src.journal)
+		problems, err := checkFile(src.journal, cliLockWait)
 		if err != nil {
-			return err
+			return lockHint(err, src.journal)
 		}
 		report = proxy.NewCheckReport(problems)
 	} else if err := src.client().do(ctx, "GET", "/v1/journal/check", nil, &report); err != nil {
@@ -158,7 +159,7 @@ func journalCompact(args []string, stdout io.Writer) error {
 	if path == "" {
 		return usagef("journal compact: --journal FILE is required; stop toolguard first")
 	}
-	before, after, err := journal.Compact(path, 2*time.Second)
+	before, after, err := journal.Compact(path, cliLockWait)
 	if err != nil {
 		return err
 	}

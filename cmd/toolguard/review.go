@@ -155,9 +155,9 @@ func reviewResolve(ctx context.Context, args []string, stdout io.Writer) error {
 
 // applyOffline makes an operator decision on a stopped proxy's journal.
 func applyOffline(ctx context.Context, path, key string, m journal.Mutation) (proxy.StepView, error) {
-	j, err := journal.Open(path, journal.Options{Timeout: 2 * time.Second})
+	j, err := journal.Open(path, journal.Options{Timeout: cliLockWait})
 	if err != nil {
-		return proxy.StepView{}, lockHint(err)
+		return proxy.StepView{}, lockHint(err, path)
 	}
 	defer j.Close()
 	st, err := j.Apply(ctx, key, m)
