@@ -75,4 +75,3 @@ func (c *certCache) get(host string) (*tls.Certificate, error) {
 	close(call.done)
 	return call.cert, call.err
 }
-
