@@ -206,7 +206,7 @@ func TestBackupUnderLoad(t *testing.T) {
 	out, err := exec.Command(binary, "journal", "backup", dst, "--admin", p.adminURL).CombinedOutput()
 	close(stop)
 	wg.Wait()
-	if err != nil || !strings.Contains(string(out), "check ok") {
+	if err != nil || !strings.Contains(string(out), "check ok") || !strings.Contains(string(out), dst+".secret") {
 		t.Fatalf("backup: %v\n%s", err, out)
 	}
 	out, err = exec.Command(binary, "journal", "ls", "--journal", dst, "--json").CombinedOutput()
