@@ -2,12 +2,14 @@ package main
 
 import (
 	"context"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/toolguard/toolguard/journal"
+	"github.com/toolguard/toolguard/proxy"
 )
 
 // stoppedJournal writes a journal holding steps with the given keys, held
@@ -112,5 +114,140 @@ func TestJournalBackupWithoutSecret(t *testing.T) {
 	}
 	if _, err := os.Stat(dst); err == nil {
 		t.Errorf("a refused backup wrote %s", dst)
+	}
+}
+
+// The CLI takes a unique key prefix, as git does, offline and online.
+func TestKeyPrefix(t *testing.T) {
+	cleanEnv(t)
+	unique := "c0ffee" + strings.Repeat("0", 58)
+	twinA, twinB := "abcd01"+strings.Repeat("0", 58), "abcd02"+strings.Repeat("0", 58)
+	offline := stoppedJournal(t, unique, twinA, twinB)
+	onlinePath := stoppedJournal(t, unique, twinA, twinB)
+	j, err := journal.Open(onlinePath, journal.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.Close()
+	admin := httptest.NewServer(proxy.NewAdmin(proxy.AdminOptions{Store: j}))
+	defer admin.Close()
+
+	for _, src := range []struct{ name, flag, value string }{
+		{name: "offline", flag: "--journal", value: offline},
+		{name: "online", flag: "--admin", value: admin.URL},
+	} {
+		tests := []struct {
+			name       string
+			args       []string
+			wantCode   int
+			wantStdout string
+			wantStderr []string
+		}{
+			{name: "show unique prefix", args: []string{"journal", "show", "c0ff"}, wantStdout: unique},
+			{name: "show ambiguous prefix", args: []string{"journal", "show", "abcd"}, wantCode: 1,
+				wantStderr: []string{"key prefix abcd is ambiguous", twinA, twinB}},
+			{name: "show no match", args: []string{"journal", "show", "dead"}, wantCode: 1},
+			{name: "approve ambiguous prefix", args: []string{"review", "approve", "abcd"}, wantCode: 1,
+				wantStderr: []string{"key prefix abcd is ambiguous"}},
+			{name: "approve unique prefix", args: []string{"review", "approve", "abcd02"}, wantStdout: "approved " + twinB},
+			{name: "resolve unique prefix", args: []string{"review", "resolve", "c0ffee", "--outcome", "not-executed"},
+				wantStdout: "resolved " + unique},
+		}
+		for _, tc := range tests {
+			t.Run(src.name+"/"+tc.name, func(t *testing.T) {
+				code, stdout, stderr := cli(t, append(tc.args, src.flag, src.value)...)
+				if code != tc.wantCode || !strings.Contains(stdout, tc.wantStdout) {
+					t.Errorf("exit code %d, want %d; stdout does not contain %q:\n%s%s", code, tc.wantCode, tc.wantStdout, stdout, stderr)
+				}
+				for _, w := range tc.wantStderr {
+					if !strings.Contains(stderr, w) {
+						t.Errorf("stderr does not contain %q:\n%s", w, stderr)
+					}
+				}
+			})
+		}
+	}
+}
+
+// Regression: journal ls stopped at --limit without a word.
+func TestListSaysWhenLimitCut(t *testing.T) {
+	cleanEnv(t)
+	path := stoppedJournal(t, strings.Repeat("1", 64), strings.Repeat("2", 64), strings.Repeat("3", 64))
+	tests := []struct {
+		name      string
+		args      []string
+		wantLines int // lines of the table, header included
+		wantCut   bool
+	}{
+		{name: "journal ls cut", args: []string{"journal", "ls", "--limit", "2"}, wantLines: 3, wantCut: true},
+		{name: "journal ls whole", args: []string{"journal", "ls", "--limit", "3"}, wantLines: 4},
+		{name: "review ls cut", args: []string{"review", "ls", "--limit", "1"}, wantLines: 2, wantCut: true},
+		{name: "review ls whole", args: []string{"review", "ls"}, wantLines: 4},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			code, stdout, stderr := cli(t, append(tc.args, "--journal", path)...)
+			if code != 0 {
+				t.Fatalf("exit code %d; stderr:\n%s", code, stderr)
+			}
+			if got := strings.Count(stdout, "\n"); got != tc.wantLines {
+				t.Errorf("%d lines, want %d:\n%s", got, tc.wantLines, stdout)
+			}
+			cut := strings.Contains(stderr, "of more; use --limit")
+			if cut != tc.wantCut {
+				t.Errorf("stderr says the list was cut: %v, want %v; stderr:\n%s", cut, tc.wantCut, stderr)
+			}
+		})
+	}
+}
+
+// The CLI reads the operator token from TOOLGUARD_ADMIN_TOKEN_FILE.
+func TestAdminTokenFile(t *testing.T) {
+	cleanEnv(t)
+	j, err := journal.Open(stoppedJournal(t, strings.Repeat("e", 64)), journal.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.Close()
+	admin := httptest.NewServer(proxy.NewAdmin(proxy.AdminOptions{Store: j, Token: "s3cret"}))
+	defer admin.Close()
+	dir := t.TempDir()
+	write := func(name, content string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	good, wrong, empty := write("good", "s3cret\n"), write("wrong", "nope\n"), write("empty", "\n")
+	tests := []struct {
+		name       string
+		env        map[string]string
+		wantCode   int
+		wantStderr string
+	}{
+		{name: "token file", env: map[string]string{"TOOLGUARD_ADMIN_TOKEN_FILE": good}},
+		{name: "token", env: map[string]string{"TOOLGUARD_ADMIN_TOKEN": "s3cret"}},
+		{name: "wrong token file", env: map[string]string{"TOOLGUARD_ADMIN_TOKEN_FILE": wrong}, wantCode: 1,
+			wantStderr: "TOOLGUARD_ADMIN_TOKEN_FILE"},
+		{name: "both", env: map[string]string{"TOOLGUARD_ADMIN_TOKEN_FILE": good, "TOOLGUARD_ADMIN_TOKEN": "s3cret"}, wantCode: 2,
+			wantStderr: "TOOLGUARD_ADMIN_TOKEN_FILE (admin.token_file): set together with TOOLGUARD_ADMIN_TOKEN"},
+		{name: "missing file", env: map[string]string{"TOOLGUARD_ADMIN_TOKEN_FILE": filepath.Join(dir, "absent")}, wantCode: 2,
+			wantStderr: "cannot read token file"},
+		{name: "empty file", env: map[string]string{"TOOLGUARD_ADMIN_TOKEN_FILE": empty}, wantCode: 2, wantStderr: "is empty"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			for k, v := range tc.env {
+				t.Setenv(k, v)
+			}
+			code, stdout, stderr := cli(t, "journal", "ls", "--admin", admin.URL)
+			if code != tc.wantCode || !strings.Contains(stderr, tc.wantStderr) {
+				t.Errorf("exit code %d, want %d; stderr does not contain %q:\n%s", code, tc.wantCode, tc.wantStderr, stderr)
+			}
+			if code == 0 && !strings.Contains(stdout, strings.Repeat("e", 64)) {
+				t.Errorf("journal ls does not list the step:\n%s", stdout)
+			}
+		})
 	}
 }
