@@ -15,7 +15,7 @@ Commands:
   ls [--status S] [--hold H] [--workflow W] [--limit N] [--json]   list steps (at most --limit, default 1000)
   show KEY [--json]                                                 show one step
   tail [-f] [--after SEQ] [--json]                                  print events, and follow them with -f
-  backup FILE                                                       a consistent copy, checked before it is kept
+  backup FILE [--force]                                             a consistent copy, checked before it is kept, with the secret a restore needs
   check [--json]                                                    bbolt's consistency check and toolguard's invariants
   export --jsonl                                                    every step, one JSON object per line
   compact --journal FILE                                            rewrite a stopped proxy's journal without its free pages

@@ -1,0 +1,83 @@
+package main
+
+import (
+	"os"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// commands are every command line of the CLI, by the arguments that select
+// it; TestHelpMatchesREADME checks that each one's synopsis is documented.
+var commands = [][]string{
+	{"serve"},
+	{"journal", "ls"}, {"journal", "show"}, {"journal", "tail"}, {"journal", "backup"},
+	{"journal", "check"}, {"journal", "export"}, {"journal", "compact"},
+	{"review", "ls"}, {"review", "approve"}, {"review", "resolve"},
+	{"workflow", "ls"}, {"workflow", "show"}, {"workflow", "resume"},
+	{"rules", "check"}, {"key", "explain"}, {"ca", "init"}, {"version"},
+}
+
+// readmeCLI returns the command lines of the README's CLI section: the
+// lines of its first sh block that start with "toolguard ", without the
+// comments after them.
+func readmeCLI(t *testing.T) []string {
+	t.Helper()
+	data, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, ok := strings.Cut(string(data), "\n### CLI\n")
+	if !ok {
+		t.Fatal("README.md has no ### CLI section")
+	}
+	_, block, ok := strings.Cut(section, "```sh\n")
+	if !ok {
+		t.Fatal("the README's CLI section has no sh block")
+	}
+	block, _, _ = strings.Cut(block, "```")
+	var lines []string
+	for line := range strings.SplitSeq(block, "\n") {
+		line, _, _ = strings.Cut(line, " #")
+		if line = strings.TrimSpace(line); strings.HasPrefix(line, "toolguard ") {
+			lines = append(lines, line)
+		}
+	}
+	return lines
+}
+
+// synopsis is the first line of a command's --help, after "Usage: ".
+func synopsis(t *testing.T, args []string) string {
+	t.Helper()
+	code, stdout, stderr := cli(t, append(slices.Clone(args), "--help")...)
+	first, _, _ := strings.Cut(stdout, "\n")
+	s, ok := strings.CutPrefix(first, "Usage: ")
+	if code != 0 || !ok {
+		t.Fatalf("%s --help: exit code %d, first line %q; stderr:\n%s", strings.Join(args, " "), code, first, stderr)
+	}
+	return s
+}
+
+// The README's CLI section, the command's --help and the overview of
+// toolguard help name each command line alike, and the README documents
+// no command that does not exist.
+func TestHelpMatchesREADME(t *testing.T) {
+	cleanEnv(t)
+	readme := readmeCLI(t)
+	var synopses []string
+	for _, args := range commands {
+		s := synopsis(t, args)
+		synopses = append(synopses, s)
+		if !slices.Contains(readme, s) {
+			t.Errorf("README.md's CLI section lacks the line\n\t%s\n(from %s --help)", s, strings.Join(args, " "))
+		}
+		if !strings.Contains(usage, "  "+s+"\n") && !strings.Contains(usage, "  "+s+"  ") {
+			t.Errorf("toolguard help lacks the line\n\t%s", s)
+		}
+	}
+	for _, line := range readme {
+		if !slices.Contains(synopses, line) {
+			t.Errorf("README.md's CLI section has a line no command's --help prints:\n\t%s", line)
+		}
+	}
+}
