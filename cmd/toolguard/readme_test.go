@@ -81,3 +81,46 @@ func TestHelpMatchesREADME(t *testing.T) {
 		}
 	}
 }
+
+// The README's table of contents links every section, in order.
+func TestREADMEContents(t *testing.T) {
+	data, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, ok := strings.Cut(string(data), "\n## Contents\n")
+	if !ok {
+		t.Fatal("README.md has no ## Contents")
+	}
+	contents, body, _ := strings.Cut(rest, "\n## ")
+	var want []string
+	for line := range strings.SplitSeq("## "+body, "\n") {
+		if h, ok := strings.CutPrefix(line, "## "); ok {
+			want = append(want, "- ["+h+"](#"+anchor(h)+")")
+		}
+	}
+	var got []string
+	for line := range strings.SplitSeq(contents, "\n") {
+		if strings.HasPrefix(line, "- [") {
+			got = append(got, line)
+		}
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("README.md's contents do not list its sections; want:\n%s", strings.Join(want, "\n"))
+	}
+}
+
+// anchor is GitHub's anchor of a heading: lower case, spaces to hyphens,
+// punctuation dropped.
+func anchor(heading string) string {
+	var b strings.Builder
+	for _, r := range strings.ToLower(heading) {
+		switch {
+		case r == ' ':
+			b.WriteByte('-')
+		case r == '-' || r == '_' || 'a' <= r && r <= 'z' || '0' <= r && r <= '9':
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}
