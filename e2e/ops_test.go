@@ -246,6 +246,25 @@ func TestJournalLockedGivesClearError(t *testing.T) {
 	if stdout.Len() > 0 {
 		t.Errorf("second serve printed addresses, so it listened:\n%s", stdout.String())
 	}
+
+	// A CLI command on the live journal file names the holder the same way.
+	out, err := exec.Command(binary, "journal", "ls", "--journal", filepath.Join(s.dir, "toolguard.db")).CombinedOutput()
+	if !errors.As(err, &exit) || exit.ExitCode() != 1 || !strings.Contains(string(out), "another toolguard holds it ("+pid) ||
+		!strings.Contains(string(out), "use the admin API") {
+		t.Errorf("journal ls --journal on a live journal: %v\n%s", err, out)
+	}
+}
+
+// A TOOLGUARD_ variable that names no setting is ignored with a warning
+// that names the setting it was probably meant to be.
+func TestUnknownEnvironmentVariableWarns(t *testing.T) {
+	s := newSetup(t, map[string]string{"billing.yaml": ruleFile("x.example", invoiceRoute)})
+	s.env = []string{"TOOLGUARD_MAX_BDOY=1MiB"}
+	p := s.start(t)
+	want := `"level":"WARN","msg":"TOOLGUARD_MAX_BDOY is not a toolguard setting and is ignored (did you mean \"TOOLGUARD_MAX_BODY\"?)"`
+	if !strings.Contains(p.logs.String(), want) {
+		t.Errorf("the log does not warn about TOOLGUARD_MAX_BDOY; want %s", want)
+	}
 }
 
 func TestJournalCompact(t *testing.T) {
