@@ -24,7 +24,7 @@ type Error struct {
 	File   string // config file; "" when the problem is not in a file
 	Line   int    // 1-based position in the YAML; 0 when unknown
 	Column int
-	Field  string // yaml path ("limits.max_body") or environment variable ("TOOLGUARD_MAX_BODY"); "" for the whole document
+	Field  string // yaml path ("limits.max_body"), environment variable ("TOOLGUARD_MAX_BODY") or flag ("--log-level"); "" for the whole document
 	Value  string // the offending value as written; "" when there is none
 	Msg    string // what is wrong, one line, without Field or position
 	Err    error  // underlying error, if any

@@ -111,8 +111,8 @@ func TestExitCodes(t *testing.T) {
 		{name: "serve stray argument", args: serve("now"), wantCode: 2, wantStderr: `unexpected argument "now"`},
 
 		// Configuration errors: 2, one line naming the field and the value.
-		{name: "flag unmatched", args: serve("--unmatched", "maybe"), wantCode: 2, wantStderr: `--unmatched: unknown policy "maybe"`},
-		{name: "flag log level", args: serve("--log-level", "loud"), wantCode: 2, wantStderr: `--log-level: unknown level "loud"`},
+		{name: "flag unmatched", args: serve("--unmatched", "maybe"), wantCode: 2, wantStderr: `toolguard: config: --unmatched: unknown policy "maybe"`},
+		{name: "flag log level", args: serve("--log-level", "loud"), wantCode: 2, wantStderr: `toolguard: config: --log-level: unknown level "loud"`},
 		{name: "env unmatched", args: serve(), env: map[string]string{"TOOLGUARD_UNMATCHED": "maybe"}, wantCode: 2,
 			wantStderr: `toolguard: config: TOOLGUARD_UNMATCHED (unmatched): unknown policy "maybe"`},
 		{name: "env max body", args: serve(), env: map[string]string{"TOOLGUARD_MAX_BODY": "8 M"}, wantCode: 2,

@@ -68,8 +68,8 @@ func (f *serveFlags) apply(fs *flag.FlagSet) func(*config.Config) error {
 			case "log-format":
 				err = c.Log.Format.UnmarshalText([]byte(f.logFormat))
 			}
-			if err != nil {
-				err = usagef("--%s: %v", fl.Name, err)
+			if err != nil { // a bad value is a configuration error: one line, exit 2
+				err = &config.Error{Field: "--" + fl.Name, Value: fl.Value.String(), Msg: err.Error(), Err: err}
 			}
 		})
 		return err
