@@ -221,30 +221,39 @@ func TestBackupUnderLoad(t *testing.T) {
 func TestJournalLockedGivesClearError(t *testing.T) {
 	s := newSetup(t, map[string]string{"billing.yaml": ruleFile("x.example", invoiceRoute)})
 	first := s.start(t)
-	const openTimeout = 3 * time.Second
-	start := time.Now()
-	cmd := exec.Command(binary, "serve", "--rules", s.rules, "--journal", filepath.Join(s.dir, "toolguard.db"),
-		"--ca-dir", filepath.Join(s.dir, "ca"), "--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0")
-	cmd.Env = []string{"TOOLGUARD_JOURNAL_OPEN_TIMEOUT=" + openTimeout.String()}
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err := cmd.Run()
-	waited := time.Since(start)
-	var exit *exec.ExitError
-	if !errors.As(err, &exit) || exit.ExitCode() != 1 {
-		t.Fatalf("second serve on a locked journal: %v, want exit code 1\n%s", err, stderr.String())
-	}
-	if waited < openTimeout || waited > openTimeout+10*time.Second {
-		t.Errorf("second serve gave up after %s, want journal.open_timeout (%s)", waited, openTimeout)
-	}
-	msg := stderr.String()
 	pid := fmt.Sprintf("pid %d", first.cmd.Process.Pid)
-	if strings.Count(msg, "\n") != 1 || !strings.Contains(msg, "another toolguard holds it ("+pid) ||
-		!strings.Contains(msg, "waited 3s") || strings.Contains(msg, "backup") {
-		t.Errorf("stderr is not one line saying that %s holds the journal:\n%s", pid, msg)
-	}
-	if stdout.Len() > 0 {
-		t.Errorf("second serve printed addresses, so it listened:\n%s", stdout.String())
+	var exit *exec.ExitError
+	for _, tc := range []struct {
+		checkOnStart string // auto: the read-only check meets the lock first; never: the writable open
+		openTimeout  time.Duration
+	}{
+		{checkOnStart: "auto", openTimeout: 3 * time.Second},
+		{checkOnStart: "never", openTimeout: 1 * time.Second},
+	} {
+		t.Run("check_on_start="+tc.checkOnStart, func(t *testing.T) {
+			start := time.Now()
+			cmd := exec.Command(binary, "serve", "--rules", s.rules, "--journal", filepath.Join(s.dir, "toolguard.db"),
+				"--ca-dir", filepath.Join(s.dir, "ca"), "--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0")
+			cmd.Env = []string{"TOOLGUARD_JOURNAL_OPEN_TIMEOUT=" + tc.openTimeout.String(), "TOOLGUARD_JOURNAL_CHECK_ON_START=" + tc.checkOnStart}
+			var stdout, stderr bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &stdout, &stderr
+			err := cmd.Run()
+			waited := time.Since(start)
+			if !errors.As(err, &exit) || exit.ExitCode() != 1 {
+				t.Fatalf("second serve on a locked journal: %v, want exit code 1\n%s", err, stderr.String())
+			}
+			if waited < tc.openTimeout || waited > tc.openTimeout+10*time.Second {
+				t.Errorf("second serve gave up after %s, want journal.open_timeout (%s)", waited, tc.openTimeout)
+			}
+			msg := stderr.String()
+			if strings.Count(msg, "\n") != 1 || !strings.Contains(msg, "another toolguard holds it ("+pid) ||
+				!strings.Contains(msg, "waited "+tc.openTimeout.String()) || strings.Contains(msg, "backup") {
+				t.Errorf("stderr is not one line saying that %s holds the journal:\n%s", pid, msg)
+			}
+			if stdout.Len() > 0 {
+				t.Errorf("second serve printed addresses, so it listened:\n%s", stdout.String())
+			}
+		})
 	}
 
 	// A CLI command on the live journal file names the holder the same way.

@@ -167,14 +167,14 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, stdout io.W
 // openJournal checks the journal read-only first (journal.check_on_start),
 // so that a damaged file is refused before anything is written to it, then
 // opens it for writing. A file of an older layout cannot be read before its
-// upgrade, which Open makes: it is checked right after. Both opens together
-// wait at most journal.open_timeout for the file lock.
+// upgrade, which Open makes: it is checked right after. Each open waits
+// journal.open_timeout for the file lock; the second finds it held only when
+// another process took it in between.
 func openJournal(cfg config.Config, log *slog.Logger, metrics *proxy.Metrics) (*journal.Bolt, error) {
 	path := cfg.Journal.Path
 	// bbolt gives up one lock retry (50 ms) before its Options.Timeout: ask
 	// for that much more, so that the wait is at least the one configured.
 	timeout := cfg.Journal.OpenTimeout + boltLockRetry
-	deadline := time.Now().Add(timeout)
 	locked := func(err error) error {
 		return lockedError(err, path, cfg.Journal.OpenTimeout,
 			"stop it, or give this one another journal.path; a longer wait is journal.open_timeout (TOOLGUARD_JOURNAL_OPEN_TIMEOUT)")
@@ -196,10 +196,7 @@ func openJournal(cfg config.Config, log *slog.Logger, metrics *proxy.Metrics) (*
 			log.Info("journal checked", "path", path, "duration", time.Since(started))
 		}
 	}
-	// The check took its share of the wait; at least a moment is left for
-	// the lock the check has just released.
-	wait := max(time.Until(deadline), 100*time.Millisecond)
-	j, err := journal.Open(path, journal.Options{Timeout: wait, Logger: log, OnCommit: metrics.ObserveCommit})
+	j, err := journal.Open(path, journal.Options{Timeout: timeout, Logger: log, OnCommit: metrics.ObserveCommit})
 	if err != nil {
 		return nil, locked(err)
 	}
