@@ -124,3 +124,32 @@ func anchor(heading string) string {
 	}
 	return b.String()
 }
+
+// Regression: the README's proxy block set NO_PROXY=127.0.0.1:8481, which
+// curl and Python requests ignore (they match hosts, not ports), and left
+// out CURL_CA_BUNDLE, which curl prefers to SSL_CERT_FILE.
+func TestDocsProxyVariables(t *testing.T) {
+	for _, doc := range []string{"../../README.md", "../../docs/operations.md", "../../deploy/kubernetes/README.md"} {
+		data, err := os.ReadFile(doc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		text := string(data)
+		for line := range strings.SplitSeq(text, "\n") {
+			for _, word := range strings.Fields(line) {
+				name, value, ok := strings.Cut(strings.Trim(word, "`"), "=")
+				if !ok || !strings.EqualFold(name, "NO_PROXY") {
+					continue
+				}
+				for host := range strings.SplitSeq(value, ",") {
+					if strings.Contains(strings.Trim(host, "[]"), ":") && !strings.Contains(host, "::") {
+						t.Errorf("%s: NO_PROXY entry %q has a port, which curl and requests ignore:\n\t%s", doc, host, line)
+					}
+				}
+			}
+		}
+		if strings.Contains(text, "export SSL_CERT_FILE=") && !strings.Contains(text, "CURL_CA_BUNDLE=") {
+			t.Errorf("%s sets SSL_CERT_FILE but not CURL_CA_BUNDLE, which curl prefers", doc)
+		}
+	}
+}
