@@ -177,7 +177,8 @@ func Default() Config {
 // Load builds the configuration the way toolguard serve does: Default, then
 // the file at path (skipped when path is ""), then the environment (environ
 // as from os.Environ), then each override in order (the cmd layer passes one
-// that applies the flags that were set), then LoadSecrets and Validate.
+// that applies the flags that were set), then LoadSecrets, Validate and
+// CheckFiles.
 func Load(path string, environ []string, overrides ...func(*Config)) (Config, error) {
 	c := Default()
 	if path != "" {
@@ -196,6 +197,9 @@ func Load(path string, environ []string, overrides ...func(*Config)) (Config, er
 		return Config{}, err
 	}
 	if err := c.Validate(); err != nil {
+		return Config{}, err
+	}
+	if err := c.CheckFiles(); err != nil {
 		return Config{}, err
 	}
 	return c, nil

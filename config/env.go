@@ -5,11 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/caarlos0/env/v11"
+
+	"github.com/toolguard/toolguard/internal/suggest"
 )
 
 // ApplyEnv sets every setting whose environment variable (see the env tags
@@ -110,4 +113,49 @@ func joinPath(path, name string) string {
 		return name
 	}
 	return path + "." + name
+}
+
+// OtherEnv are the TOOLGUARD_ variables that are not settings of serve but
+// are read elsewhere (the CLI, tests, the benchmark harness); UnknownEnv
+// leaves them alone.
+var OtherEnv = []string{
+	"TOOLGUARD_ADMIN_URL",     // CLI: the admin API to talk to
+	"TOOLGUARD_TEST_POSTGRES", // tests: the PostgreSQL to test against
+	"TOOLGUARD_SCALE",         // tests: run the large-journal benchmarks
+	"TOOLGUARD_SCALE_PATH",
+	"TOOLGUARD_UNDICI", // tests: where Node's undici is installed
+}
+
+// UnknownEnv returns one warning for each variable of environ (as from
+// os.Environ) that starts with EnvPrefix but names no setting and is not
+// in OtherEnv, with the variable it was probably meant to be:
+//
+//	TOOLGUARD_LISTN is not a toolguard setting and is ignored (did you mean "TOOLGUARD_LISTEN"?)
+//
+// Such a variable is ignored; a typo would otherwise leave a setting at its
+// default without a word.
+func UnknownEnv(environ []string) []string {
+	known := make([]string, 0, len(settings())+len(OtherEnv))
+	byPath := map[string]string{} // "TOOLGUARD_LIMITS_MAX_BODY" → "TOOLGUARD_MAX_BODY"
+	for _, s := range settings() {
+		known = append(known, s.env)
+		byPath[EnvPrefix+strings.ToUpper(strings.ReplaceAll(s.path, ".", "_"))] = s.env
+	}
+	known = append(known, OtherEnv...)
+	var warnings []string
+	for _, kv := range environ {
+		name, _, _ := strings.Cut(kv, "=")
+		if !strings.HasPrefix(name, EnvPrefix) || slices.Contains(known, name) {
+			continue
+		}
+		w := name + " is not a toolguard setting and is ignored"
+		if env, ok := byPath[name]; ok {
+			w += fmt.Sprintf(" (did you mean %q?)", env)
+		} else {
+			w += suggest.Hint(name, known)
+		}
+		warnings = append(warnings, w)
+	}
+	slices.Sort(warnings)
+	return warnings
 }

@@ -15,13 +15,16 @@ import (
 // Error() is one line: "[File:][Line:Column: ][Field: ]Msg", e.g.
 //
 //	config.yaml:3:5: admin: unknown field "lisen" (did you mean "listen"?)
-//	TOOLGUARD_MAX_BODY: invalid size "8 M" (want e.g. 8MiB, 512KiB, 1GB or 1048576)
-//	limits.max_body: must be > 0 (got 0)
+//	TOOLGUARD_MAX_BODY (limits.max_body): invalid size "8 M" (want e.g. 8MiB, 512KiB, 1GB or 1048576)
+//	limits.max_body (TOOLGUARD_MAX_BODY): must be > 0 (got 0)
+//
+// A setting's Field is printed with its other name in brackets, the
+// environment variable after a yaml path and the reverse.
 type Error struct {
 	File   string // config file; "" when the problem is not in a file
 	Line   int    // 1-based position in the YAML; 0 when unknown
 	Column int
-	Field  string // yaml path ("limits.max_body") or environment variable ("TOOLGUARD_MAX_BODY"); "" for the whole document
+	Field  string // yaml path ("limits.max_body"), environment variable ("TOOLGUARD_MAX_BODY") or flag ("--log-level"); "" for the whole document
 	Value  string // the offending value as written; "" when there is none
 	Msg    string // what is wrong, one line, without Field or position
 	Err    error  // underlying error, if any
@@ -40,10 +43,26 @@ func (e *Error) Error() string {
 		b.WriteString(" ")
 	}
 	if e.Field != "" {
-		b.WriteString(e.Field + ": ")
+		b.WriteString(fieldLabel(e.Field) + ": ")
 	}
 	b.WriteString(oneLine(e.Msg))
 	return b.String()
+}
+
+// fieldLabel names a setting both ways, so that the reader finds it
+// wherever it was set: "limits.max_body (TOOLGUARD_MAX_BODY)" for a yaml
+// path, "TOOLGUARD_MAX_BODY (limits.max_body)" for an environment variable.
+// A section or an unknown name is returned as it is.
+func fieldLabel(field string) string {
+	for _, s := range settings() {
+		switch field {
+		case s.path:
+			return s.path + " (" + s.env + ")"
+		case s.env:
+			return s.env + " (" + s.path + ")"
+		}
+	}
+	return field
 }
 
 // Unwrap returns the underlying error.

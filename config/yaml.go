@@ -13,6 +13,8 @@ import (
 	"github.com/goccy/go-yaml/ast"
 	"github.com/goccy/go-yaml/parser"
 	"github.com/goccy/go-yaml/token"
+
+	"github.com/toolguard/toolguard/internal/suggest"
 )
 
 // decodeYAML sets the settings the YAML document in data names on c and
@@ -113,7 +115,7 @@ func (d *decoder) decodeSection(n ast.Node, v reflect.Value, path string) error 
 		key := it.Key().GetToken().Value
 		i, ok := fieldByYAMLName(v.Type(), key)
 		if !ok {
-			msg := fmt.Sprintf("unknown field %q%s", key, suggest(v.Type(), path, key))
+			msg := fmt.Sprintf("unknown field %q%s", key, suggestField(v.Type(), key))
 			return errAt(it.Key(), path, key, msg)
 		}
 		if err := d.decode(it.Value(), v.Field(i), joinPath(path, key)); err != nil {
@@ -241,10 +243,10 @@ func fieldByYAMLName(t reflect.Type, name string) (int, bool) {
 	return 0, false
 }
 
-// suggest returns ` (did you mean "x"?)` for an unknown key: the setting of
+// suggestField returns ` (did you mean "x"?)` for an unknown key: the setting of
 // that name in another section ("max_body" at the top means
 // "limits.max_body"), else a sibling within two edits of it, else "".
-func suggest(t reflect.Type, path, key string) string {
+func suggestField(t reflect.Type, key string) string {
 	if strings.Contains(key, ".") {
 		return " (write sections as nested mappings, not dotted keys)"
 	}
@@ -253,38 +255,12 @@ func suggest(t reflect.Type, path, key string) string {
 			return fmt.Sprintf(" (did you mean %q?)", s.path)
 		}
 	}
-	best, bestDist := "", 3
+	names := make([]string, 0, t.NumField())
 	for i := range t.NumField() {
 		name, _, _ := strings.Cut(t.Field(i).Tag.Get("yaml"), ",")
-		if dist := editDistance(key, name); dist < bestDist && 2*dist <= len(key) {
-			best, bestDist = name, dist
-		}
+		names = append(names, name)
 	}
-	if best == "" {
-		return ""
-	}
-	return fmt.Sprintf(" (did you mean %q?)", best)
-}
-
-// editDistance is the Levenshtein distance between a and b.
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur := make([]int, len(b)+1)
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev = cur
-	}
-	return prev[len(b)]
+	return suggest.Hint(key, names)
 }
 
 // errAt is an *Error at n's position. Field is the yaml path of the mapping

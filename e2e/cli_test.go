@@ -261,7 +261,7 @@ func TestCLIJournal(t *testing.T) {
 	}
 	dbPath := filepath.Join(s.dir, "toolguard.db")
 	r := tg(t, nil, "journal", "ls", "--journal", dbPath) // waits for the lock (2s), then explains
-	if r.code != 1 || !strings.Contains(r.stderr, "is the proxy still running?") {
+	if r.code != 1 || !strings.Contains(r.stderr, "another toolguard holds it") {
 		t.Errorf("journal ls --journal while the proxy runs: exit code %d, want 1 naming the cause; stderr:\n%s", r.code, r.stderr)
 	}
 

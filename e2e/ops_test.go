@@ -1,6 +1,9 @@
 package e2e
 
 import (
+	"bytes"
+	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"os/exec"
@@ -203,7 +206,7 @@ func TestBackupUnderLoad(t *testing.T) {
 	out, err := exec.Command(binary, "journal", "backup", dst, "--admin", p.adminURL).CombinedOutput()
 	close(stop)
 	wg.Wait()
-	if err != nil || !strings.Contains(string(out), "check ok") {
+	if err != nil || !strings.Contains(string(out), "check ok") || !strings.Contains(string(out), dst+".secret") {
 		t.Fatalf("backup: %v\n%s", err, out)
 	}
 	out, err = exec.Command(binary, "journal", "ls", "--journal", dst, "--json").CombinedOutput()
@@ -212,16 +215,64 @@ func TestBackupUnderLoad(t *testing.T) {
 	}
 }
 
+// Regression: a second serve on a locked journal gave up after 2 s whatever
+// journal.open_timeout said (the start-up check opened the file with a fixed
+// wait) and told the operator to restore the journal from a backup.
 func TestJournalLockedGivesClearError(t *testing.T) {
 	s := newSetup(t, map[string]string{"billing.yaml": ruleFile("x.example", invoiceRoute)})
-	s.start(t)
-	start := time.Now()
-	cmd := exec.Command(binary, "serve", "--rules", s.rules, "--journal", filepath.Join(s.dir, "toolguard.db"),
-		"--ca-dir", filepath.Join(s.dir, "ca"), "--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0")
-	cmd.Env = []string{"TOOLGUARD_JOURNAL_OPEN_TIMEOUT=300ms"}
-	out, err := cmd.CombinedOutput()
-	if err == nil || !strings.Contains(string(out), "locked") || time.Since(start) > 10*time.Second {
-		t.Fatalf("second serve on a locked journal: %v after %s\n%s", err, time.Since(start), out)
+	first := s.start(t)
+	pid := fmt.Sprintf("pid %d", first.cmd.Process.Pid)
+	var exit *exec.ExitError
+	for _, tc := range []struct {
+		checkOnStart string // auto: the read-only check meets the lock first; never: the writable open
+		openTimeout  time.Duration
+	}{
+		{checkOnStart: "auto", openTimeout: 3 * time.Second},
+		{checkOnStart: "never", openTimeout: 1 * time.Second},
+	} {
+		t.Run("check_on_start="+tc.checkOnStart, func(t *testing.T) {
+			start := time.Now()
+			cmd := exec.Command(binary, "serve", "--rules", s.rules, "--journal", filepath.Join(s.dir, "toolguard.db"),
+				"--ca-dir", filepath.Join(s.dir, "ca"), "--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0")
+			cmd.Env = []string{"TOOLGUARD_JOURNAL_OPEN_TIMEOUT=" + tc.openTimeout.String(), "TOOLGUARD_JOURNAL_CHECK_ON_START=" + tc.checkOnStart}
+			var stdout, stderr bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &stdout, &stderr
+			err := cmd.Run()
+			waited := time.Since(start)
+			if !errors.As(err, &exit) || exit.ExitCode() != 1 {
+				t.Fatalf("second serve on a locked journal: %v, want exit code 1\n%s", err, stderr.String())
+			}
+			if waited < tc.openTimeout || waited > tc.openTimeout+10*time.Second {
+				t.Errorf("second serve gave up after %s, want journal.open_timeout (%s)", waited, tc.openTimeout)
+			}
+			msg := stderr.String()
+			if strings.Count(msg, "\n") != 1 || !strings.Contains(msg, "another toolguard holds it ("+pid) ||
+				!strings.Contains(msg, "waited "+tc.openTimeout.String()) || strings.Contains(msg, "backup") {
+				t.Errorf("stderr is not one line saying that %s holds the journal:\n%s", pid, msg)
+			}
+			if stdout.Len() > 0 {
+				t.Errorf("second serve printed addresses, so it listened:\n%s", stdout.String())
+			}
+		})
+	}
+
+	// A CLI command on the live journal file names the holder the same way.
+	out, err := exec.Command(binary, "journal", "ls", "--journal", filepath.Join(s.dir, "toolguard.db")).CombinedOutput()
+	if !errors.As(err, &exit) || exit.ExitCode() != 1 || !strings.Contains(string(out), "another toolguard holds it ("+pid) ||
+		!strings.Contains(string(out), "use the admin API") {
+		t.Errorf("journal ls --journal on a live journal: %v\n%s", err, out)
+	}
+}
+
+// A TOOLGUARD_ variable that names no setting is ignored with a warning
+// that names the setting it was probably meant to be.
+func TestUnknownEnvironmentVariableWarns(t *testing.T) {
+	s := newSetup(t, map[string]string{"billing.yaml": ruleFile("x.example", invoiceRoute)})
+	s.env = []string{"TOOLGUARD_MAX_BDOY=1MiB"}
+	p := s.start(t)
+	want := `"level":"WARN","msg":"TOOLGUARD_MAX_BDOY is not a toolguard setting and is ignored (did you mean \"TOOLGUARD_MAX_BODY\"?)"`
+	if !strings.Contains(p.logs.String(), want) {
+		t.Errorf("the log does not warn about TOOLGUARD_MAX_BDOY; want %s", want)
 	}
 }
 

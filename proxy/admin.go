@@ -185,6 +185,9 @@ func parseFilter(r *http.Request) (journal.Filter, error) {
 
 func (a *Admin) getStep(w http.ResponseWriter, r *http.Request) {
 	st, err := a.opts.Store.Get(r.PathValue("key"))
+	if f, ok := a.opts.Store.(KeyFinder); ok && errors.Is(err, journal.ErrNotFound) {
+		st, err = FindStep(f, r.PathValue("key")) // an abbreviated key, as git takes
+	}
 	if err != nil {
 		a.adminError(w, notFoundAs(err, errNoStep))
 		return

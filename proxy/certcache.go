@@ -75,10 +75,3 @@ func (c *certCache) get(host string) (*tls.Certificate, error) {
 	close(call.done)
 	return call.cert, call.err
 }
-
-// len reports the number of cached certificates.
-func (c *certCache) len() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.order.Len()
-}

@@ -11,8 +11,8 @@
 // goes upstream, forwards it (with the key in the provider's idempotency
 // header where the rule names one), records the outcome, and only then
 // answers the agent. A duplicate is answered from the journal. A step whose
-// outcome is unknown is resolved by the recovery table in recovery.go, never
-// by blindly sending it again.
+// outcome is unknown is resolved by the recovery table (Decide, in
+// decide.go), never by blindly sending it again.
 //
 // # Dependencies
 //

@@ -39,6 +39,7 @@ const (
 	ProblemAdminVersionMismatch    = "urn:toolguard:admin:version-mismatch"
 	ProblemAdminIfMatchRequired    = "urn:toolguard:admin:if-match-required"
 	ProblemAdminJournal            = "urn:toolguard:admin:journal"
+	ProblemAdminAmbiguousKey       = "urn:toolguard:admin:ambiguous-key"
 )
 
 var problemInfo = map[string]struct {
@@ -69,6 +70,7 @@ var problemInfo = map[string]struct {
 	ProblemAdminVersionMismatch:    {http.StatusPreconditionFailed, "Precondition Failed"},
 	ProblemAdminIfMatchRequired:    {http.StatusPreconditionRequired, "Precondition Required"},
 	ProblemAdminJournal:            {http.StatusInternalServerError, "Internal Server Error"},
+	ProblemAdminAmbiguousKey:       {http.StatusConflict, "Conflict"},
 }
 
 // Problem is an RFC 9457 problem body.

@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"github.com/goccy/go-yaml/ast"
+
+	"github.com/toolguard/toolguard/internal/suggest"
 )
 
 var routeFields = []string{
@@ -138,7 +140,7 @@ func (d *decoder) optional(r *Route, e entry, hasFields bool) []string {
 		case contains(out, s):
 			d.errorf(nodes[i], "key.optional[%d]: duplicate field %q", i, s)
 		case !contains(r.Key.Fields, s):
-			d.errorf(nodes[i], "key.optional[%d]: %q is not one of key.fields%s", i, s, suggest(s, r.Key.Fields))
+			d.errorf(nodes[i], "key.optional[%d]: %q is not one of key.fields%s", i, s, suggest.Hint(s, r.Key.Fields))
 		default:
 			out = append(out, s)
 		}

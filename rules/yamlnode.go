@@ -10,6 +10,8 @@ import (
 	"github.com/goccy/go-yaml"
 	"github.com/goccy/go-yaml/ast"
 	"github.com/goccy/go-yaml/token"
+
+	"github.com/toolguard/toolguard/internal/suggest"
 )
 
 // This file is the YAML layer of the rule parser: it reads goccy/go-yaml's
@@ -137,7 +139,7 @@ func (d *decoder) mapping(n ast.Node, name string, known ...string) (map[string]
 		}
 		switch {
 		case !contains(known, key.Value):
-			d.errorf(mv.Key, "unknown field %q%s", key.Value, suggest(key.Value, known))
+			d.errorf(mv.Key, "unknown field %q%s", key.Value, suggest.Hint(key.Value, known))
 		case out[key.Value].node != nil:
 			d.errorf(mv.Key, "duplicate field %q", key.Value)
 		default:
@@ -243,40 +245,6 @@ func contains(list []string, s string) bool {
 		}
 	}
 	return false
-}
-
-// suggest proposes the known field closest to a misspelt one.
-func suggest(got string, known []string) string {
-	best, bestD := "", 3
-	for _, k := range known {
-		if dist := editDistance(got, k); dist < bestD {
-			best, bestD = k, dist
-		}
-	}
-	if best == "" {
-		return ""
-	}
-	return fmt.Sprintf(" (did you mean %q?)", best)
-}
-
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }
 
 // lower reports whether s is a non-empty run of [a-z0-9_-].

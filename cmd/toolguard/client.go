@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -15,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/toolguard/toolguard/config"
 	"github.com/toolguard/toolguard/journal"
 	"github.com/toolguard/toolguard/proxy"
 )
@@ -44,9 +44,9 @@ func (f *sourceFlags) open() (source, error) {
 		if _, err := os.Stat(f.journal); err != nil {
 			return nil, fmt.Errorf("open journal: %w", err)
 		}
-		j, err := journal.Open(f.journal, journal.Options{ReadOnly: true, Timeout: 2 * time.Second})
+		j, err := openReadOnly(f.journal)
 		if err != nil {
-			return nil, lockHint(err)
+			return nil, err
 		}
 		return fileSource{j}, nil
 	}
@@ -61,7 +61,35 @@ func (f *sourceFlags) client() *adminClient {
 	if base == "" {
 		base = "http://127.0.0.1:8481"
 	}
-	return &adminClient{base: strings.TrimRight(base, "/"), token: os.Getenv("TOOLGUARD_ADMIN_TOKEN"), http: &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{Proxy: nil}}}
+	token, err := adminToken(os.Getenv("TOOLGUARD_ADMIN_TOKEN"), os.Getenv("TOOLGUARD_ADMIN_TOKEN_FILE"))
+	return &adminClient{base: strings.TrimRight(base, "/"), token: token, tokenErr: err,
+		http: &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{Proxy: nil}}}
+}
+
+// adminToken is the operator token the CLI sends: TOOLGUARD_ADMIN_TOKEN, or
+// the content of the file TOOLGUARD_ADMIN_TOKEN_FILE names (a Kubernetes
+// secret), trailing newline dropped. Both at once, an unreadable file or an
+// empty one is a configuration error.
+func adminToken(token, file string) (string, error) {
+	if file == "" {
+		return token, nil
+	}
+	e := &config.Error{Field: "TOOLGUARD_ADMIN_TOKEN_FILE", Value: file}
+	if token != "" {
+		e.Msg = "set together with TOOLGUARD_ADMIN_TOKEN; use one of them"
+		return "", e
+	}
+	data, err := os.ReadFile(file)
+	if err != nil {
+		e.Msg, e.Err = fmt.Sprintf("cannot read token file: %v", err), err
+		return "", e
+	}
+	token = strings.TrimRight(string(data), "\r\n")
+	if strings.TrimSpace(token) == "" {
+		e.Msg = fmt.Sprintf("token file %s is empty", file)
+		return "", e
+	}
+	return token, nil
 }
 
 // fileSource reads a journal file opened read-only.
@@ -80,7 +108,7 @@ func (s fileSource) steps(_ context.Context, f journal.Filter) ([]proxy.StepView
 }
 
 func (s fileSource) step(_ context.Context, key string) (proxy.StepView, error) {
-	st, err := s.j.Get(key)
+	st, err := proxy.FindStep(s.j, key)
 	if err != nil {
 		return proxy.StepView{}, fmt.Errorf("step %s: %w", key, err)
 	}
@@ -95,9 +123,10 @@ func (s fileSource) close() error { return s.j.Close() }
 
 // adminClient talks to the admin API.
 type adminClient struct {
-	base  string
-	token string
-	http  *http.Client
+	base     string
+	token    string
+	tokenErr error // why the token could not be read; returned by every request
+	http     *http.Client
 }
 
 func (c *adminClient) close() error { return nil }
@@ -141,9 +170,29 @@ func (c *adminClient) events(ctx context.Context, after uint64, limit int) ([]jo
 	return out.Events, err
 }
 
+// post sends an operator decision (approve, resolve) about the step of key,
+// which may be abbreviated: a key shorter than a full one is expanded by
+// GET /v1/steps/{key} first, and the decision names the full key.
+func (c *adminClient) post(ctx context.Context, key, verb string, body any, out any) error {
+	if len(key) < fullKeyLen {
+		st, err := c.step(ctx, key)
+		if err != nil {
+			return err
+		}
+		key = st.Key
+	}
+	return c.do(ctx, http.MethodPost, "/v1/steps/"+url.PathEscape(key)+"/"+verb, body, out)
+}
+
+// fullKeyLen is the length of a key: sha256 in hex.
+const fullKeyLen = 64
+
 // do sends one admin request and decodes its JSON answer into out. A
 // problem answer becomes an error carrying its detail.
 func (c *adminClient) do(ctx context.Context, method, path string, body, out any) error {
+	if c.tokenErr != nil {
+		return c.tokenErr
+	}
 	var rd io.Reader
 	if body != nil {
 		b, err := json.Marshal(body)
@@ -175,7 +224,7 @@ func (c *adminClient) do(ctx context.Context, method, path string, body, out any
 		var p proxy.Problem
 		if json.Unmarshal(data, &p) == nil && p.Detail != "" {
 			if resp.StatusCode == http.StatusUnauthorized {
-				p.Detail += " (set TOOLGUARD_ADMIN_TOKEN)"
+				p.Detail += " (set TOOLGUARD_ADMIN_TOKEN or TOOLGUARD_ADMIN_TOKEN_FILE)"
 			}
 			return &adminError{status: resp.StatusCode, detail: p.Detail}
 		}
@@ -193,6 +242,9 @@ func (c *adminClient) do(ctx context.Context, method, path string, body, out any
 // stream GETs a large admin answer (a backup, an export) without the
 // client's timeout; the caller closes the body.
 func (c *adminClient) stream(ctx context.Context, path string) (io.ReadCloser, error) {
+	if c.tokenErr != nil {
+		return nil, c.tokenErr
+	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.base+path, nil)
 	if err != nil {
 		return nil, fmt.Errorf("admin request: %w", err)
@@ -226,9 +278,6 @@ func (e *adminError) Error() string {
 
 // lockHint adds what to do to an error opening a journal that a running
 // proxy holds.
-func lockHint(err error) error {
-	if errors.Is(err, journal.ErrLocked) {
-		return fmt.Errorf("%w (is the proxy still running? use the admin API instead)", err)
-	}
-	return err
+func lockHint(err error, path string) error {
+	return lockedError(err, path, cliLockWait, "use the admin API (--admin URL) while it runs, or stop it first")
 }

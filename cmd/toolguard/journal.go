@@ -12,10 +12,10 @@ import (
 const journalHelp = `Usage: toolguard journal COMMAND
 
 Commands:
-  ls [--status S] [--hold H] [--workflow W] [--limit N] [--json]   list steps
+  ls [--status S] [--hold H] [--workflow W] [--limit N] [--json]   list steps (at most --limit, default 1000)
   show KEY [--json]                                                 show one step
   tail [-f] [--after SEQ] [--json]                                  print events, and follow them with -f
-  backup FILE                                                       a consistent copy, checked before it is kept
+  backup FILE [--force]                                             a consistent copy, checked before it is kept, with the secret a restore needs
   check [--json]                                                    bbolt's consistency check and toolguard's invariants
   export --jsonl                                                    every step, one JSON object per line
   compact --journal FILE                                            rewrite a stopped proxy's journal without its free pages
@@ -28,7 +28,7 @@ func runJournal(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	switch sub {
 	case "ls":
-		return journalLs(ctx, rest, stdout)
+		return journalLs(ctx, rest, stdout, stderr)
 	case "show":
 		return journalShow(ctx, rest, stdout)
 	case "tail":
@@ -45,12 +45,12 @@ func runJournal(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	return usagef("journal: unknown sub-command %q\n%s", sub, journalHelp)
 }
 
-func journalLs(ctx context.Context, args []string, stdout io.Writer) error {
+func journalLs(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var src sourceFlags
 	var status, hold, workflow string
 	var limit int
 	var asJSON bool
-	fs := newFlags("journal ls", "journal ls [--status S] [--hold H] [--workflow W] [--json]", stdout)
+	fs := newFlags("journal ls", "journal ls [--status S] [--hold H] [--workflow W] [--limit N] [--json]", stdout)
 	src.register(fs)
 	fs.StringVar(&status, "status", "", "only steps in this `status`: prepared, started, committed, verified, failed")
 	fs.StringVar(&hold, "hold", "", "only steps with this `hold`: awaiting_approval, needs_review")
@@ -60,7 +60,10 @@ func journalLs(ctx context.Context, args []string, stdout io.Writer) error {
 	if err := parseNoArgs(fs, args); err != nil {
 		return err
 	}
-	f := journal.Filter{Workflow: workflow, Limit: limit}
+	if limit < 1 {
+		return usagef("journal ls: --limit must be at least 1 (got %d)", limit)
+	}
+	f := journal.Filter{Workflow: workflow, Limit: limit + 1} // one more tells whether --limit cut the list
 	var err error
 	if status != "" {
 		if f.Status, err = journal.ParseStatus(status); err != nil {
@@ -82,10 +85,21 @@ func journalLs(ctx context.Context, args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
+	steps = truncate(steps, limit, stderr)
 	if asJSON {
 		return printJSON(stdout, map[string]any{"steps": nonNil(steps)})
 	}
 	return printSteps(stdout, steps)
+}
+
+// truncate cuts list to limit, saying so on stderr when it held more: a
+// list fetched with limit+1 items shows whether --limit hid any.
+func truncate[T any](list []T, limit int, stderr io.Writer) []T {
+	if len(list) <= limit {
+		return list
+	}
+	fmt.Fprintf(stderr, "showing %d of more; use --limit to see more\n", limit)
+	return list[:limit]
 }
 
 func nonNil[T any](s []T) []T {

@@ -2,8 +2,10 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"time"
@@ -14,11 +16,16 @@ import (
 
 // journalBackup writes a consistent copy of the journal to FILE: online
 // through the admin API, or offline from --journal. The copy is written to
-// a temporary file, fsynced, checked, and only then renamed into place.
+// a temporary file, fsynced, checked, and only then put in place; an
+// existing FILE is replaced only with --force. Offline, the HMAC secret
+// beside the journal, which a restore needs, is copied to FILE.secret;
+// online, the command names it, since the admin API does not serve it.
 func journalBackup(ctx context.Context, args []string, stdout io.Writer) error {
 	var src sourceFlags
-	fs := newFlags("journal backup", "journal backup FILE [--journal SRC]", stdout)
+	var force bool
+	fs := newFlags("journal backup", "journal backup FILE [--journal SRC] [--force]", stdout)
 	src.register(fs)
+	fs.BoolVar(&force, "force", false, "replace FILE (and FILE.secret) when they exist")
 	pos, err := interleaved(fs, args)
 	if err != nil {
 		return err
@@ -27,16 +34,50 @@ func journalBackup(ctx context.Context, args []string, stdout io.Writer) error {
 		return usagef("journal backup: want exactly one FILE")
 	}
 	dst := pos[0]
+	secretSrc, secretDst := "", secretPath(dst)
+	if src.journal != "" {
+		secretSrc = secretPath(src.journal)
+		if _, err := os.Stat(secretSrc); err != nil {
+			return fmt.Errorf("backup %s: the journal's secret %s, which a restore needs, cannot be read: %w", dst, secretSrc, err)
+		}
+	}
+	for _, f := range []string{dst, secretDst} {
+		if f == secretDst && secretSrc == "" {
+			continue
+		}
+		if _, err := os.Lstat(f); err == nil && !force {
+			return fmt.Errorf("backup %s: %s exists; use --force to replace it", dst, f)
+		}
+	}
+	n, err := writeBackup(ctx, &src, dst, force)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "backup %s: %d bytes, check ok\n", dst, n)
+	if secretSrc == "" {
+		fmt.Fprintf(stdout, "keep the journal's secret with it: copy <journal.path>.secret (or journal.secret_file) from the proxy's host to %s; a restore needs it\n", secretDst)
+		return nil
+	}
+	if err := copySecret(secretSrc, secretDst, force); err != nil {
+		return fmt.Errorf("backup %s: %w", dst, err)
+	}
+	fmt.Fprintf(stdout, "secret %s: copied from %s; a restore needs it beside the journal\n", secretDst, secretSrc)
+	return nil
+}
+
+// writeBackup copies the journal to a temporary file beside dst, checks it
+// and puts it in place: over an existing dst only when force is set.
+func writeBackup(ctx context.Context, src *sourceFlags, dst string, force bool) (int64, error) {
 	tmp, err := os.CreateTemp(filepath.Dir(dst), "."+filepath.Base(dst)+".tmp-*")
 	if err != nil {
-		return fmt.Errorf("create backup: %w", err)
+		return 0, fmt.Errorf("create backup: %w", err)
 	}
 	defer os.Remove(tmp.Name())
 	if err := tmp.Chmod(0o600); err != nil {
 		tmp.Close()
-		return fmt.Errorf("create backup: %w", err)
+		return 0, fmt.Errorf("create backup: %w", err)
 	}
-	n, err := copyJournal(ctx, &src, tmp)
+	n, err := copyJournal(ctx, src, tmp)
 	if err == nil {
 		err = tmp.Sync()
 	}
@@ -44,17 +85,58 @@ func journalBackup(ctx context.Context, args []string, stdout io.Writer) error {
 		err = cerr
 	}
 	if err != nil {
-		return fmt.Errorf("write backup %s: %w", dst, err)
+		return 0, fmt.Errorf("write backup %s: %w", dst, err)
 	}
-	if problems, err := checkFile(tmp.Name()); err != nil {
-		return fmt.Errorf("backup %s: the copy does not open: %w", dst, err)
+	if problems, err := checkFile(tmp.Name(), cliLockWait); err != nil {
+		return 0, fmt.Errorf("backup %s: the copy does not open: %w", dst, err)
 	} else if len(problems) > 0 {
-		return fmt.Errorf("backup %s: the copy fails its check: %v", dst, problems[0])
+		return 0, fmt.Errorf("backup %s: the copy fails its check: %v", dst, problems[0])
 	}
-	if err := os.Rename(tmp.Name(), dst); err != nil {
-		return fmt.Errorf("write backup %s: %w", dst, err)
+	if err := place(tmp.Name(), dst, force); err != nil {
+		return 0, fmt.Errorf("write backup %s: %w", dst, err)
 	}
-	fmt.Fprintf(stdout, "backup %s: %d bytes, check ok\n", dst, n)
+	return n, nil
+}
+
+// place moves the file tmp to dst. Without force it never replaces dst,
+// even one created meanwhile: a hard link fails when dst exists.
+func place(tmp, dst string, force bool) error {
+	if force {
+		return os.Rename(tmp, dst)
+	}
+	if err := os.Link(tmp, dst); err != nil {
+		if errors.Is(err, fs.ErrExist) {
+			return fmt.Errorf("%s exists; use --force to replace it", dst)
+		}
+		return err
+	}
+	return os.Remove(tmp)
+}
+
+// copySecret copies the journal's HMAC secret, mode 0600, fsynced.
+func copySecret(src, dst string, force bool) error {
+	data, err := os.ReadFile(src)
+	if err != nil {
+		return fmt.Errorf("copy secret: %w", err)
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(dst), "."+filepath.Base(dst)+".tmp-*")
+	if err != nil {
+		return fmt.Errorf("copy secret: %w", err)
+	}
+	defer os.Remove(tmp.Name())
+	_, err = tmp.Write(data)
+	if err == nil {
+		err = tmp.Sync()
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = place(tmp.Name(), dst, force)
+	}
+	if err != nil {
+		return fmt.Errorf("copy secret to %s: %w", dst, err)
+	}
 	return nil
 }
 
@@ -75,9 +157,10 @@ func copyJournal(ctx context.Context, src *sourceFlags, w io.Writer) (int64, err
 	return io.Copy(w, body)
 }
 
-// checkFile opens a journal file read-only and checks it.
-func checkFile(path string) ([]error, error) {
-	j, err := journal.Open(path, journal.Options{ReadOnly: true, Timeout: 2 * time.Second})
+// checkFile opens a journal file read-only, waiting at most wait for its
+// lock, and checks it.
+func checkFile(path string, wait time.Duration) ([]error, error) {
+	j, err := journal.Open(path, journal.Options{ReadOnly: true, Timeout: wait})
 	if err != nil {
 		return nil, err
 	}
@@ -97,9 +180,9 @@ func journalCheck(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 	var report proxy.CheckReport
 	if src.journal != "" {
-		problems, err := checkFile(src.journal)
+		problems, err := checkFile(src.journal, cliLockWait)
 		if err != nil {
-			return err
+			return lockHint(err, src.journal)
 		}
 		report = proxy.NewCheckReport(problems)
 	} else if err := src.client().do(ctx, "GET", "/v1/journal/check", nil, &report); err != nil {
@@ -158,7 +241,7 @@ func journalCompact(args []string, stdout io.Writer) error {
 	if path == "" {
 		return usagef("journal compact: --journal FILE is required; stop toolguard first")
 	}
-	before, after, err := journal.Compact(path, 2*time.Second)
+	before, after, err := journal.Compact(path, cliLockWait)
 	if err != nil {
 		return err
 	}

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net/url"
 	"text/tabwriter"
 	"time"
 
@@ -16,7 +15,7 @@ import (
 const reviewHelp = `Usage: toolguard review COMMAND
 
 Commands:
-  ls [--json]                                     held steps and what is known about them
+  ls [--limit N] [--json]                         held steps and what is known about them
   approve KEY [--note T]                          let the next retry of an approval-gated call through, once
   resolve KEY --outcome committed|not-executed [--operation-id ID] [--note T]
                                                   end a hold with what you found out
@@ -31,7 +30,7 @@ func runReview(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	switch sub {
 	case "ls":
-		return reviewLs(ctx, rest, stdout)
+		return reviewLs(ctx, rest, stdout, stderr)
 	case "approve":
 		return reviewApprove(ctx, rest, stdout)
 	case "resolve":
@@ -40,14 +39,19 @@ func runReview(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	return usagef("review: unknown sub-command %q\n%s", sub, reviewHelp)
 }
 
-func reviewLs(ctx context.Context, args []string, stdout io.Writer) error {
+func reviewLs(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var src sourceFlags
 	var asJSON bool
-	fs := newFlags("review ls", "review ls [--json]", stdout)
+	var limit int
+	fs := newFlags("review ls", "review ls [--limit N] [--json]", stdout)
 	src.register(fs)
+	fs.IntVar(&limit, "limit", 1000, "at most `N` steps")
 	fs.BoolVar(&asJSON, "json", false, "print JSON")
 	if err := parseNoArgs(fs, args); err != nil {
 		return err
+	}
+	if limit < 1 {
+		return usagef("review ls: --limit must be at least 1 (got %d)", limit)
 	}
 	s, err := src.open()
 	if err != nil {
@@ -56,12 +60,13 @@ func reviewLs(ctx context.Context, args []string, stdout io.Writer) error {
 	defer s.close()
 	var held []proxy.StepView
 	for _, h := range []journal.Hold{journal.HoldNeedsReview, journal.HoldAwaitingApproval} {
-		steps, err := s.steps(ctx, journal.Filter{Hold: h, HoldSet: true})
+		steps, err := s.steps(ctx, journal.Filter{Hold: h, HoldSet: true, Limit: limit + 1})
 		if err != nil {
 			return err
 		}
 		held = append(held, steps...)
 	}
+	held = truncate(held, limit, stderr)
 	if asJSON {
 		return printJSON(stdout, map[string]any{"steps": nonNil(held)})
 	}
@@ -97,7 +102,7 @@ func reviewApprove(ctx context.Context, args []string, stdout io.Writer) error {
 	if src.journal != "" {
 		st, err = applyOffline(ctx, src.journal, pos[0], proxy.ApproveMutation(note))
 	} else {
-		err = src.client().do(ctx, "POST", "/v1/steps/"+url.PathEscape(pos[0])+"/approve", map[string]string{"note": note}, &st)
+		err = src.client().post(ctx, pos[0], "approve", map[string]string{"note": note}, &st)
 	}
 	if err != nil {
 		return err
@@ -141,7 +146,7 @@ func reviewResolve(ctx context.Context, args []string, stdout io.Writer) error {
 		}
 		st, err = applyOffline(ctx, src.journal, pos[0], m)
 	} else {
-		err = src.client().do(ctx, "POST", "/v1/steps/"+url.PathEscape(pos[0])+"/resolve", res, &st)
+		err = src.client().post(ctx, pos[0], "resolve", res, &st)
 	}
 	if err != nil {
 		return err
@@ -155,12 +160,16 @@ func reviewResolve(ctx context.Context, args []string, stdout io.Writer) error {
 
 // applyOffline makes an operator decision on a stopped proxy's journal.
 func applyOffline(ctx context.Context, path, key string, m journal.Mutation) (proxy.StepView, error) {
-	j, err := journal.Open(path, journal.Options{Timeout: 2 * time.Second})
+	j, err := journal.Open(path, journal.Options{Timeout: cliLockWait})
 	if err != nil {
-		return proxy.StepView{}, lockHint(err)
+		return proxy.StepView{}, lockHint(err, path)
 	}
 	defer j.Close()
-	st, err := j.Apply(ctx, key, m)
+	found, err := proxy.FindStep(j, key)
+	if err != nil {
+		return proxy.StepView{}, fmt.Errorf("step %s: %w", key, err)
+	}
+	st, err := j.Apply(ctx, found.Key, m)
 	if err != nil {
 		return proxy.StepView{}, err
 	}

@@ -45,23 +45,30 @@ func exitCode(err error, stderr io.Writer) int {
 const usage = `toolguard keeps AI agents from repeating side effects.
 
 Usage:
-  toolguard serve [--config FILE] [flags]       run the proxy and the admin API
-  toolguard journal ls [--status S] [--hold H] [--workflow W] [--json]
+  toolguard serve [--config FILE] [flags]
+  toolguard journal ls [--status S] [--hold H] [--workflow W] [--limit N] [--json]
   toolguard journal show KEY [--json]
   toolguard journal tail [-f] [--after SEQ] [--json]
-  toolguard journal backup FILE | check | export --jsonl | compact --journal FILE
-  toolguard review ls [--json]
+  toolguard journal backup FILE [--journal SRC] [--force]
+  toolguard journal check [--journal FILE] [--json]
+  toolguard journal export --jsonl [--journal FILE]
+  toolguard journal compact --journal FILE
+  toolguard review ls [--limit N] [--json]
   toolguard review approve KEY [--note T]
   toolguard review resolve KEY --outcome committed|not-executed [--operation-id ID] [--note T]
-  toolguard workflow ls|show ID|resume ID [--json]
-  toolguard rules check [DIR]
-  toolguard key explain --rules DIR --method M --url URL [--header 'K: V'] [--body DATA|@FILE]
+  toolguard workflow ls [--json]
+  toolguard workflow show ID [--json]
+  toolguard workflow resume ID [--json]
+  toolguard rules check [DIR|FILE] [--sample FILE|DIR]
+  toolguard key explain --method M --url URL [--header 'K: V'] [--body DATA|@FILE]
   toolguard ca init [--dir DIR]
   toolguard version
 
-Inspection commands talk to the running proxy's admin API (--admin URL or
-TOOLGUARD_ADMIN_URL, token from TOOLGUARD_ADMIN_TOKEN), or with
---journal FILE open a stopped proxy's journal read-only.
+serve runs the proxy and the admin API. Inspection commands talk to the
+running proxy's admin API (--admin URL or TOOLGUARD_ADMIN_URL, token from
+TOOLGUARD_ADMIN_TOKEN or the file TOOLGUARD_ADMIN_TOKEN_FILE names), or with
+--journal FILE open a stopped proxy's journal read-only. A KEY may be
+abbreviated to a unique prefix of at least 4 characters.
 Run 'toolguard COMMAND --help' for a command's flags.
 `
 

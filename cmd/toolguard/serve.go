@@ -68,8 +68,8 @@ func (f *serveFlags) apply(fs *flag.FlagSet) func(*config.Config) error {
 			case "log-format":
 				err = c.Log.Format.UnmarshalText([]byte(f.logFormat))
 			}
-			if err != nil {
-				err = usagef("--%s: %v", fl.Name, err)
+			if err != nil { // a bad value is a configuration error: one line, exit 2
+				err = &config.Error{Field: "--" + fl.Name, Value: fl.Value.String(), Msg: err.Error(), Err: err}
 			}
 		})
 		return err
@@ -96,6 +96,9 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	log := newLogger(stderr, cfg.Log)
+	for _, w := range config.UnknownEnv(os.Environ()) {
+		log.Warn(w)
+	}
 	return serve(ctx, cfg, log, stdout)
 }
 
@@ -168,16 +171,27 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, stdout io.W
 // openJournal checks the journal read-only first (journal.check_on_start),
 // so that a damaged file is refused before anything is written to it, then
 // opens it for writing. A file of an older layout cannot be read before its
-// upgrade, which Open makes: it is checked right after.
+// upgrade, which Open makes: it is checked right after. Each open waits
+// journal.open_timeout for the file lock; the second finds it held only when
+// another process took it in between.
 func openJournal(cfg config.Config, log *slog.Logger, metrics *proxy.Metrics) (*journal.Bolt, error) {
 	path := cfg.Journal.Path
+	// bbolt gives up one lock retry (50 ms) before its Options.Timeout: ask
+	// for that much more, so that the wait is at least the one configured.
+	timeout := cfg.Journal.OpenTimeout + boltLockRetry
+	locked := func(err error) error {
+		return lockedError(err, path, cfg.Journal.OpenTimeout,
+			"stop it, or give this one another journal.path; a longer wait is journal.open_timeout (TOOLGUARD_JOURNAL_OPEN_TIMEOUT)")
+	}
 	checkAfter := false
 	if fi, err := os.Stat(path); err == nil && cfg.Journal.CheckOnStart.ShouldCheck(fi.Size()) {
 		started := time.Now()
-		problems, err := checkFile(path)
+		problems, err := checkFile(path, timeout)
 		switch {
 		case errors.Is(err, journal.ErrNeedsUpgrade):
 			checkAfter = true
+		case errors.Is(err, journal.ErrLocked):
+			return nil, locked(err)
 		case err != nil:
 			return nil, fmt.Errorf("%w; it was left untouched: restore it from a backup or move it aside (see docs/operations.md)", err)
 		case len(problems) > 0:
@@ -186,9 +200,12 @@ func openJournal(cfg config.Config, log *slog.Logger, metrics *proxy.Metrics) (*
 			log.Info("journal checked", "path", path, "duration", time.Since(started))
 		}
 	}
-	j, err := journal.Open(path, journal.Options{Timeout: cfg.Journal.OpenTimeout, Logger: log, OnCommit: metrics.ObserveCommit})
-	if err != nil || !checkAfter {
-		return j, err
+	j, err := journal.Open(path, journal.Options{Timeout: timeout, Logger: log, OnCommit: metrics.ObserveCommit})
+	if err != nil {
+		return nil, locked(err)
+	}
+	if !checkAfter {
+		return j, nil
 	}
 	started := time.Now()
 	if problems := j.Check(); len(problems) > 0 {

@@ -152,9 +152,9 @@ func resumeOffline(path, rulesDir, id string, stdout io.Writer) error {
 }
 
 func openReadOnly(path string) (*journal.Bolt, error) {
-	j, err := journal.Open(path, journal.Options{ReadOnly: true, Timeout: 2 * time.Second})
+	j, err := journal.Open(path, journal.Options{ReadOnly: true, Timeout: cliLockWait})
 	if err != nil {
-		return nil, lockHint(err)
+		return nil, lockHint(err, path)
 	}
 	return j, nil
 }
