@@ -171,3 +171,33 @@ func testPostgresJournal(t *testing.T, s sidecar) {
 		t.Errorf("no NetworkPolicy selecting the pod allows egress to TCP 5432: toolguard could not reach its journal")
 	})
 }
+
+// TestMigrateJob checks replicas/migrate-job.yaml against the replicas
+// variant: the journal migrate command, on the same image as toolguard,
+// with the DSN from the same Secret key.
+func TestMigrateJob(t *testing.T) {
+	s := loadSidecar(t, variants[1])
+	jobs := loadFile(t, "kubernetes/replicas/migrate-job.yaml")
+	if len(jobs) != 1 || jobs[0].kind() != "Job" {
+		t.Fatalf("migrate-job.yaml: want one Job, got %v", jobs)
+	}
+	cs := containers(podSpecOf(jobs[0]))
+	if len(cs) != 1 {
+		t.Fatalf("%v: want one container, got %d", jobs[0], len(cs))
+	}
+	c := cs[0]
+	if args := strList(c.m["args"]); !slices.Equal(args, []string{"journal", "migrate"}) {
+		t.Errorf("args %q, want [journal migrate] (the DSN comes from TOOLGUARD_JOURNAL_DSN)", args)
+	}
+	if got, want := str(c.m["image"]), str(s.toolguard.m["image"]); got != want {
+		t.Errorf("image %q, toolguard's is %q: the Job must run the version the replicas roll to", got, want)
+	}
+	jobName, jobKey, ok := secretRef(envOf(c)["TOOLGUARD_JOURNAL_DSN"])
+	name, key, _ := secretRef(envOf(s.toolguard)["TOOLGUARD_JOURNAL_DSN"])
+	if !ok || jobName != name || jobKey != key {
+		t.Errorf("TOOLGUARD_JOURNAL_DSN from Secret %s key %s, the replicas' from %s key %s", jobName, jobKey, name, key)
+	}
+	if p := str(dig(podSpecOf(jobs[0]), "restartPolicy")); p != "Never" && p != "OnFailure" {
+		t.Errorf("restartPolicy %q: a Job's pod needs Never or OnFailure", p)
+	}
+}
