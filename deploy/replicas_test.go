@@ -176,7 +176,11 @@ func testPostgresJournal(t *testing.T, s sidecar) {
 // variant: the journal migrate command, on the same image as toolguard,
 // with the DSN from the same Secret key.
 func TestMigrateJob(t *testing.T) {
-	s := loadSidecar(t, variants[1])
+	i := slices.IndexFunc(variants, func(v variant) bool { return v.dir == "kubernetes/replicas" })
+	if i < 0 {
+		t.Fatal("no variant kubernetes/replicas")
+	}
+	s := loadSidecar(t, variants[i])
 	jobs := loadFile(t, "kubernetes/replicas/migrate-job.yaml")
 	if len(jobs) != 1 || jobs[0].kind() != "Job" {
 		t.Fatalf("migrate-job.yaml: want one Job, got %v", jobs)
