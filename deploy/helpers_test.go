@@ -46,25 +46,33 @@ func loadManifests(t *testing.T) []manifest {
 	}
 	var out []manifest
 	for _, f := range files {
-		data, err := os.ReadFile(f)
+		out = append(out, loadFile(t, f)...)
+	}
+	return out
+}
+
+// loadFile parses every YAML document of file f.
+func loadFile(t *testing.T, f string) []manifest {
+	t.Helper()
+	data, err := os.ReadFile(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []manifest
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	for i := 0; ; i++ {
+		var doc map[string]any
+		err := dec.Decode(&doc)
+		if errors.Is(err, io.EOF) {
+			break
+		}
 		if err != nil {
-			t.Fatal(err)
+			t.Fatalf("%s: document %d: %v", f, i, err)
 		}
-		dec := yaml.NewDecoder(bytes.NewReader(data))
-		for i := 0; ; i++ {
-			var doc map[string]any
-			err := dec.Decode(&doc)
-			if errors.Is(err, io.EOF) {
-				break
-			}
-			if err != nil {
-				t.Fatalf("%s: document %d: %v", f, i, err)
-			}
-			if doc == nil { // an empty document, e.g. after a leading ---
-				continue
-			}
-			out = append(out, manifest{file: f, doc: doc})
+		if doc == nil { // an empty document, e.g. after a leading ---
+			continue
 		}
+		out = append(out, manifest{file: f, doc: doc})
 	}
 	return out
 }

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -34,11 +35,12 @@ type sidecar struct {
 	cfg config.Config
 	// cfgText is the config.yaml of the ConfigMap.
 	cfgText string
+	variant variant
 }
 
-func loadSidecar(t *testing.T) sidecar {
+func loadSidecar(t *testing.T, v variant) sidecar {
 	t.Helper()
-	s := sidecar{ms: loadManifests(t)}
+	s := sidecar{ms: loadVariant(t, v), variant: v}
 	var found []manifest
 	for _, m := range s.ms {
 		pod := podSpecOf(m)
@@ -51,7 +53,7 @@ func loadSidecar(t *testing.T) sidecar {
 		}
 	}
 	if len(found) != 1 {
-		t.Fatalf("want exactly one workload with containers %q and %q, found %v", toolguardName, agentName, found)
+		t.Fatalf("%s: want exactly one workload with containers %q and %q, found %v", v.dir, toolguardName, agentName, found)
 	}
 	s.workload = found[0]
 	s.pod = podSpecOf(s.workload)
@@ -139,7 +141,11 @@ func TestManifestsWellFormed(t *testing.T) {
 }
 
 func TestToolguardSidecar(t *testing.T) {
-	s := loadSidecar(t)
+	forEachVariant(t, testSidecar)
+}
+
+// testSidecar checks what every variant's toolguard container must do.
+func testSidecar(t *testing.T, s sidecar) {
 	adminPort := port(t, s.cfg.Admin.Listen)
 
 	t.Run("native sidecar started before the agent", func(t *testing.T) {
@@ -242,6 +248,40 @@ func TestToolguardSidecar(t *testing.T) {
 		}
 	})
 
+	t.Run("journal backend", func(t *testing.T) {
+		if got := journalBackend(t, s); got != s.variant.backend {
+			t.Fatalf("toolguard's journal.backend is %q, want %q", got, s.variant.backend)
+		}
+	})
+
+	t.Run("rules from a ConfigMap", func(t *testing.T) {
+		m, ok := mountOf(s.pod, s.toolguard, s.cfg.Rules.Dir)
+		if !ok || m.path != s.cfg.Rules.Dir || dig(m.volume, "configMap", "name") == nil {
+			t.Errorf("rules.dir %s: want a ConfigMap mounted there", s.cfg.Rules.Dir)
+		}
+	})
+
+	t.Run("grace period outlasts the drain", func(t *testing.T) {
+		grace, ok := number(s.pod["terminationGracePeriodSeconds"])
+		drain := s.cfg.Shutdown.DrainTimeout.Seconds()
+		if !ok || grace <= drain || grace <= 25 {
+			t.Errorf("terminationGracePeriodSeconds = %v, want > shutdown.drain_timeout (%vs) and > 25", s.pod["terminationGracePeriodSeconds"], drain)
+		}
+	})
+
+	switch s.variant.backend {
+	case "bolt":
+		testBoltJournal(t, s)
+	case "postgres":
+		testPostgresJournal(t, s)
+	default:
+		t.Fatalf("variant %s: unknown backend %q", s.variant.name, s.variant.backend)
+	}
+}
+
+// testBoltJournal checks the single-replica variant: a bbolt journal and
+// the CA on a PersistentVolumeClaim, one writer.
+func testBoltJournal(t *testing.T, s sidecar) {
 	t.Run("journal on the PersistentVolumeClaim", func(t *testing.T) {
 		claim := claimAt(t, s.pod, s.toolguard, s.cfg.Journal.Path)
 		pvc := findNamed(t, s.ms, "PersistentVolumeClaim", claim)
@@ -281,21 +321,6 @@ func TestToolguardSidecar(t *testing.T) {
 		}
 		if a, b := claimAt(t, s.pod, *init, s.cfg.CA.Dir), claimAt(t, s.pod, s.toolguard, s.cfg.CA.Dir); a != b {
 			t.Errorf("%s writes the CA to claim %q, toolguard reads it from %q", init.name(), a, b)
-		}
-	})
-
-	t.Run("rules from a ConfigMap", func(t *testing.T) {
-		m, ok := mountOf(s.pod, s.toolguard, s.cfg.Rules.Dir)
-		if !ok || m.path != s.cfg.Rules.Dir || dig(m.volume, "configMap", "name") == nil {
-			t.Errorf("rules.dir %s: want a ConfigMap mounted there", s.cfg.Rules.Dir)
-		}
-	})
-
-	t.Run("grace period outlasts the drain", func(t *testing.T) {
-		grace, ok := number(s.pod["terminationGracePeriodSeconds"])
-		drain := s.cfg.Shutdown.DrainTimeout.Seconds()
-		if !ok || grace <= drain || grace <= 25 {
-			t.Errorf("terminationGracePeriodSeconds = %v, want > shutdown.drain_timeout (%vs) and > 25", s.pod["terminationGracePeriodSeconds"], drain)
 		}
 	})
 
@@ -349,7 +374,10 @@ func secretKeyAt(pod map[string]any, c container, file string) (string, bool) {
 }
 
 func TestAgent(t *testing.T) {
-	s := loadSidecar(t)
+	forEachVariant(t, testAgent)
+}
+
+func testAgent(t *testing.T, s sidecar) {
 	env := envOf(s.agent)
 	proxyURL := "http://" + s.cfg.Listen
 
@@ -383,6 +411,8 @@ func TestAgent(t *testing.T) {
 				t.Errorf("%s %s: volume %s is mounted read-write; the agent must not change what it trusts", name, file, m.volumeName())
 			case dig(m.volume, "persistentVolumeClaim") != nil:
 				t.Errorf("%s %s: on the journal's claim; share only the certificate", name, file)
+			case slices.Contains(secretKeys(m.volume), "*") || slices.Contains(secretKeys(m.volume), "ca-key.pem"):
+				t.Errorf("%s %s: on a volume with the CA's key; share only the certificate", name, file)
 			}
 			// An init container, before the agent, writes the file from
 			// toolguard's ca.pem.
@@ -404,8 +434,8 @@ func TestAgent(t *testing.T) {
 			if !strings.Contains(script(*writer), caSrc) {
 				t.Errorf("%s does not read toolguard's CA %s", writer.name(), caSrc)
 			}
-			if claimAt(t, s.pod, *writer, caSrc) != claimAt(t, s.pod, s.toolguard, s.cfg.CA.Dir) {
-				t.Errorf("%s reads %s from another claim than toolguard's CA", writer.name(), caSrc)
+			if a, b := volumeSource(t, s.pod, *writer, caSrc), volumeSource(t, s.pod, s.toolguard, s.cfg.CA.Dir); a != b {
+				t.Errorf("%s reads %s from %s, toolguard's CA is on %s", writer.name(), caSrc, a, b)
 			}
 		})
 	}
@@ -451,20 +481,24 @@ func TestNoLiteralTokens(t *testing.T) {
 	for _, m := range ms {
 		for _, c := range containers(podSpecOf(m)) {
 			for name, e := range envOf(c) {
-				if strings.Contains(strings.ToUpper(name), "TOKEN") && !strings.HasSuffix(name, "_FILE") && e.hasValue {
+				if secretName(name) && e.hasValue {
 					t.Errorf("%v: container %s: env %s has a literal value; use a file from a Secret", m, c.name(), name)
 				}
 			}
 		}
 	}
-	s := loadSidecar(t)
-	c, err := config.Parse(strings.NewReader(s.cfgText), config.Default())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if c.Admin.Token != "" || c.Admin.AgentToken != "" {
-		t.Errorf("the ConfigMap's config.yaml holds a token: use the Secret's files")
-	}
+	forEachVariant(t, func(t *testing.T, s sidecar) {
+		c, err := config.Parse(strings.NewReader(s.cfgText), config.Default())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.Admin.Token != "" || c.Admin.AgentToken != "" {
+			t.Errorf("the ConfigMap's config.yaml holds a token: use the Secret's files")
+		}
+		if regexp.MustCompile(`(?m)^\s*dsn:\s*\S`).MatchString(s.cfgText) {
+			t.Errorf("the ConfigMap's config.yaml holds a journal.dsn, which may carry a password: use TOOLGUARD_JOURNAL_DSN from a Secret")
+		}
+	})
 }
 
 func TestEveryContainerHardened(t *testing.T) {
@@ -506,7 +540,10 @@ func TestClaimsExist(t *testing.T) {
 }
 
 func TestRuleFiles(t *testing.T) {
-	s := loadSidecar(t)
+	forEachVariant(t, testRuleFiles)
+}
+
+func testRuleFiles(t *testing.T, s sidecar) {
 	m, _ := mountOf(s.pod, s.toolguard, s.cfg.Rules.Dir)
 	cm := findNamed(t, s.ms, "ConfigMap", str(dig(m.volume, "configMap", "name")))
 	dir := t.TempDir()
@@ -599,24 +636,14 @@ func isRuleFile(text string) bool {
 }
 
 func TestNetworkPolicy(t *testing.T) {
-	s := loadSidecar(t)
-	labels := mapOf(dig(s.workload.doc, "spec", "template", "metadata", "labels"))
+	forEachVariant(t, testNetworkPolicy)
+}
+
+func testNetworkPolicy(t *testing.T, s sidecar) {
 	adminPort := port(t, s.cfg.Admin.Listen)
-	var selecting []manifest
-	for _, np := range find(s.ms, "NetworkPolicy") {
-		sel := mapOf(dig(np.doc, "spec", "podSelector", "matchLabels"))
-		match := len(sel) > 0
-		for k, v := range sel {
-			if str(labels[k]) != str(v) {
-				match = false
-			}
-		}
-		if match {
-			selecting = append(selecting, np)
-		}
-	}
+	selecting := selectingPolicies(s)
 	if len(selecting) == 0 {
-		t.Fatalf("no NetworkPolicy selects the pod (labels %v)", labels)
+		t.Fatalf("no NetworkPolicy selects the pod (labels %v)", dig(s.workload.doc, "spec", "template", "metadata", "labels"))
 	}
 	for _, np := range selecting {
 		t.Run(np.String(), func(t *testing.T) {
@@ -640,4 +667,24 @@ func TestNetworkPolicy(t *testing.T) {
 			}
 		})
 	}
+}
+
+// selectingPolicies returns the variant's NetworkPolicies whose
+// podSelector matches the workload's pods.
+func selectingPolicies(s sidecar) []manifest {
+	labels := mapOf(dig(s.workload.doc, "spec", "template", "metadata", "labels"))
+	var out []manifest
+	for _, np := range find(s.ms, "NetworkPolicy") {
+		sel := mapOf(dig(np.doc, "spec", "podSelector", "matchLabels"))
+		match := len(sel) > 0
+		for k, v := range sel {
+			if str(labels[k]) != str(v) {
+				match = false
+			}
+		}
+		if match {
+			out = append(out, np)
+		}
+	}
+	return out
 }
