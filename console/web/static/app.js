@@ -19,7 +19,7 @@
       if (k.startsWith('on')) throw new Error('no inline handlers');
       e.setAttribute(k, v === true ? '' : String(v));
     }
-    for (const c of children.flat()) {
+    for (const c of children.flat(Infinity)) {
       if (c === undefined || c === null || c === false) continue;
       e.append(c instanceof Node ? c : document.createTextNode(String(c)));
     }
