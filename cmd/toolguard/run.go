@@ -27,9 +27,12 @@ var errHelp = flag.ErrHelp
 func exitCode(err error, stderr io.Writer) int {
 	var ue *usageError
 	var ce *config.Error
+	var child *childExit
 	switch {
 	case err == nil, errors.Is(err, errHelp):
 		return 0
+	case errors.As(err, &child):
+		return child.code
 	case errors.As(err, &ue):
 		fmt.Fprintf(stderr, "toolguard: %v\nRun 'toolguard help' for usage.\n", err)
 		return 2
@@ -46,6 +49,9 @@ const usage = `toolguard keeps AI agents from repeating side effects.
 
 Usage:
   toolguard serve [--config FILE] [flags]       run the proxy and the admin API
+  toolguard exec [serve flags | --proxy URL] -- COMMAND [ARGS...]
+                                                run COMMAND behind toolguard
+  toolguard doctor [--config FILE] [--admin URL] check this shell's proxy and CA setup
   toolguard journal ls [--status S] [--hold H] [--workflow W] [--json]
   toolguard journal show KEY [--json]
   toolguard journal tail [-f] [--after SEQ] [--json]
@@ -75,6 +81,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	switch cmd {
 	case "serve":
 		return runServe(ctx, rest, stdout, stderr)
+	case "exec":
+		return runExec(ctx, rest, stdout, stderr)
+	case "doctor":
+		return runDoctor(ctx, rest, stdout, stderr)
 	case "journal":
 		return runJournal(ctx, rest, stdout, stderr)
 	case "review":
