@@ -105,7 +105,9 @@ func (d *doctor) run(ctx context.Context) []finding {
 	return out
 }
 
-func ok(format string, args ...any) finding { return finding{mark: markOK, what: fmt.Sprintf(format, args...)} }
+func ok(format string, args ...any) finding {
+	return finding{mark: markOK, what: fmt.Sprintf(format, args...)}
+}
 
 func fail(fix, format string, args ...any) finding {
 	return finding{mark: markFail, what: fmt.Sprintf(format, args...), fix: fix}
