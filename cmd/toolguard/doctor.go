@@ -203,7 +203,11 @@ func (d *doctor) trustGo(ctx context.Context) finding {
 	req, _ := http.NewRequestWithContext(ctx, "GET", checkURL, nil)
 	resp, err := c.Do(req)
 	if err != nil {
-		return fail(trustFix("SSL_CERT_FILE"), "Go: HTTPS through the proxy failed: %v", shortErr(err))
+		fix := trustFix("SSL_CERT_FILE")
+		if !looksLikeTrust(err.Error()) {
+			fix = proxyFix
+		}
+		return fail(fix, "Go: HTTPS through the proxy failed: %v", shortErr(err))
 	}
 	defer resp.Body.Close()
 	if resp.Header.Get(proxy.HeaderCheck) != "ok" {
@@ -294,7 +298,24 @@ func toolFinding(name, out string, err error, passed bool, fix string) finding {
 	case err == nil:
 		return fail(execFix, "%s: %s answered without toolguard's check header: the call did not go through toolguard", name, proxy.CheckHost)
 	}
+	if !looksLikeTrust(out) {
+		fix = proxyFix
+	}
 	return fail(fix, "%s: HTTPS through the proxy failed: %s", name, lastLine(out))
+}
+
+const proxyFix = "start `toolguard serve` at the URL of HTTPS_PROXY, or " + execFix
+
+// looksLikeTrust reports whether a client's error is about the
+// certificate rather than about reaching the proxy.
+func looksLikeTrust(msg string) bool {
+	msg = strings.ToLower(msg)
+	for _, s := range []string{"certificate", "x509", "ssl", "issuer", "self-signed", "self signed"} {
+		if strings.Contains(msg, s) {
+			return true
+		}
+	}
+	return false
 }
 
 func lastLine(s string) string {
@@ -321,7 +342,7 @@ func (d *doctor) rules() finding {
 	for _, a := range set.APIs {
 		routes += len(a.Routes)
 	}
-	return ok("rules: %d APIs, %d routes in %s", len(set.APIs), routes, dir)
+	return ok("rules: %s, %s in %s", plural(len(set.APIs), "API"), plural(routes, "route"), dir)
 }
 
 // journal checks that the journal's file (or its directory, before the
@@ -340,6 +361,10 @@ func (d *doctor) journal() finding {
 	dir := filepath.Dir(path)
 	probe, err := os.CreateTemp(dir, ".toolguard-doctor-")
 	if err != nil {
+		var pe *os.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
 		return fail("create "+dir+" and give the user that runs toolguard write access to it", "journal: cannot create %s: %v", path, err)
 	}
 	probe.Close()
@@ -364,6 +389,32 @@ func (d *doctor) adminAPI(ctx context.Context) finding {
 	return ok("admin API: %s is ready", d.admin)
 }
 
+// proxyClock reads the proxy's clock from the check host over plain
+// HTTP, which needs no trust: the fallback when the HTTPS checks failed.
+func (d *doctor) proxyClock() time.Time {
+	var proxyURL string
+	for _, n := range []string{"HTTP_PROXY", "http_proxy", "HTTPS_PROXY", "https_proxy"} {
+		if proxyURL = d.env[n]; proxyURL != "" {
+			break
+		}
+	}
+	u, err := url.Parse(proxyURL)
+	if proxyURL == "" || err != nil {
+		return time.Time{}
+	}
+	c := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{Proxy: http.ProxyURL(u)}}
+	resp, err := c.Get("http://" + proxy.CheckHost + "/")
+	if err != nil {
+		return time.Time{}
+	}
+	defer resp.Body.Close()
+	var body struct{ Time time.Time }
+	if resp.Header.Get(proxy.HeaderCheck) != "ok" || json.NewDecoder(io.LimitReader(resp.Body, 4096)).Decode(&body) != nil {
+		return time.Time{}
+	}
+	return body.Time
+}
+
 // clock compares this machine's clock with the proxy's: leases,
 // Retry-After and retention all rely on it.
 func (d *doctor) clock() finding {
@@ -372,9 +423,17 @@ func (d *doctor) clock() finding {
 		return fail("set the system clock (NTP)", "clock: %s is in the past", now.UTC().Format(time.RFC3339))
 	}
 	if d.proxyNow.IsZero() {
+		d.proxyNow = d.proxyClock()
+	}
+	if d.proxyNow.IsZero() {
 		return finding{mark: markSkip, what: "clock: the proxy could not be reached to compare clocks"}
 	}
-	skew := now.Sub(d.proxyNow)
+	return clockFinding(now, d.proxyNow)
+}
+
+// clockFinding compares this machine's clock with the proxy's.
+func clockFinding(now, proxyNow time.Time) finding {
+	skew := now.Sub(proxyNow)
 	if skew < 0 {
 		skew = -skew
 	}
@@ -382,4 +441,11 @@ func (d *doctor) clock() finding {
 		return fail("synchronise both clocks with NTP", "clock: this machine and the proxy differ by %s (more than %s)", skew.Round(time.Second), maxClockSkew)
 	}
 	return ok("clock: in step with the proxy (within %s)", maxClockSkew)
+}
+
+func plural(n int, word string) string {
+	if n == 1 {
+		return "1 " + word
+	}
+	return fmt.Sprintf("%d %ss", n, word)
 }
