@@ -136,7 +136,7 @@ func (tb *tab) timeout() (context.Context, context.CancelFunc) {
 func (tb *tab) screenshot() {
 	ctx, cancel := context.WithTimeout(tb.ctx, 10*time.Second)
 	defer cancel()
-	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(90))
+	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
 	if err != nil {
 		tb.t.Logf("screenshot: %v", err)
 		return
@@ -459,4 +459,58 @@ func TestConsole(t *testing.T) {
 			t.Errorf("Content-Security-Policy = %q", csp)
 		}
 	})
+}
+
+// TestConsoleScreenshots takes the README's screenshots of a realistic
+// run: TOOLGUARD_SCREENSHOTS=../docs go test -run TestConsoleScreenshots ./e2e/
+func TestConsoleScreenshots(t *testing.T) {
+	dir := os.Getenv("TOOLGUARD_SCREENSHOTS")
+	if dir == "" {
+		t.Skip("set TOOLGUARD_SCREENSHOTS to a directory to take the README's screenshots")
+	}
+	b := newBrowser(t)
+	up := newUpstream(t, false)
+	routes := `  - name: create_invoice
+    match: PUT /v1/things/{id}
+    effect: irreversible
+    native_idempotency: {header: Idempotency-Key}
+` + consoleRoutes
+	s := newSetup(t, map[string]string{"billing.yaml": ruleFile(up.host(), routes)})
+	s.env = append(s.env, "TOOLGUARD_ADMIN_TOKEN="+operatorToken, "TOOLGUARD_UPSTREAM_TIMEOUT=1s")
+	p := s.start(t)
+	c := p.client(t)
+	wf := "refund-order-4711"
+	req, _ := http.NewRequest("PUT", up.URL+"/v1/things/inv-4711", strings.NewReader(`{"customer":"cus_4711","amount":12900}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Toolguard-Workflow", wf)
+	do(t, c, req)
+	post(t, c, up.URL+"/v1/invoices", `{"customer":"cus_4711","amount":12900}`, "Toolguard-Workflow", wf)
+	up.status.Store(http.StatusBadGateway)
+	r, _ := post(t, c, up.URL+"/v1/emails", `{"to":"jane@example.com","subject":"Your refund"}`, "Toolguard-Workflow", wf)
+	up.status.Store(0)
+	key := r.Header.Get("Toolguard-Key")
+	eventually(t, "email held", func() bool {
+		post(t, c, up.URL+"/v1/emails", `{"to":"jane@example.com","subject":"Your refund"}`, "Toolguard-Workflow", wf)
+		return adminHold(t, p, key) == "needs_review"
+	})
+	cp := `{"goal":"Refund order 4711 and tell the customer","constraints":["refund at most the amount paid"],"plan":["invoice the correction","refund the card","email the customer"]}`
+	if code, body := wfRequest(t, p, "PUT", "/v1/workflows/"+wf+"/checkpoint", operatorToken, "", cp); code != 200 {
+		t.Fatalf("checkpoint: %d %s", code, body)
+	}
+	tb := b.tab(t)
+	tb.signIn(p.adminURL, operatorToken)
+	tb.waitJS("counts", `document.querySelector("#count-held").textContent === "2"`)
+	shot := func(name string) {
+		png, err := chromedp.Run(tb.ctx, chromedp.FullScreenshot(100))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), png, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	shot("console-review.png")
+	tb.run(chromedp.Navigate(p.adminURL + "/ui/#/workflow/" + wf))
+	tb.waitJS("resume packet", `!!document.querySelector("#next-safe-action p")`)
+	shot("console-workflow.png")
 }

@@ -284,7 +284,7 @@
     const [a, r] = await Promise.all([api('/v1/steps?hold=awaiting_approval'), api('/v1/steps?hold=needs_review')]);
     const held = a.steps.concat(r.steps).sort((x, y) => new Date(x.updated_at) - new Date(y.updated_at));
     const rows = held.map((s) => el('tr', { 'data-key': s.key, class: 'held' },
-      el('td', null, stepLink(s.key)), el('td', null, badge(s.hold)), el('td', { class: 'reason' }, s.hold_reason || ''),
+      el('td', null, stepLink(s.key)), el('td', null, badge(s.hold)), el('td', { class: 'reason' }, s.hold_reason || '', s.last_error ? el('div', { class: 'detail' }, s.last_error) : ''),
       el('td', null, s.api + ' / ' + s.route), el('td', null, wfLink(s.workflow)), el('td', null, String(s.attempt)),
       el('td', null, age(s.updated_at)),
       el('td', { class: 'summary' }, el('code', null, s.method + ' ' + s.target), el('br'), 'body ', el('code', null, short(s.body_hash))),
