@@ -17,7 +17,7 @@ var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
 func normalizeDoctor(out, dir string) string {
 	out = strings.ReplaceAll(out, dir, "$DIR")
 	out = regexp.MustCompile(`http://127\.0\.0\.1:\d+`).ReplaceAllString(out, "$$PROXY")
-	out = regexp.MustCompile(`http://127\.0\.0\.3:\d+`).ReplaceAllString(out, "$$ADMIN")
+	out = regexp.MustCompile(`http://localhost:\d+`).ReplaceAllString(out, "$$ADMIN")
 	out = regexp.MustCompile(`(?m)^(✗ (Go|curl|Python|Node): HTTPS through the proxy failed: ).*$`).ReplaceAllString(out, "$1<error>")
 	out = regexp.MustCompile(`\(\d+\.\d MiB\)`).ReplaceAllString(out, "(N MiB)")
 	return out

@@ -27,15 +27,15 @@ with urllib.request.urlopen(req, timeout=30) as r:
 `
 
 // execSetup is a toolguard directory for exec: rules for a TLS upstream,
-// and the flags serve would take. The admin listener is on 127.0.0.3, so
-// that NO_PROXY (which exec sets to the admin host) does not cover the
-// upstream on 127.0.0.1.
+// and the flags serve would take. exec names the admin listener localhost
+// in NO_PROXY, so the upstream on 127.0.0.1 is still reached through the
+// proxy.
 func execSetup(t *testing.T) (*upstream, []string) {
 	t.Helper()
 	up := newUpstream(t, true)
 	s := newSetup(t, map[string]string{"billing.yaml": ruleFile(up.host(), invoiceRoute)})
 	cfg := writeConfig(t, s.dir, "upstream:\n  ca_file: "+up.caPEM(t, s.dir)+"\n")
-	return up, []string{"exec", "--config", cfg, "--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.3:0",
+	return up, []string{"exec", "--config", cfg, "--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0",
 		"--rules", s.rules, "--journal", filepath.Join(s.dir, "toolguard.db"), "--ca-dir", filepath.Join(s.dir, "ca")}
 }
 
@@ -130,8 +130,8 @@ func TestExecEnvironment(t *testing.T) {
 			t.Errorf("%s = %q, want %q", k, env[k], proxyURL)
 		}
 	}
-	if env["NO_PROXY"] != "internal.example,127.0.0.3" || env["no_proxy"] != env["NO_PROXY"] {
-		t.Errorf("NO_PROXY = %q, no_proxy = %q; want host-only entries: internal.example,127.0.0.3", env["NO_PROXY"], env["no_proxy"])
+	if env["NO_PROXY"] != "internal.example,localhost" || env["no_proxy"] != env["NO_PROXY"] {
+		t.Errorf("NO_PROXY = %q, no_proxy = %q; want host-only entries: internal.example,localhost", env["NO_PROXY"], env["no_proxy"])
 	}
 	bundle := env["SSL_CERT_FILE"]
 	for _, k := range []string{"CURL_CA_BUNDLE", "REQUESTS_CA_BUNDLE", "NODE_EXTRA_CA_CERTS"} {
@@ -139,7 +139,7 @@ func TestExecEnvironment(t *testing.T) {
 			t.Errorf("%s = %q, want the merged bundle %q", k, env[k], bundle)
 		}
 	}
-	if env["NODE_USE_ENV_PROXY"] != "1" || !strings.HasPrefix(env["TOOLGUARD_ADMIN_URL"], "http://127.0.0.3:") {
+	if env["NODE_USE_ENV_PROXY"] != "1" || !strings.HasPrefix(env["TOOLGUARD_ADMIN_URL"], "http://localhost:") {
 		t.Errorf("NODE_USE_ENV_PROXY = %q, TOOLGUARD_ADMIN_URL = %q", env["NODE_USE_ENV_PROXY"], env["TOOLGUARD_ADMIN_URL"])
 	}
 	// The system roots and toolguard's CA: more than one certificate.
@@ -188,7 +188,7 @@ func TestExecSignals(t *testing.T) {
 func TestExecRunningProxy(t *testing.T) {
 	up := newUpstream(t, true)
 	s := newSetup(t, map[string]string{"billing.yaml": ruleFile(up.host(), invoiceRoute)})
-	s.args = append(s.args, "--config", writeConfig(t, s.dir, "upstream:\n  ca_file: "+up.caPEM(t, s.dir)+"\n"), "--admin-listen", "127.0.0.3:0")
+	s.args = append(s.args, "--config", writeConfig(t, s.dir, "upstream:\n  ca_file: "+up.caPEM(t, s.dir)+"\n"))
 	p := s.start(t)
 	body := `{"customer":"cus_2","amount":9}`
 	var answers []answer

@@ -135,3 +135,18 @@ toolguard_held_steps{hold="needs_review"} 1
 		t.Errorf("got  %s\nwant %s", got, want)
 	}
 }
+
+func TestAgentAdminURL(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{in: "http://127.0.0.1:8481", want: "http://localhost:8481"},
+		{in: "http://0.0.0.0:8481", want: "http://localhost:8481"},
+		{in: "http://[::1]:8481", want: "http://localhost:8481"},
+		{in: "http://127.0.0.3:8481", want: "http://127.0.0.3:8481"},
+		{in: "http://toolguard.internal:8481", want: "http://toolguard.internal:8481"},
+	}
+	for _, tc := range tests {
+		if got := agentAdminURL(tc.in); got != tc.want {
+			t.Errorf("agentAdminURL(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}

@@ -104,7 +104,7 @@ func execCommand(ctx context.Context, t *target, command []string, stdout, stder
 	before, _ := t.counts(ctx)
 	cmd := exec.Command(command[0], command[1:]...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, stdout, stderr
-	cmd.Env = agentEnv(os.Environ(), t.proxyURL, t.adminURL, bundle)
+	cmd.Env = agentEnv(os.Environ(), t.proxyURL, agentAdminURL(t.adminURL), bundle)
 	code, err := runForwardingSignals(cmd)
 	if err != nil {
 		fmt.Fprintf(stderr, "toolguard: exec %s: %v\n", command[0], err)
@@ -222,6 +222,24 @@ func (f *execFlags) running(cfg config.Config) (*target, error) {
 	return &target{proxyURL: f.proxy, adminURL: admin, caFile: absPath(ca),
 		counts: func(ctx context.Context) (callCounts, error) { return countsFromURL(ctx, client, admin+"/metrics") },
 		stop:   func() {}}, nil
+}
+
+// agentAdminURL is the admin URL the command is given. An admin listener
+// on 127.0.0.1, ::1 or every address is named localhost, so that its
+// NO_PROXY entry (host-only: clients ignore ports there) does not also
+// send the command's calls to other services on 127.0.0.1 around the
+// proxy.
+func agentAdminURL(admin string) string {
+	u, err := url.Parse(admin)
+	if err != nil {
+		return admin
+	}
+	switch u.Hostname() {
+	case "127.0.0.1", "::1", "0.0.0.0", "::":
+		u.Host = net.JoinHostPort("localhost", u.Port())
+		return u.String()
+	}
+	return admin
 }
 
 // dialable turns a listen address into one a client can dial: an
