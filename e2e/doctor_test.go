@@ -90,3 +90,24 @@ func TestDoctorBroken(t *testing.T) {
 		t.Errorf("%d trust fixes, want 4 (Go, curl, Python, Node):\n%s", n, r.stdout)
 	}
 }
+
+// TestCheckHost: toolguard answers toolguard.invalid itself, over HTTP and
+// HTTPS (signed by its CA), even when unmatched calls are rejected and no
+// host is allowed, and records nothing in the journal.
+func TestCheckHost(t *testing.T) {
+	s := newSetup(t, map[string]string{"billing.yaml": ruleFile("x.example", invoiceRoute)})
+	s.env = append(s.env, "TOOLGUARD_UNMATCHED=reject", "TOOLGUARD_UPSTREAM_ALLOW_HOSTS=x.example")
+	p := s.start(t)
+	c := p.client(t)
+	for _, u := range []string{"https://toolguard.invalid/", "http://toolguard.invalid/anything"} {
+		for _, method := range []string{"GET", "POST"} {
+			resp, body := do(t, c, mustRequest(method, u))
+			if resp.StatusCode != 200 || resp.Header.Get("Toolguard-Check") != "ok" || !strings.Contains(body, `"toolguard":"ok"`) {
+				t.Errorf("%s %s: %d %q %s", method, u, resp.StatusCode, resp.Header.Get("Toolguard-Check"), body)
+			}
+		}
+	}
+	if steps := stepsOf(t, p, ""); len(steps) != 0 {
+		t.Errorf("the check host left %d steps in the journal", len(steps))
+	}
+}
