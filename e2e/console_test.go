@@ -430,6 +430,46 @@ func TestConsole(t *testing.T) {
 		tb.noDialogs()
 	})
 
+	t.Run("step search", func(t *testing.T) {
+		tb := b.tab(t)
+		tb.signIn(p.adminURL, operatorToken)
+		rows := func(query string) int {
+			t.Helper()
+			tb.run(chromedp.Navigate(p.adminURL + "/ui/#/steps?" + query))
+			tb.waitJS("steps "+query, `document.body.dataset.view === "steps" && !!document.querySelector("form.filters")`)
+			return eval[int](tb, `document.querySelectorAll("#main tbody tr[data-key]").length`)
+		}
+		tests := []struct {
+			query string
+			want  int
+		}{
+			{query: "", want: 2},
+			{query: "route=send_email", want: 1},
+			{query: "key=" + f.review[:6], want: 1},
+			{query: "key=" + f.review, want: 1},
+			{query: "key=" + f.review + "&status=failed", want: 0},
+			{query: "status=committed&hold=none", want: 2},
+			{query: "hold=needs_review", want: 0},
+			{query: "workflow=" + url.QueryEscape(f.workflow), want: 2},
+		}
+		for _, tc := range tests {
+			if got := rows(tc.query); got != tc.want {
+				t.Errorf("#/steps?%s: %d rows, want %d", tc.query, got, tc.want)
+			}
+		}
+		tb.run(chromedp.Navigate(p.adminURL + "/ui/#/step/" + f.approvalKey))
+		tb.waitJS("step page", `!!document.querySelector("[data-field='body hash']")`)
+		for field, want := range map[string]string{"response": "201", "attempt": "1", "verification": "none"} {
+			if got := tb.text(fmt.Sprintf("[data-field=%q]", field)); !strings.HasPrefix(got, want) {
+				t.Errorf("%s = %q, want %s…", field, got, want)
+			}
+		}
+		if got := tb.text("[data-field='response hash']"); len(got) != 64 {
+			t.Errorf("response hash = %q", got)
+		}
+		tb.noDialogs()
+	})
+
 	t.Run("planted strings stay inert", func(t *testing.T) {
 		tb := b.tab(t)
 		tb.signIn(p.adminURL, operatorToken)

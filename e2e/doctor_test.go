@@ -111,3 +111,30 @@ func TestCheckHost(t *testing.T) {
 		t.Errorf("the check host left %d steps in the journal", len(steps))
 	}
 }
+
+// TestDoctorAdminToken checks TOOLGUARD_ADMIN_TOKEN against the admin API.
+func TestDoctorAdminToken(t *testing.T) {
+	s := newSetup(t, map[string]string{"billing.yaml": ruleFile("x.example", invoiceRoute)})
+	s.env = append(s.env, "TOOLGUARD_ADMIN_TOKEN=op-secret", "TOOLGUARD_ADMIN_AGENT_TOKEN=agent-secret")
+	p := s.start(t)
+	tests := []struct {
+		name, token, want string
+	}{
+		{name: "none", want: "✗ admin token: the admin API needs one and TOOLGUARD_ADMIN_TOKEN is not set"},
+		{name: "wrong", token: "guess", want: "✗ admin token: TOOLGUARD_ADMIN_TOKEN is not accepted"},
+		{name: "agent", token: "agent-secret", want: "✔ admin token: TOOLGUARD_ADMIN_TOKEN is the agent token"},
+		{name: "operator", token: "op-secret", want: "✔ admin token: TOOLGUARD_ADMIN_TOKEN is the operator token"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			env := []string{"TOOLGUARD_ADMIN_URL=" + p.adminURL}
+			if tc.token != "" {
+				env = append(env, "TOOLGUARD_ADMIN_TOKEN="+tc.token)
+			}
+			r := tg(t, env, "doctor", "--rules", s.rules, "--journal", filepath.Join(s.dir, "toolguard.db"))
+			if !strings.Contains(r.stdout, "\n"+tc.want+"\n") {
+				t.Errorf("doctor output lacks %q:\n%s", tc.want, r.stdout)
+			}
+		})
+	}
+}

@@ -101,8 +101,14 @@ func (d *doctor) run(ctx context.Context) []finding {
 	out := d.proxyVars()
 	out = append(out, d.noProxy()...)
 	out = append(out, d.trustGo(ctx), d.trustCurl(ctx), d.trustPython(ctx), d.trustNode(ctx))
-	out = append(out, d.rules(), d.journal(), d.adminAPI(ctx), d.clock())
-	return out
+	admin := d.adminAPI(ctx)
+	out = append(out, d.rules(), d.journal(), admin)
+	if admin.mark == markOK {
+		if tok := d.adminToken(ctx); tok.what != "" {
+			out = append(out, tok)
+		}
+	}
+	return append(out, d.clock())
 }
 
 func ok(format string, args ...any) finding {
@@ -413,6 +419,36 @@ func (d *doctor) proxyClock() time.Time {
 		return time.Time{}
 	}
 	return body.Time
+}
+
+// adminToken checks TOOLGUARD_ADMIN_TOKEN against the admin API, which
+// the CLI's inspection commands use; no finding when no token is set and
+// none is needed.
+func (d *doctor) adminToken(ctx context.Context) finding {
+	c := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{Proxy: nil}}
+	req, _ := http.NewRequestWithContext(ctx, "GET", d.admin+"/v1/whoami", nil)
+	tok := d.env["TOOLGUARD_ADMIN_TOKEN"]
+	if tok != "" {
+		req.Header.Set("Authorization", "Bearer "+tok)
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		return fail("see toolguard's log", "admin token: %s", shortErr(err))
+	}
+	defer resp.Body.Close()
+	var who struct{ Role string }
+	json.NewDecoder(io.LimitReader(resp.Body, 4096)).Decode(&who)
+	switch {
+	case resp.StatusCode == http.StatusUnauthorized && tok == "":
+		return fail("export TOOLGUARD_ADMIN_TOKEN (the operator token, or the agent token to read only)", "admin token: the admin API needs one and TOOLGUARD_ADMIN_TOKEN is not set")
+	case resp.StatusCode == http.StatusUnauthorized:
+		return fail("set TOOLGUARD_ADMIN_TOKEN to admin.token (or admin.agent_token to read only)", "admin token: TOOLGUARD_ADMIN_TOKEN is not accepted")
+	case resp.StatusCode != http.StatusOK:
+		return fail("see toolguard's log", "admin token: %s/v1/whoami answered %s", d.admin, resp.Status)
+	case tok == "":
+		return finding{}
+	}
+	return ok("admin token: TOOLGUARD_ADMIN_TOKEN is the %s token", who.Role)
 }
 
 // clock compares this machine's clock with the proxy's: leases,

@@ -110,7 +110,9 @@ func execCommand(ctx context.Context, t *target, command []string, stdout, stder
 		fmt.Fprintf(stderr, "toolguard: exec %s: %v\n", command[0], err)
 	}
 	if summary {
-		after, cerr := t.counts(ctx)
+		// A signal that ended the command has cancelled ctx; the summary
+		// is still wanted.
+		after, cerr := t.counts(context.WithoutCancel(ctx))
 		fmt.Fprintln(stderr, summaryLine(before, after, cerr, t.holdsCommand()))
 	}
 	if code != 0 {

@@ -302,8 +302,12 @@
     q.set('limit', '500');
     const keyPrefix = params.get('key') || '';
     const route = params.get('route') || '';
-    const data = await api('/v1/steps?' + q);
-    const steps = data.steps.filter((s) => s.key.startsWith(keyPrefix) && (!route || s.route === route || s.api + '/' + s.route === route));
+    const data = /^[0-9a-f]{64}$/.test(keyPrefix)
+      ? await api('/v1/steps/' + keyPrefix).then((s) => ({ steps: [s] }), (e) => { if (e.status === 404) return { steps: [] }; throw e; })
+      : await api('/v1/steps?' + q);
+    const want = (k, v) => !params.get(k) || params.get(k) === v || (k === 'hold' && params.get(k) === 'none' && v === '');
+    const steps = data.steps.filter((s) => s.key.startsWith(keyPrefix) && (!route || s.route === route || s.api + '/' + s.route === route) &&
+      want('status', s.status) && want('hold', s.hold) && want('workflow', s.workflow));
     const input = (name, ph) => el('input', { name, value: params.get(name) || '', placeholder: ph, size: 14 });
     const select = (name, opts) => {
       const s = el('select', { name }, opts.map((o) => el('option', { value: o }, o || 'any ' + name)));
