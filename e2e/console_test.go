@@ -211,6 +211,14 @@ func (tb *tab) signIn(adminURL, token string) {
 	tb.waitJS("review queue", `document.body.dataset.view === "review"`)
 }
 
+// open navigates to a console address (#/...) and waits until its view
+// is rendered.
+func (tb *tab) open(adminURL, hash string) {
+	tb.t.Helper()
+	tb.run(chromedp.Navigate(adminURL + "/ui/#" + hash))
+	tb.waitJS("view "+hash, fmt.Sprintf(`decodeURIComponent(document.body.dataset.rendered || "") === decodeURIComponent(%q)`, hash))
+}
+
 func (tb *tab) noDialogs() {
 	tb.t.Helper()
 	tb.mu.Lock()
@@ -435,8 +443,7 @@ func TestConsole(t *testing.T) {
 		tb.signIn(p.adminURL, operatorToken)
 		rows := func(query string) int {
 			t.Helper()
-			tb.run(chromedp.Navigate(p.adminURL + "/ui/#/steps?" + query))
-			tb.waitJS("steps "+query, `document.body.dataset.view === "steps" && !!document.querySelector("form.filters")`)
+			tb.open(p.adminURL, "/steps?"+query)
 			return eval[int](tb, `document.querySelectorAll("#main tbody tr[data-key]").length`)
 		}
 		tests := []struct {
@@ -473,9 +480,8 @@ func TestConsole(t *testing.T) {
 	t.Run("planted strings stay inert", func(t *testing.T) {
 		tb := b.tab(t)
 		tb.signIn(p.adminURL, operatorToken)
-		for _, view := range []string{"#/steps", "#/events", "#/step/" + f.review, "#/workflow/" + urlPathEscape(f.workflow)} {
-			tb.run(chromedp.Navigate(p.adminURL + "/ui/" + view))
-			tb.waitJS(view, `document.querySelector("#main h1") !== null`)
+		for _, view := range []string{"/steps", "/events", "/step/" + f.review, "/workflow/" + urlPathEscape(f.workflow)} {
+			tb.open(p.adminURL, view)
 			planted := eval[int](tb, `document.querySelectorAll("#main img, #main script, dialog img").length`)
 			if planted != 0 {
 				t.Errorf("%s: %d planted elements were parsed as HTML", view, planted)

@@ -193,7 +193,10 @@
   function scheduleRefresh() {
     clearTimeout(state.refreshTimer);
     state.refreshTimer = setTimeout(() => {
-      if (document.querySelector('dialog[open]') || state.busy) return;
+      // Not under an open confirmation (it re-renders when it closes), and
+      // not over a render in progress: try again shortly.
+      if (document.querySelector('dialog[open]')) return;
+      if (state.busy) { scheduleRefresh(); return; }
       render(true);
     }, 150);
   }
@@ -434,6 +437,8 @@
         default: await viewReview();
       }
       document.body.dataset.view = parts[0] || 'review';
+      // The view of this address is on the page (tests wait for it).
+      document.body.dataset.rendered = hash;
     } catch (e) {
       if (e.status !== 401 && !quiet) show(el('h1', null, 'Error'), notice(e.message, 'error'));
     } finally {
