@@ -6,7 +6,9 @@
 (function () {
   const store = window.sessionStorage;
   const POLL_MS = 1000;
-  const state = { lastSeq: 0, feed: [], refreshTimer: 0, busy: false, polling: false };
+  // pollGen identifies the current polling loop: signing out and in again
+  // starts a new one and ends the old.
+  const state = { lastSeq: 0, feed: [], refreshTimer: 0, busy: false, polling: false, pollGen: 0 };
 
   // ---- DOM helpers -------------------------------------------------------
 
@@ -173,8 +175,8 @@
     return hi;
   }
 
-  async function poll() {
-    if (!state.polling) return;
+  async function poll(gen) {
+    if (!state.polling || gen !== state.pollGen) return;
     try {
       const page = await api('/v1/events?limit=200&after=' + state.lastSeq);
       if (page.events.length > 0) {
@@ -185,7 +187,7 @@
         scheduleRefresh();
       }
     } catch (e) { /* shown by the next successful poll */ }
-    setTimeout(poll, POLL_MS);
+    setTimeout(() => poll(gen), POLL_MS);
   }
 
   // scheduleRefresh re-renders the current view after new events, unless
@@ -210,8 +212,9 @@
     refreshCounts();
     if (!state.polling) {
       state.polling = true;
+      const gen = ++state.pollGen;
       try { state.lastSeq = await findTail(); } catch (e) { state.lastSeq = 0; }
-      poll();
+      poll(gen);
     }
   }
 
