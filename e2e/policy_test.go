@@ -35,6 +35,9 @@ func TestAdminToken(t *testing.T) {
 	check("POST", "/v1/steps/abc/resolve", "agent-secret", 403)
 	check("POST", "/v1/steps/abc/resolve", "op-secret", 404)
 	check("GET", "/v1/steps/abc/approve", "op-secret", 405)
+	check("GET", "/v1/whoami", "", 401)
+	check("GET", "/v1/whoami", "agent-secret", 200)
+	check("GET", "/ui/", "", 200) // static; its pages call the API with a token
 }
 
 // A CONNECT to a host no rule names is a plain tunnel: the client sees the

@@ -34,7 +34,11 @@ type AdminOptions struct {
 	// Metrics serves GET /metrics; nil leaves it out.
 	Metrics http.Handler
 	// Extra mounts more handlers (metrics, workflows) on the same mux.
-	Extra  func(mux *http.ServeMux, auth func(role Role, h http.HandlerFunc) http.HandlerFunc)
+	Extra func(mux *http.ServeMux, auth func(role Role, h http.HandlerFunc) http.HandlerFunc)
+	// UI serves the web console under /ui/ without a token: it is static,
+	// and its pages call this API with the token in a header. Nil leaves
+	// it out.
+	UI     http.Handler
 	Logger *slog.Logger
 }
 
@@ -73,6 +77,10 @@ func NewAdmin(opts AdminOptions) *Admin {
 	m.HandleFunc("POST /v1/steps/{key}/approve", a.auth(RoleOperator, a.approve))
 	m.HandleFunc("POST /v1/steps/{key}/resolve", a.auth(RoleOperator, a.resolve))
 	m.HandleFunc("GET /v1/events", a.auth(RoleAgent, a.events))
+	m.HandleFunc("GET /v1/whoami", a.auth(RoleAgent, a.whoami))
+	if opts.UI != nil {
+		m.Handle("/ui/", opts.UI)
+	}
 	if opts.Metrics != nil {
 		m.HandleFunc("GET /metrics", a.auth(RoleAgent, opts.Metrics.ServeHTTP))
 	}
@@ -107,14 +115,7 @@ func (a *Admin) auth(role Role, h http.HandlerFunc) http.HandlerFunc {
 			h(w, r)
 			return
 		}
-		got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-		var granted Role
-		switch {
-		case ok && tokenEqual(got, a.opts.Token):
-			granted = RoleOperator
-		case ok && a.opts.AgentToken != "" && tokenEqual(got, a.opts.AgentToken):
-			granted = RoleAgent
-		}
+		granted := a.roleOf(r)
 		if granted == 0 {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="toolguard"`)
 			a.adminError(w, errUnauthorized)
@@ -126,6 +127,32 @@ func (a *Admin) auth(role Role, h http.HandlerFunc) http.HandlerFunc {
 		}
 		h(w, r)
 	}
+}
+
+// roleOf is what the request's bearer token grants: 0 for none, and
+// RoleOperator for every request when no token is configured.
+func (a *Admin) roleOf(r *http.Request) Role {
+	if a.opts.Token == "" {
+		return RoleOperator
+	}
+	got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	switch {
+	case ok && tokenEqual(got, a.opts.Token):
+		return RoleOperator
+	case ok && a.opts.AgentToken != "" && tokenEqual(got, a.opts.AgentToken):
+		return RoleAgent
+	}
+	return 0
+}
+
+// whoami tells a client (the console) what its token may do:
+// {"role": "operator"} or {"role": "agent"}.
+func (a *Admin) whoami(w http.ResponseWriter, r *http.Request) {
+	role := "agent"
+	if a.roleOf(r) == RoleOperator {
+		role = "operator"
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"role": role})
 }
 
 func tokenEqual(got, want string) bool {

@@ -336,6 +336,10 @@ func (s *Server) serveNonProxy(w http.ResponseWriter, r *http.Request) {
 // host when unmatched calls are guarded or rejected); other tunnels are
 // passed through untouched.
 func (s *Server) handleConnect(host string, ctx *goproxy.ProxyCtx) (*goproxy.ConnectAction, string) {
+	if isCheckHost(host) && s.certs != nil {
+		// Answered by checkResponse inside the tunnel; nothing is dialed.
+		return &goproxy.ConnectAction{Action: goproxy.ConnectMitm, TLSConfig: s.tlsConfigFor}, host
+	}
 	named := s.rules.Intercepts(host)
 	if s.egress.isSelf(host) || (!named && !s.egress.connectAllowed(host)) {
 		// goproxy writes ctx.Resp to the client when it rejects a CONNECT.
@@ -403,6 +407,10 @@ func (s *Server) handleRequest(req *http.Request, ctx *goproxy.ProxyCtx) (*http.
 		resp.Header.Set(HeaderOutcome, OutcomeBlocked)
 		s.logRequest(req, slog.LevelInfo, OutcomeBlocked, resp.StatusCode, p.Detail)
 		return req, resp
+	}
+	if isCheckHost(host) {
+		ctx.UserData = &reqState{guarded: true}
+		return req, s.checkResponse(req)
 	}
 	if refused := s.refuseEgress(req, host); refused != nil {
 		ctx.UserData = &reqState{guarded: true}

@@ -10,7 +10,7 @@ import (
 // commands are every command line of the CLI, by the arguments that select
 // it; TestHelpMatchesREADME checks that each one's synopsis is documented.
 var commands = [][]string{
-	{"serve"},
+	{"serve"}, {"exec"}, {"doctor"},
 	{"journal", "ls"}, {"journal", "show"}, {"journal", "tail"}, {"journal", "backup"},
 	{"journal", "check"}, {"journal", "export"}, {"journal", "compact"},
 	{"review", "ls"}, {"review", "approve"}, {"review", "resolve"},

@@ -27,9 +27,12 @@ var errHelp = flag.ErrHelp
 func exitCode(err error, stderr io.Writer) int {
 	var ue *usageError
 	var ce *config.Error
+	var child *childExit
 	switch {
 	case err == nil, errors.Is(err, errHelp):
 		return 0
+	case errors.As(err, &child):
+		return child.code
 	case errors.As(err, &ue):
 		fmt.Fprintf(stderr, "toolguard: %v\nRun 'toolguard help' for usage.\n", err)
 		return 2
@@ -45,7 +48,9 @@ func exitCode(err error, stderr io.Writer) int {
 const usage = `toolguard keeps AI agents from repeating side effects.
 
 Usage:
-  toolguard serve [--config FILE] [flags]
+  toolguard serve [--config FILE] [flags]       run the proxy and the admin API
+  toolguard exec [serve flags] [--proxy URL [--admin URL] [--ca FILE]] -- COMMAND [ARGS...]
+  toolguard doctor [--config FILE] [serve flags] [--admin URL]
   toolguard journal ls [--status S] [--hold H] [--workflow W] [--limit N] [--json]
   toolguard journal show KEY [--json]
   toolguard journal tail [-f] [--after SEQ] [--json]
@@ -82,6 +87,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	switch cmd {
 	case "serve":
 		return runServe(ctx, rest, stdout, stderr)
+	case "exec":
+		return runExec(ctx, rest, stdout, stderr)
+	case "doctor":
+		return runDoctor(ctx, rest, stdout, stderr)
 	case "journal":
 		return runJournal(ctx, rest, stdout, stderr)
 	case "review":

@@ -18,6 +18,7 @@ import (
 	"golang.org/x/net/netutil"
 
 	"github.com/toolguard/toolguard/config"
+	"github.com/toolguard/toolguard/console"
 	"github.com/toolguard/toolguard/internal/wire"
 	"github.com/toolguard/toolguard/journal"
 	"github.com/toolguard/toolguard/proxy"
@@ -104,6 +105,18 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 
 // serve runs the proxy and the admin API until ctx ends, then drains.
 func serve(ctx context.Context, cfg config.Config, log *slog.Logger, stdout io.Writer) error {
+	return serveWith(ctx, cfg, log, stdout, nil)
+}
+
+// serving is what a started serve tells its caller (exec).
+type serving struct {
+	proxyAddr, adminAddr, caFile string
+	metrics                      *proxy.Metrics
+}
+
+// serveWith is serve that calls ready, when not nil, once both listeners
+// accept connections.
+func serveWith(ctx context.Context, cfg config.Config, log *slog.Logger, stdout io.Writer, ready func(serving)) error {
 	set, err := rules.Load(cfg.Rules.Dir)
 	if err != nil {
 		return fmt.Errorf("load rules from %s:\n%w", cfg.Rules.Dir, err)
@@ -151,13 +164,17 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, stdout io.W
 		log.Info("resumed pending verifications", "count", n)
 	}
 	admin := proxy.NewAdmin(proxy.AdminOptions{Store: j, Token: cfg.Admin.Token, AgentToken: cfg.Admin.AgentToken, Logger: log,
-		Metrics: metrics.Handler(), Extra: srv.WorkflowAdmin(), Ready: srv.Ready})
+		Metrics: metrics.Handler(), Extra: srv.WorkflowAdmin(), Ready: srv.Ready,
+		UI: console.Handler(console.Options{Version: version})})
 	proxyHTTP, adminHTTP := wire.HTTPServer(cfg, srv.Handler(), log), wire.HTTPServer(cfg, admin, log)
 	errc := make(chan error, 2)
 	go func() { errc <- serveOn(proxyHTTP, netutil.LimitListener(proxyLn, cfg.Limits.MaxConnections)) }()
 	go func() { errc <- serveOn(adminHTTP, adminLn) }()
 
 	fmt.Fprintf(stdout, "proxy: http://%s\nadmin: http://%s\nca:    %s\n", proxyLn.Addr(), adminLn.Addr(), absPath(ca.CertFile))
+	if ready != nil {
+		ready(serving{proxyAddr: proxyLn.Addr().String(), adminAddr: adminLn.Addr().String(), caFile: absPath(ca.CertFile), metrics: metrics})
+	}
 	log.Info("toolguard serving", "proxy", proxyLn.Addr().String(), "admin", adminLn.Addr().String(), "ca", absPath(ca.CertFile), "journal", cfg.Journal.Path)
 
 	select {

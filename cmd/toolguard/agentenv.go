@@ -1,0 +1,219 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"strconv"
+	"strings"
+)
+
+// proxyVars are the variables exec owns in the command's environment;
+// values the caller had are replaced (NO_PROXY entries are kept).
+var proxyVars = []string{"HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY", "SSL_CERT_FILE", "REQUESTS_CA_BUNDLE",
+	"CURL_CA_BUNDLE", "NODE_EXTRA_CA_CERTS", "NODE_USE_ENV_PROXY", "TOOLGUARD_ADMIN_URL"}
+
+// systemBundles are where distributions keep their root certificates, in
+// the order Go's crypto/x509 looks for them.
+var systemBundles = []string{
+	"/etc/ssl/certs/ca-certificates.crt",
+	"/etc/pki/tls/certs/ca-bundle.crt",
+	"/etc/ssl/ca-bundle.pem",
+	"/etc/pki/tls/cacert.pem",
+	"/etc/pki/ca-trust/extracted/pem/tls-ca-bundle.pem",
+	"/etc/ssl/cert.pem",
+}
+
+// agentEnv is base with every proxy and CA variable that common clients
+// read pointing at toolguard. curl reads only the lowercase http_proxy and
+// prefers CURL_CA_BUNDLE over SSL_CERT_FILE; Python's requests reads
+// REQUESTS_CA_BUNDLE; Node adds NODE_EXTRA_CA_CERTS to its own roots and
+// honours the proxy variables with NODE_USE_ENV_PROXY=1 (Node 24+).
+func agentEnv(base []string, proxyURL, adminURL, bundle string) []string {
+	var keep []string
+	var noProxy []string
+	for _, kv := range base {
+		k, v, _ := strings.Cut(kv, "=")
+		if strings.EqualFold(k, "NO_PROXY") {
+			noProxy = append(noProxy, strings.Split(v, ",")...)
+		}
+		if isProxyVar(k) {
+			continue
+		}
+		keep = append(keep, kv)
+	}
+	no := strings.Join(noProxyEntries(noProxy, adminURL), ",")
+	return append(keep,
+		"HTTP_PROXY="+proxyURL, "http_proxy="+proxyURL,
+		"HTTPS_PROXY="+proxyURL, "https_proxy="+proxyURL,
+		"NO_PROXY="+no, "no_proxy="+no,
+		"SSL_CERT_FILE="+bundle, "REQUESTS_CA_BUNDLE="+bundle, "CURL_CA_BUNDLE="+bundle, "NODE_EXTRA_CA_CERTS="+bundle,
+		"NODE_USE_ENV_PROXY=1",
+		"TOOLGUARD_ADMIN_URL="+adminURL,
+	)
+}
+
+func isProxyVar(k string) bool {
+	for _, v := range proxyVars {
+		if strings.EqualFold(k, v) {
+			return true
+		}
+	}
+	return false
+}
+
+// noProxyEntries keeps the caller's entries, host-only (curl ignores an
+// entry with a port), and adds the admin listener's host so that the
+// command reaches the admin API directly.
+func noProxyEntries(existing []string, adminURL string) []string {
+	seen := map[string]bool{}
+	var out []string
+	add := func(h string) {
+		h = strings.TrimSpace(h)
+		if h == "" || seen[h] {
+			return
+		}
+		seen[h] = true
+		out = append(out, h)
+	}
+	for _, e := range existing {
+		add(hostOnly(e))
+	}
+	if u, err := url.Parse(adminURL); err == nil {
+		add(u.Hostname())
+	}
+	return out
+}
+
+// hostOnly strips a port from a NO_PROXY entry: "10.0.0.1:8481" and
+// "[::1]:8481" become "10.0.0.1" and "::1"; CIDRs and names stay.
+func hostOnly(e string) string {
+	e = strings.TrimSpace(e)
+	if h, _, err := net.SplitHostPort(e); err == nil {
+		return h
+	}
+	return strings.Trim(e, "[]")
+}
+
+// writeBundle writes the system roots (or the caller's SSL_CERT_FILE)
+// followed by toolguard's CA to path.
+func writeBundle(path, caFile, callerBundle string) (string, error) {
+	ca, err := os.ReadFile(caFile)
+	if err != nil {
+		return "", fmt.Errorf("read toolguard's CA: %w", err)
+	}
+	var buf bytes.Buffer
+	for _, p := range append([]string{callerBundle}, systemBundles...) {
+		if p == "" {
+			continue
+		}
+		if roots, err := os.ReadFile(p); err == nil {
+			buf.Write(roots)
+			if len(roots) > 0 && roots[len(roots)-1] != '\n' {
+				buf.WriteByte('\n')
+			}
+			break
+		}
+	}
+	buf.WriteString("# toolguard CA\n")
+	buf.Write(ca)
+	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
+		return "", fmt.Errorf("write CA bundle: %w", err)
+	}
+	return path, nil
+}
+
+// callCounts are the figures of the exec summary, from /metrics.
+type callCounts struct {
+	outcomes map[string]float64 // toolguard_requests_total by outcome
+	held     float64            // toolguard_held_steps, all holds
+}
+
+// countsFrom scrapes a metrics handler in this process.
+func countsFrom(h http.Handler, _ string) (callCounts, error) {
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	return parseCounts(rec.Body)
+}
+
+// countsFromURL scrapes a running toolguard's /metrics with
+// TOOLGUARD_ADMIN_TOKEN.
+func countsFromURL(ctx context.Context, c *http.Client, u string) (callCounts, error) {
+	req, err := http.NewRequestWithContext(ctx, "GET", u, nil)
+	if err != nil {
+		return callCounts{}, err
+	}
+	if tok := os.Getenv("TOOLGUARD_ADMIN_TOKEN"); tok != "" {
+		req.Header.Set("Authorization", "Bearer "+tok)
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		return callCounts{}, fmt.Errorf("read metrics: %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return callCounts{}, fmt.Errorf("read metrics: %s", resp.Status)
+	}
+	return parseCounts(resp.Body)
+}
+
+// parseCounts reads the two metrics the summary needs from the Prometheus
+// text format.
+func parseCounts(r io.Reader) (callCounts, error) {
+	c := callCounts{outcomes: map[string]float64{}}
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		name, rest, ok := strings.Cut(line, "{")
+		if !ok {
+			continue
+		}
+		labels, value, ok := strings.Cut(rest, "} ")
+		if !ok {
+			continue
+		}
+		v, err := strconv.ParseFloat(strings.TrimSpace(value), 64)
+		if err != nil {
+			continue
+		}
+		switch name {
+		case "toolguard_requests_total":
+			c.outcomes[label(labels, "outcome")] += v
+		case "toolguard_held_steps":
+			c.held += v
+		}
+	}
+	return c, sc.Err()
+}
+
+func label(labels, name string) string {
+	for _, kv := range strings.Split(labels, ",") {
+		k, v, _ := strings.Cut(kv, "=")
+		if k == name {
+			s, _ := strconv.Unquote(v)
+			return s
+		}
+	}
+	return ""
+}
+
+// summaryLine is exec's one line on exit: the guarded calls the command
+// made, how many were answered from the journal, and the holds.
+func summaryLine(before, after callCounts, err error, holds string) string {
+	if err != nil {
+		return "toolguard: summary unavailable: " + err.Error()
+	}
+	d := func(o string) int { return int(after.outcomes[o] - before.outcomes[o]) }
+	guarded := d("forwarded") + d("replayed") + d("recovered") + d("blocked")
+	line := fmt.Sprintf("toolguard: %d guarded (%d forwarded, %d replayed, %d recovered, %d blocked), %d held",
+		guarded, d("forwarded"), d("replayed"), d("recovered"), d("blocked"), int(after.held))
+	return line + "; see holds with: " + holds
+}

@@ -1,0 +1,207 @@
+package e2e
+
+import (
+	"bufio"
+	"encoding/json"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// pythonEnvPost is urllib with nothing of its own: the proxy and the CA
+// bundle come from the environment (SSL_CERT_FILE via OpenSSL's default
+// paths).
+const pythonEnvPost = `
+import json, sys, urllib.request
+req = urllib.request.Request(sys.argv[1], data=sys.argv[2].encode(), method="POST",
+    headers={"Content-Type": "application/json", "Authorization": "Bearer k1"})
+with urllib.request.urlopen(req, timeout=30) as r:
+    print(json.dumps({"status": r.status, "outcome": r.headers.get("Toolguard-Outcome") or "",
+        "replayed": r.headers.get("Idempotent-Replayed") or "", "key": r.headers.get("Toolguard-Key") or "",
+        "body": r.read().decode()}))
+`
+
+// execSetup is a toolguard directory for exec: rules for a TLS upstream,
+// and the flags serve would take. exec names the admin listener localhost
+// in NO_PROXY, so the upstream on 127.0.0.1 is still reached through the
+// proxy.
+func execSetup(t *testing.T) (*upstream, []string) {
+	t.Helper()
+	up := newUpstream(t, true)
+	s := newSetup(t, map[string]string{"billing.yaml": ruleFile(up.host(), invoiceRoute)})
+	cfg := writeConfig(t, s.dir, "upstream:\n  ca_file: "+up.caPEM(t, s.dir)+"\n")
+	return up, []string{"exec", "--config", cfg, "--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0",
+		"--rules", s.rules, "--journal", filepath.Join(s.dir, "toolguard.db"), "--ca-dir", filepath.Join(s.dir, "ca")}
+}
+
+// clientAnswer decodes the JSON line a client script printed.
+func clientAnswer(t *testing.T, out string) answer {
+	t.Helper()
+	var a struct {
+		Status                       int
+		Outcome, Replayed, Key, Body string
+	}
+	if err := json.Unmarshal([]byte(strings.TrimSpace(out)), &a); err != nil {
+		t.Fatalf("client output %q: %v", out, err)
+	}
+	return answer{status: a.Status, outcome: a.Outcome, replayed: a.Replayed, key: a.Key, body: a.Body}
+}
+
+// TestExecClients runs real clients under toolguard exec with no proxy or
+// CA variables of their own: the first run is forwarded, the second (a
+// new process, the same intent) is replayed from the journal.
+func TestExecClients(t *testing.T) {
+	body := `{"customer":"cus_1","amount":7,"trace_id":"t1"}`
+	tests := []struct {
+		name, tool string
+		command    func(t *testing.T, url string) []string
+		parse      func(t *testing.T, out string) answer
+	}{
+		{name: "curl", tool: "curl",
+			command: func(t *testing.T, url string) []string {
+				return []string{"curl", "-sS", "-i", "--suppress-connect-headers", "--max-time", "30", "-H", "Content-Type: application/json",
+					"-H", "Authorization: Bearer k1", "--data-binary", body, url}
+			},
+			parse: func(t *testing.T, out string) answer {
+				resp, err := http.ReadResponse(bufio.NewReader(strings.NewReader(out)), nil)
+				if err != nil {
+					t.Fatalf("curl answer %q: %v", out, err)
+				}
+				return answerOf(resp)
+			}},
+		{name: "python urllib", tool: "python3",
+			command: func(t *testing.T, url string) []string { return []string{"python3", "-c", pythonEnvPost, url, body} },
+			parse:   clientAnswer},
+		{name: "node undici EnvHttpProxyAgent", tool: "node",
+			command: func(t *testing.T, url string) []string {
+				return []string{"node", "testdata/node/env_client.js", undiciDir(t), url, body}
+			},
+			parse: clientAnswer},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if _, err := exec.LookPath(tc.tool); err != nil {
+				t.Skipf("%s is not installed", tc.tool)
+			}
+			up, args := execSetup(t)
+			command := tc.command(t, up.URL+"/v1/invoices")
+			var answers []answer
+			for run, want := range []string{"1 guarded (1 forwarded, 0 replayed", "1 guarded (0 forwarded, 1 replayed"} {
+				r := tg(t, nil, append(append(args, "--"), command...)...)
+				if r.code != 0 {
+					t.Fatalf("run %d: exit code %d\nstdout:\n%s\nstderr:\n%s", run, r.code, r.stdout, r.stderr)
+				}
+				if !strings.Contains(r.stderr, "toolguard: "+want) || !strings.Contains(r.stderr, "review ls --journal") {
+					t.Errorf("run %d: summary %q, want %q and the command to see holds", run, r.stderr, want)
+				}
+				answers = append(answers, tc.parse(t, r.stdout))
+			}
+			checkDuplicate(t, up, answers[0], answers[1])
+		})
+	}
+}
+
+// TestExecEnvironment checks the variables the command sees and that exec
+// exits with the command's code.
+func TestExecEnvironment(t *testing.T) {
+	_, args := execSetup(t)
+	r := tg(t, []string{"NO_PROXY=internal.example:8080", "CURL_CA_BUNDLE=/nonexistent"},
+		append(args, "--", "sh", "-c", `env | grep -E '^(HTTPS?_PROXY|https?_proxy|NO_PROXY|no_proxy|SSL_CERT_FILE|CURL_CA_BUNDLE|REQUESTS_CA_BUNDLE|NODE_EXTRA_CA_CERTS|NODE_USE_ENV_PROXY|TOOLGUARD_ADMIN_URL)=' | sort; grep -c 'BEGIN CERTIFICATE' "$SSL_CERT_FILE"; exit 7`)...)
+	if r.code != 7 {
+		t.Fatalf("exit code %d, want the command's 7\n%s", r.code, r.stderr)
+	}
+	env := map[string]string{}
+	lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
+	for _, l := range lines[:len(lines)-1] {
+		k, v, _ := strings.Cut(l, "=")
+		env[k] = v
+	}
+	proxyURL := env["HTTPS_PROXY"]
+	if !strings.HasPrefix(proxyURL, "http://127.0.0.1:") {
+		t.Fatalf("HTTPS_PROXY = %q", proxyURL)
+	}
+	for _, k := range []string{"HTTP_PROXY", "http_proxy", "https_proxy"} {
+		if env[k] != proxyURL {
+			t.Errorf("%s = %q, want %q", k, env[k], proxyURL)
+		}
+	}
+	if env["NO_PROXY"] != "internal.example,localhost" || env["no_proxy"] != env["NO_PROXY"] {
+		t.Errorf("NO_PROXY = %q, no_proxy = %q; want host-only entries: internal.example,localhost", env["NO_PROXY"], env["no_proxy"])
+	}
+	bundle := env["SSL_CERT_FILE"]
+	for _, k := range []string{"CURL_CA_BUNDLE", "REQUESTS_CA_BUNDLE", "NODE_EXTRA_CA_CERTS"} {
+		if env[k] != bundle {
+			t.Errorf("%s = %q, want the merged bundle %q", k, env[k], bundle)
+		}
+	}
+	if env["NODE_USE_ENV_PROXY"] != "1" || !strings.HasPrefix(env["TOOLGUARD_ADMIN_URL"], "http://localhost:") {
+		t.Errorf("NODE_USE_ENV_PROXY = %q, TOOLGUARD_ADMIN_URL = %q", env["NODE_USE_ENV_PROXY"], env["TOOLGUARD_ADMIN_URL"])
+	}
+	// The system roots and toolguard's CA: more than one certificate.
+	if n := lines[len(lines)-1]; n == "0" || n == "1" {
+		t.Errorf("the bundle holds %s certificates, want the system roots plus toolguard's CA", n)
+	}
+	if _, err := os.Stat(bundle); err == nil {
+		t.Errorf("the bundle %s outlived exec", bundle)
+	}
+}
+
+// TestExecSignals forwards SIGTERM to the command and exits with its code.
+func TestExecSignals(t *testing.T) {
+	_, args := execSetup(t)
+	cmd := exec.Command(binary, append(args, "--", "sh", "-c", `trap 'echo got TERM; exit 42' TERM; echo ready; while :; do sleep 0.05; done`)...)
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir()}
+	stdout, _ := cmd.StdoutPipe()
+	var stderr syncBuffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	sc := bufio.NewScanner(stdout)
+	if !sc.Scan() || sc.Text() != "ready" {
+		t.Fatalf("the command did not start: %q\n%s", sc.Text(), stderr.String())
+	}
+	cmd.Process.Signal(syscall.SIGTERM)
+	sc.Scan()
+	if sc.Text() != "got TERM" {
+		t.Errorf("the command saw %q, want got TERM", sc.Text())
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		cmd.Process.Kill()
+		t.Fatal("exec did not exit after its command did")
+	}
+	if code := cmd.ProcessState.ExitCode(); code != 42 {
+		t.Errorf("exit code %d, want the command's 42\n%s", code, stderr.String())
+	}
+}
+
+// TestExecRunningProxy uses a toolguard started elsewhere (--proxy).
+func TestExecRunningProxy(t *testing.T) {
+	up := newUpstream(t, true)
+	s := newSetup(t, map[string]string{"billing.yaml": ruleFile(up.host(), invoiceRoute)})
+	s.args = append(s.args, "--config", writeConfig(t, s.dir, "upstream:\n  ca_file: "+up.caPEM(t, s.dir)+"\n"))
+	p := s.start(t)
+	body := `{"customer":"cus_2","amount":9}`
+	var answers []answer
+	for run := range 2 {
+		r := tg(t, nil, "exec", "--proxy", p.proxyURL.String(), "--admin", p.adminURL, "--ca", p.caFile, "--",
+			"python3", "-c", pythonEnvPost, up.URL+"/v1/invoices", body)
+		if r.code != 0 {
+			t.Fatalf("run %d: exit code %d\n%s", run, r.code, r.stderr)
+		}
+		if !strings.Contains(r.stderr, "toolguard: 1 guarded") || !strings.Contains(r.stderr, "review ls --admin "+p.adminURL) {
+			t.Errorf("run %d: summary %q", run, r.stderr)
+		}
+		answers = append(answers, clientAnswer(t, r.stdout))
+	}
+	checkDuplicate(t, up, answers[0], answers[1])
+}
