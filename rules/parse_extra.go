@@ -35,7 +35,7 @@ func (d *decoder) checkNone(r *Route, fs map[string]entry) {
 	case r.Effect != EffectNone && hasReason && r.Effect != 0:
 		d.errorf(re.node, "reason: only an effect: none route takes a reason (this route is %s)", r.Effect)
 	}
-	if r.Effect.Guarded() || r.Effect == 0 {
+	if r.Effect != EffectNone {
 		return
 	}
 	for _, f := range unguardedFields {
