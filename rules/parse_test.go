@@ -145,8 +145,25 @@ func dumpAPI(a *API) string {
 			p("    expect %s", dumpExpectation(&v.Expect))
 		}
 		p("  approval_required %v redact=%q", r.ApprovalRequired, r.Redact)
+		dumpExtras(p, r)
 	}
 	return b.String()
+}
+
+// dumpExtras prints the request-side features a route sets.
+func dumpExtras(p func(string, ...any), r *Route) {
+	if r.Reason != "" {
+		p("  reason %q", r.Reason)
+	}
+	if g := r.GraphQL; g != nil {
+		p("  graphql operation=%q field=%q endpoint_first=%v", g.Operation, g.Field, r.graphqlGroup != nil)
+	}
+	if in := r.Inject; in != nil {
+		p("  inject header=%q body=%q form=%q append=%q template=%q", in.Header, in.Body, in.Form, in.Append, in.Template)
+	}
+	if c := r.Conditional; c != nil {
+		p("  conditional %s: %s", c.Header, c.Value)
+	}
 }
 
 func dumpExpectation(e *Expectation) string {
