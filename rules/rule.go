@@ -121,10 +121,10 @@ type Route struct {
 	// Pos is where the route is declared, for messages.
 	Pos Pos
 
-	graphqlGroup []*Route // on the first route of a GraphQL endpoint: all its routes
-	segs      []segment         // Pattern, split; see match
-	matchPos  Pos               // of the match value
-	fixedPath map[string]string // path values of a Fallback route
+	graphqlGroup []*Route          // on the first route of a GraphQL endpoint: all its routes
+	segs         []segment         // Pattern, split; see match
+	matchPos     Pos               // of the match value
+	fixedPath    map[string]string // path values of a Fallback route
 }
 
 // KeySpec says which parts of the body define the intent. Exactly one of
