@@ -47,3 +47,15 @@ func TestKeyExplainMissingField(t *testing.T) {
 		t.Errorf("exit %d, stdout %q, stderr %q; want 1, nothing, %q", code, stdout, stderr, want)
 	}
 }
+
+// TestRulesCheckRequestSide: rules check --sample keys multipart samples
+// and GraphQL samples by the route their operation selects, and reports
+// a query that no route guards.
+func TestRulesCheckRequestSide(t *testing.T) {
+	cleanEnv(t)
+	code, stdout, stderr := cli(t, "rules", "check", "testdata/requestside/uploads.yaml", "--sample", "testdata/requestside/uploads.jsonl")
+	if code != 1 {
+		t.Fatalf("exit %d, want 1; stderr:\n%s", code, stderr)
+	}
+	golden(t, "rules_check_request_side", "--- stdout\n"+stdout+"--- stderr\n"+stderr)
+}
