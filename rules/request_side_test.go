@@ -390,3 +390,29 @@ func TestCheckSamplesRequestSide(t *testing.T) {
 		}
 	})
 }
+
+// FuzzParseGraphQLDocument: the document parser never panics, and an
+// operation it returns has a known type.
+func FuzzParseGraphQLDocument(f *testing.F) {
+	for _, s := range []string{
+		"mutation A($i: In!) @d(x: 1) { a: issueCreate(input: $i) { id } }",
+		"{ a } fragment F on T { b }",
+		`query { c(s: """a""" t: "b\"}") }`,
+		"subscription S { e }",
+		"# c\n{",
+	} {
+		f.Add(s, "")
+	}
+	f.Fuzz(func(t *testing.T, doc, name string) {
+		op, err := ParseGraphQLDocument(doc, name)
+		if err != nil {
+			if !errors.Is(err, ErrInvalidBody) {
+				t.Fatalf("error %v does not wrap ErrInvalidBody", err)
+			}
+			return
+		}
+		if op.Type != "query" && op.Type != "mutation" && op.Type != "subscription" {
+			t.Fatalf("operation type %q", op.Type)
+		}
+	})
+}
