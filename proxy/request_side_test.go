@@ -134,6 +134,7 @@ func requestSideHarness(t *testing.T, up *recordingUpstream, opts Options) *harn
   - name: put_object
     match: PUT /{bucket}/{object...}
     effect: reversible
+    key: {content: sha256}
     inject: {header: X-Amz-Meta-Toolguard-Key}
     conditional: {header: If-None-Match, value: "*"}
     operation_id: header:ETag
@@ -299,10 +300,17 @@ func TestInjectedMarkerHeaderAndOperationIDs(t *testing.T) {
 	if got := resp.Header.Get(HeaderOutcome); got != OutcomeReplayed {
 		t.Errorf("retry carrying the marker: outcome %q, want replayed", got)
 	}
-	resp, _ = h.sendTo(up, "PUT", "/bucket/a/b.json", "application/json", []byte(`{"hello":1}`))
+	resp, _ = h.sendTo(up, "PUT", "/bucket/a/b.bin", "application/octet-stream", []byte("\x00\xffraw bytes"))
 	hdr, _ := up.last()
 	if hdr.Get("X-Amz-Meta-Toolguard-Key") != resp.Header.Get(HeaderKey) || hdr.Get("If-None-Match") != "*" {
 		t.Errorf("PUT headers = %v, want the key and If-None-Match: *", hdr)
+	}
+	resp, _ = h.sendTo(up, "PUT", "/bucket/a/b.bin", "application/octet-stream", []byte("\x00\xffraw bytes"))
+	if got := resp.Header.Get(HeaderOutcome); got != OutcomeReplayed {
+		t.Errorf("same object, same bytes: outcome %q, want replayed", got)
+	}
+	if got := up.count("PUT /bucket/a/b.bin"); got != 1 {
+		t.Errorf("objects written = %d, want 1", got)
 	}
 	h.sendTo(up, "POST", "/api/chat.postMessage", "application/json", []byte(`{"channel":"C1","text":"hi"}`))
 	ids := map[string]string{}

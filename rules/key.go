@@ -84,7 +84,9 @@ func (d *Deriver) Derive(r *Route, in Input) (*Intent, error) {
 	s := scratchPool.Get().(*deriveScratch)
 	defer s.release()
 	var err error
-	if s.doc, err = s.canon.body(s.doc[:0], in.ContentType, in.Body); err != nil {
+	if r.Key.RawContent {
+		s.doc = appendRawContent(s.doc[:0], in.ContentType, in.Body)
+	} else if s.doc, err = s.canon.body(s.doc[:0], in.ContentType, in.Body); err != nil {
 		return nil, err
 	}
 	if r.Inject != nil && r.Inject.Append != "" {

@@ -148,3 +148,18 @@ func multipartBoundary(contentType string) (string, error) {
 	}
 	return b, nil
 }
+
+// appendRawContent appends the canonical document of a body keyed as
+// bytes: {"content_sha256", "content_type", "size"}, the type as sent
+// (normalised when it parses), "" when there is none.
+func appendRawContent(dst []byte, contentType string, body []byte) []byte {
+	if mt, params, err := mime.ParseMediaType(contentType); err == nil {
+		contentType = mime.FormatMediaType(mt, params)
+	}
+	sum := sha256.Sum256(body)
+	dst = append(dst, `{"content_sha256":"`...)
+	dst = hex.AppendEncode(dst, sum[:])
+	dst = append(dst, `","content_type":`...)
+	dst = appendString(dst, contentType)
+	return fmt.Appendf(dst, `,"size":%d}`, len(body))
+}

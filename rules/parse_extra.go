@@ -303,3 +303,16 @@ func (d *decoder) routeExtras(r *Route, fs map[string]entry) {
 		r.Conditional = d.conditional(e)
 	}
 }
+
+// rawContent reads key.content: sha256.
+func (d *decoder) rawContent(r *Route, e entry) {
+	s, ok := d.str(e.val, "key.content")
+	if !ok {
+		return
+	}
+	if s != "sha256" {
+		d.errorf(e.val, "key.content: unknown content key %q (want sha256)", s)
+		return
+	}
+	r.Key.RawContent = true
+}

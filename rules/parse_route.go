@@ -97,7 +97,7 @@ func (d *decoder) effect(r *Route, e entry) {
 }
 
 func (d *decoder) key(r *Route, e entry) {
-	fs, ok := d.mapping(e.val, "key", "fields", "optional", "ignore", "scope")
+	fs, ok := d.mapping(e.val, "key", "fields", "optional", "ignore", "scope", "content")
 	if !ok {
 		return
 	}
@@ -119,6 +119,9 @@ func (d *decoder) key(r *Route, e entry) {
 	}
 	if sc, ok := fs["scope"]; ok {
 		r.Key.Scope = d.scope(sc)
+	}
+	if c, ok := fs["content"]; ok {
+		d.rawContent(r, c)
 	}
 }
 

@@ -155,6 +155,9 @@ func dumpExtras(p func(string, ...any), r *Route) {
 	if r.Reason != "" {
 		p("  reason %q", r.Reason)
 	}
+	if r.Key.RawContent {
+		p("  key content=sha256")
+	}
 	if g := r.GraphQL; g != nil {
 		p("  graphql operation=%q field=%q endpoint_first=%v", g.Operation, g.Field, r.graphqlGroup != nil)
 	}

@@ -142,6 +142,10 @@ type KeySpec struct {
 	// Ignore paths are dotted keys with '\' escapes, array indices and '#'
 	// for every element (lines.#.trace).
 	Ignore []string
+	// RawContent keys the body as bytes, whatever its type (key.content:
+	// sha256): the canonical body is {"content_sha256", "content_type",
+	// "size"} and is never parsed. For uploads of files and objects.
+	RawContent bool
 	// Scope lists the values that partition the key space. nil means both
 	// credential and workflow; an empty non-nil slice means none.
 	Scope []Scope
