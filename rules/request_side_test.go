@@ -447,3 +447,22 @@ func TestRawContentKey(t *testing.T) {
 		})
 	}
 }
+
+// TestGapsUnguardedRoute: an effect none route needs a sample but no pairs.
+func TestGapsUnguardedRoute(t *testing.T) {
+	set, err := NewSet(mustParse(t, "api: x\nhosts: [x.example]\nroutes:\n  - name: search\n    match: POST /search\n    effect: none\n    reason: reads\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	samples, err := ReadSamples("s.jsonl", strings.NewReader(`{"method":"POST","url":"https://x.example/search","content_type":"application/json","body":{"q":1}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep := CheckSamples(set, samples, &Deriver{})
+	if gaps := rep.Gaps(set); len(rep.Problems) != 0 || len(gaps) != 0 {
+		t.Errorf("problems %q, gaps %q; want none", rep.Problems, gaps)
+	}
+	if gaps := (&SampleReport{}).Gaps(set); len(gaps) != 1 || !strings.HasSuffix(gaps[0], "route x/search: no sample") {
+		t.Errorf("gaps without samples = %q, want one: no sample", gaps)
+	}
+}
