@@ -29,9 +29,20 @@ type recordingUpstream struct {
 }
 
 func newRecordingUpstream(t *testing.T) *recordingUpstream {
+	return newRecordingUpstreamTLS(t, false)
+}
+
+// newRecordingUpstreamTLS serves over HTTPS when useTLS is set, with
+// httptest's certificate, which a TLS harness trusts.
+func newRecordingUpstreamTLS(t *testing.T, useTLS bool) *recordingUpstream {
 	t.Helper()
 	u := &recordingUpstream{}
-	u.Server = httptest.NewServer(http.HandlerFunc(u.serve))
+	u.Server = httptest.NewUnstartedServer(http.HandlerFunc(u.serve))
+	if useTLS {
+		u.StartTLS()
+	} else {
+		u.Start()
+	}
 	t.Cleanup(u.Close)
 	return u
 }
@@ -97,8 +108,8 @@ func (u *recordingUpstream) last() (http.Header, string) {
 }
 
 func requestSideHarness(t *testing.T, up *recordingUpstream, opts Options) *harness {
-	host := strings.TrimPrefix(up.URL, "http://")
-	return startHarness(t, harnessConfig{RuleHost: host, Options: opts, Routes: fmt.Sprintf(`  - name: upload_file
+	host := strings.TrimPrefix(strings.TrimPrefix(up.URL, "http://"), "https://")
+	return startHarness(t, harnessConfig{TLS: up.TLS != nil, RuleHost: host, Options: opts, Routes: fmt.Sprintf(`  - name: upload_file
     match: POST /v1/files
     effect: irreversible
     key: {fields: [purpose, file]}
@@ -117,7 +128,7 @@ func requestSideHarness(t *testing.T, up *recordingUpstream, opts Options) *harn
     key: {fields: [amount, currency]}
     inject: {form: "metadata[toolguard_key]"}
     lookup:
-      request: GET http://%s/v1/charges/search?key={{key}}
+      request: GET %s/v1/charges/search?key={{key}}
       found: {status: 200, body: {"data.#": "1"}}
       absent: {status: 200, body: {"data.#": "0"}}
       operation_id: body:data.0.id
@@ -138,7 +149,7 @@ func requestSideHarness(t *testing.T, up *recordingUpstream, opts Options) *harn
     inject: {header: X-Amz-Meta-Toolguard-Key}
     conditional: {header: If-None-Match, value: "*"}
     operation_id: header:ETag
-`, host)})
+`, up.URL)})
 }
 
 // sendTo sends a request with a body and content type to the recording
@@ -172,7 +183,13 @@ func multipartUpload(t *testing.T, purpose, filename, content string) ([]byte, s
 }
 
 func TestMultipartUploadGuarded(t *testing.T) {
-	up := newRecordingUpstream(t)
+	for _, useTLS := range []bool{false, true} {
+		t.Run(fmt.Sprintf("tls=%v", useTLS), func(t *testing.T) { testMultipartUpload(t, useTLS) })
+	}
+}
+
+func testMultipartUpload(t *testing.T, useTLS bool) {
+	up := newRecordingUpstreamTLS(t, useTLS)
 	h := requestSideHarness(t, up, Options{})
 	body, ct := multipartUpload(t, "dispute_evidence", "a.pdf", "%PDF-1.4 evidence")
 	resp, _ := h.sendTo(up, "POST", "/v1/files", ct, body)
@@ -230,7 +247,13 @@ func TestEffectNoneExemptsInsideGuard(t *testing.T) {
 }
 
 func TestGraphQLRoutes(t *testing.T) {
-	up := newRecordingUpstream(t)
+	for _, useTLS := range []bool{false, true} {
+		t.Run(fmt.Sprintf("tls=%v", useTLS), func(t *testing.T) { testGraphQLRoutes(t, useTLS) })
+	}
+}
+
+func testGraphQLRoutes(t *testing.T, useTLS bool) {
+	up := newRecordingUpstreamTLS(t, useTLS)
 	h := requestSideHarness(t, up, Options{})
 	mutation := func(op, title string) []byte {
 		return []byte(fmt.Sprintf(`{"query":"mutation %s($input: IssueCreateInput!) { issueCreate(input: $input) { success issue { id } } }","variables":{"input":{"title":%q}}}`, op, title))
