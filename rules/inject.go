@@ -228,3 +228,44 @@ func setJSONRaw(body []byte, field string, raw []byte) ([]byte, error) {
 	i := strings.Index(string(out), string(enc))
 	return append(append(out[:i:i], raw...), out[i+len(enc):]...), nil
 }
+
+// check refuses, before anything is journaled, a request whose body
+// cannot take the injected field: inject.body needs a JSON object body,
+// inject.form a form, inject.append a JSON or form body whose field is a
+// string or absent. doc is the canonical body.
+func (in *Inject) check(r *Route, contentType string, doc []byte) error {
+	if in == nil || in.Header != "" {
+		return nil
+	}
+	form := isForm(contentType)
+	var what string
+	switch {
+	case r.Key.RawContent || isMultipart(contentType):
+		what = "a JSON or form body"
+	case in.Body != "" && (form || !isObject(doc)):
+		what = "a JSON object body"
+	case in.Form != "" && !form:
+		what = "a form body (" + formType + ")"
+	case in.Append != "" && !form && !isObject(doc):
+		what = "a JSON object or form body"
+	case in.Append != "":
+		if res := gjson.GetBytes(doc, escapeDotted(in.Append)); res.Exists() && res.Type != gjson.String {
+			return fmt.Errorf("%w: route %s/%s: inject.append: %q is not a string", ErrInvalidBody, r.apiName(), r.Name, in.Append)
+		}
+	}
+	if what != "" {
+		return fmt.Errorf("%w: route %s/%s injects the key into %s", ErrInvalidBody, r.apiName(), r.Name, what)
+	}
+	return nil
+}
+
+func isMultipart(contentType string) bool {
+	mt, _, _ := strings.Cut(contentType, ";")
+	return strings.EqualFold(strings.TrimSpace(mt), multipartType)
+}
+
+// isObject reports whether a canonical document is an object (an empty
+// body is null, which an injection turns into one).
+func isObject(doc []byte) bool {
+	return len(doc) > 0 && (doc[0] == '{' || string(doc) == "null")
+}

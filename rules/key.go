@@ -89,6 +89,9 @@ func (d *Deriver) Derive(r *Route, in Input) (*Intent, error) {
 	} else if s.doc, err = s.canon.body(s.doc[:0], in.ContentType, in.Body); err != nil {
 		return nil, err
 	}
+	if err := r.Inject.check(r, in.ContentType, s.doc); err != nil {
+		return nil, err
+	}
 	if r.Inject != nil && r.Inject.Append != "" {
 		s.inj = r.Inject.stripInjected(s.inj[:0], s.doc)
 		s.doc, s.inj = s.inj, s.doc

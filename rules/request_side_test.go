@@ -466,3 +466,32 @@ func TestGapsUnguardedRoute(t *testing.T) {
 		t.Errorf("gaps without samples = %q, want one: no sample", gaps)
 	}
 }
+
+// TestInjectRefusesBodiesThatCannotTakeIt: Derive refuses, before anything
+// is journaled, a body the route's injection cannot be written into.
+func TestInjectRefusesBodiesThatCannotTakeIt(t *testing.T) {
+	api := mustParse(t, requestSideRules)
+	tests := []struct{ name, route, ct, body, want string }{
+		{name: "form field into JSON", route: "charge", ct: "application/json", body: `{"amount":1}`,
+			want: "invalid body: route requestside/charge injects the key into a form body (application/x-www-form-urlencoded)"},
+		{name: "JSON path into a form", route: "email", ct: formType, body: "To=a",
+			want: "invalid body: route requestside/email injects the key into a JSON object body"},
+		{name: "JSON path into an array", route: "email", ct: "application/json", body: `[{"To":"a"}]`,
+			want: "invalid body: route requestside/email injects the key into a JSON object body"},
+		{name: "append to a number", route: "issue", ct: "application/json", body: `{"title":"t","body":1}`,
+			want: `invalid body: route requestside/issue: inject.append: "body" is not a string`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := (&Deriver{}).Derive(routeNamed(t, api, tc.route), Input{ContentType: tc.ct, Body: []byte(tc.body)})
+			if err == nil || err.Error() != tc.want || !errors.Is(err, ErrInvalidBody) {
+				t.Errorf("Derive() error = %v, want %q", err, tc.want)
+			}
+		})
+	}
+	h := http.Header{}
+	got, err := routeNamed(t, api, "charge").Apply(h, formType, nil, testKey)
+	if err != nil || string(got) != "metadata%5Btoolguard_key%5D="+testKey {
+		t.Errorf("inject into an empty form = %q, %v", got, err)
+	}
+}
