@@ -8,11 +8,22 @@ import (
 
 // GraphQLMatch selects operations of a GraphQL endpoint: by operation
 // name, by the first root field of the selection set, or both (both must
-// then hold). It matches queries too: a query is guarded only when a
-// route selects it.
+// then hold), among operations of one type: mutations unless Type says
+// query or subscription. A query is guarded only when a route selects it
+// with type: query.
 type GraphQLMatch struct {
 	Operation string
 	Field     string
+	// Type is "mutation", "query" or "subscription"; "" means mutation.
+	Type string
+}
+
+// opType is the operation type the selector matches.
+func (m *GraphQLMatch) opType() string {
+	if m.Type == "" {
+		return "mutation"
+	}
+	return m.Type
 }
 
 // GraphQLOperation is what SelectGraphQL reads from a request: the
@@ -60,7 +71,7 @@ func SelectGraphQL(r *Route, body []byte) (route *Route, pass bool, err error) {
 }
 
 func (m *GraphQLMatch) matches(op GraphQLOperation) bool {
-	return (m.Operation == "" || m.Operation == op.Name) && (m.Field == "" || m.Field == op.Field)
+	return m.opType() == op.Type && (m.Operation == "" || m.Operation == op.Name) && (m.Field == "" || m.Field == op.Field)
 }
 
 // IsGraphQLEndpoint reports whether SelectGraphQL must read the body to

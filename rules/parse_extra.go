@@ -186,7 +186,7 @@ func (d *decoder) conditional(e entry) *Conditional {
 
 // graphql reads graphql: {operation, field}.
 func (d *decoder) graphql(r *Route, e entry) *GraphQLMatch {
-	fs, ok := d.mapping(e.val, "graphql", "operation", "field")
+	fs, ok := d.mapping(e.val, "graphql", "operation", "field", "type")
 	if !ok {
 		return nil
 	}
@@ -204,6 +204,11 @@ func (d *decoder) graphql(r *Route, e entry) *GraphQLMatch {
 			g.Operation = s
 		} else {
 			g.Field = s
+		}
+	}
+	if t, ok := fs["type"]; ok {
+		if g.Type, ok = d.str(t.val, "graphql.type"); ok && g.Type != "mutation" && g.Type != "query" && g.Type != "subscription" {
+			d.errorf(t.val, "graphql.type: unknown operation type %q (want mutation, query or subscription)", g.Type)
 		}
 	}
 	if g.Operation == "" && g.Field == "" {

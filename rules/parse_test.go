@@ -159,7 +159,7 @@ func dumpExtras(p func(string, ...any), r *Route) {
 		p("  key content=sha256")
 	}
 	if g := r.GraphQL; g != nil {
-		p("  graphql operation=%q field=%q endpoint_first=%v", g.Operation, g.Field, r.graphqlGroup != nil)
+		p("  graphql operation=%q field=%q type=%s endpoint_first=%v", g.Operation, g.Field, g.opType(), r.graphqlGroup != nil)
 	}
 	if in := r.Inject; in != nil {
 		p("  inject header=%q body=%q form=%q append=%q template=%q", in.Header, in.Body, in.Form, in.Append, in.Template)

@@ -28,6 +28,10 @@ routes:
     graphql: {operation: Archive}
     effect: reversible
     key: {fields: [variables.id]}
+  - name: export
+    match: POST /graphql
+    graphql: {field: exportData, type: query}
+    effect: reversible
   - name: charge
     match: POST /v1/charges
     effect: irreversible
@@ -214,6 +218,8 @@ func TestSelectGraphQL(t *testing.T) {
 		{name: "by root field", body: `{"query":"mutation X { issueCreate(input: {}) { id } }"}`, wantRoute: "create_issue"},
 		{name: "by operation name", body: `{"query":"mutation Archive($id: ID!) { issueArchive(id: $id) { success } }","variables":{"id":"1"}}`, wantRoute: "archive"},
 		{name: "a query passes", body: `{"query":"query { issues { nodes { id } } }"}`, wantPass: true},
+		{name: "a query with a mutation's root field passes", body: `{"query":"query Archive { issueCreate { id } }"}`, wantPass: true},
+		{name: "a query a route selects with type: query", body: `{"query":"{ exportData(all: true) { url } }"}`, wantRoute: "export"},
 		{name: "an unselected mutation is unmatched", body: `{"query":"mutation { teamCreate { id } }"}`},
 	}
 	for _, tc := range tests {
