@@ -59,7 +59,7 @@ type part struct {
 	name, filename, contentType, content string
 }
 
-func multipartBody(t *testing.T, parts ...part) Input {
+func multipartBody(t testing.TB, parts ...part) Input {
 	t.Helper()
 	var b bytes.Buffer
 	w := multipart.NewWriter(&b)
@@ -83,7 +83,7 @@ func multipartBody(t *testing.T, parts ...part) Input {
 	return Input{ContentType: w.FormDataContentType(), Body: b.Bytes()}
 }
 
-func routeNamed(t *testing.T, api *API, name string) *Route {
+func routeNamed(t testing.TB, api *API, name string) *Route {
 	t.Helper()
 	for _, r := range api.Routes {
 		if r.Name == name {
