@@ -2,6 +2,7 @@ package rules
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"mime/multipart"
 	"net/http"
@@ -500,4 +501,24 @@ func TestInjectRefusesBodiesThatCannotTakeIt(t *testing.T) {
 	if err != nil || string(got) != "metadata%5Btoolguard_key%5D="+testKey {
 		t.Errorf("inject into an empty form = %q, %v", got, err)
 	}
+}
+
+// FuzzMultipart: any multipart body either gives a valid JSON object or
+// an error wrapping ErrInvalidBody.
+func FuzzMultipart(f *testing.F) {
+	in := multipartBody(f, part{name: "purpose", content: "x"}, part{name: "file", filename: "a.pdf", contentType: "application/pdf", content: "%PDF"})
+	f.Add(in.ContentType, in.Body)
+	f.Add("multipart/form-data; boundary=b", []byte("--b\r\nContent-Disposition: form-data; name=\"a\"\r\n\r\nv\r\n--b--\r\n"))
+	f.Fuzz(func(t *testing.T, contentType string, body []byte) {
+		doc, err := CanonicalBody(nil, contentType, body)
+		if err != nil {
+			if !errors.Is(err, ErrInvalidBody) {
+				t.Fatalf("error %v does not wrap ErrInvalidBody", err)
+			}
+			return
+		}
+		if !json.Valid(doc) {
+			t.Fatalf("canonical body is not JSON: %s", doc)
+		}
+	})
 }
