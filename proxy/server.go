@@ -437,8 +437,11 @@ func (s *Server) handleRequest(req *http.Request, ctx *goproxy.ProxyCtx) (*http.
 			return req, resp
 		}
 	}
-	if route != nil && route.Effect == rules.EffectNone {
+	switch {
+	case route != nil && route.Effect == rules.EffectNone:
 		why = "effect none: " + route.Reason
+	case route != nil && route.Effect == rules.EffectSafe:
+		why = "effect safe"
 	}
 	if route == nil || !route.Effect.Guarded() {
 		if why != "" {
