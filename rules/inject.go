@@ -229,6 +229,17 @@ func setJSONRaw(body []byte, field string, raw []byte) ([]byte, error) {
 	return append(append(out[:i:i], raw...), out[i+len(enc):]...), nil
 }
 
+// checkWritable refuses, before anything is journaled, a body that the
+// fields toolguard writes on send (native_idempotency.body, inject) cannot
+// be written into, so that the failure is the agent's 400 and not a send
+// that fails after the step was claimed.
+func (r *Route) checkWritable(contentType string, doc []byte) error {
+	if ni := r.NativeIdempotency; ni != nil && ni.Body != "" && (r.Key.RawContent || isMultipart(contentType)) {
+		return fmt.Errorf("%w: route %s/%s sends its idempotency key in a JSON or form body field", ErrInvalidBody, r.apiName(), r.Name)
+	}
+	return r.Inject.check(r, contentType, doc)
+}
+
 // check refuses, before anything is journaled, a request whose body
 // cannot take the injected field: inject.body needs a JSON object body,
 // inject.form a form, inject.append a JSON or form body whose field is a

@@ -89,7 +89,7 @@ func (d *Deriver) Derive(r *Route, in Input) (*Intent, error) {
 	} else if s.doc, err = s.canon.body(s.doc[:0], in.ContentType, in.Body); err != nil {
 		return nil, err
 	}
-	if err := r.Inject.check(r, in.ContentType, s.doc); err != nil {
+	if err := r.checkWritable(in.ContentType, s.doc); err != nil {
 		return nil, err
 	}
 	if r.Inject != nil && r.Inject.Append != "" {

@@ -496,6 +496,11 @@ func TestInjectRefusesBodiesThatCannotTakeIt(t *testing.T) {
 			}
 		})
 	}
+	native := mustParse(t, "api: sq\nhosts: [sq.example]\nroutes:\n  - name: pay\n    match: POST /v2/payments\n    effect: irreversible\n    native_idempotency: {body: idempotency_key}\n")
+	mp := multipartBody(t, part{name: "a", content: "b"})
+	if _, err := (&Deriver{}).Derive(native.Routes[0], mp); err == nil || err.Error() != "invalid body: route sq/pay sends its idempotency key in a JSON or form body field" {
+		t.Errorf("native body key into multipart: %v", err)
+	}
 	h := http.Header{}
 	got, err := routeNamed(t, api, "charge").Apply(h, formType, nil, testKey)
 	if err != nil || string(got) != "metadata%5Btoolguard_key%5D="+testKey {
