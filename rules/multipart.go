@@ -87,11 +87,9 @@ func partValue(p *multipart.Part, h interface {
 	if err != nil {
 		return nil, err
 	}
-	ct := p.Header.Get("Content-Type")
+	ct := normalMediaType(p.Header.Get("Content-Type"))
 	if ct == "" {
 		ct = "application/octet-stream" // RFC 7578 4.4
-	} else if mt, params, err := mime.ParseMediaType(ct); err == nil {
-		ct = mime.FormatMediaType(mt, params)
 	}
 	v := []byte(`{"content_sha256":"`)
 	v = hex.AppendEncode(v, h.Sum(nil))
@@ -153,13 +151,22 @@ func multipartBoundary(contentType string) (string, error) {
 // bytes: {"content_sha256", "content_type", "size"}, the type as sent
 // (normalised when it parses), "" when there is none.
 func appendRawContent(dst []byte, contentType string, body []byte) []byte {
-	if mt, params, err := mime.ParseMediaType(contentType); err == nil {
-		contentType = mime.FormatMediaType(mt, params)
-	}
+	contentType = normalMediaType(contentType)
 	sum := sha256.Sum256(body)
 	dst = append(dst, `{"content_sha256":"`...)
 	dst = hex.AppendEncode(dst, sum[:])
 	dst = append(dst, `","content_type":`...)
 	dst = appendString(dst, contentType)
 	return fmt.Appendf(dst, `,"size":%d}`, len(body))
+}
+
+// normalMediaType lower-cases a media type and its parameter names and
+// formats it canonically, or returns it as sent when it does not parse.
+func normalMediaType(ct string) string {
+	if mt, params, err := mime.ParseMediaType(ct); err == nil {
+		if f := mime.FormatMediaType(mt, params); f != "" {
+			return f
+		}
+	}
+	return ct
 }
