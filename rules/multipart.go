@@ -47,8 +47,11 @@ func (c *canon) multipart(dst []byte, boundary string, body []byte) ([]byte, err
 			return dst, fmt.Errorf("%w: multipart body: %v", ErrInvalidBody, err)
 		}
 		name := p.FormName()
-		if name == "" {
+		switch {
+		case name == "":
 			return dst, fmt.Errorf("%w: multipart body: a part has no form-data name", ErrInvalidBody)
+		case !utf8.ValidString(name) || !utf8.ValidString(p.FileName()) || !utf8.ValidString(p.Header.Get("Content-Type")):
+			return dst, fmt.Errorf("%w: multipart part %q: a name, filename or content type is not UTF-8 text", ErrInvalidBody, name)
 		}
 		val, err := partValue(p, h)
 		if err != nil {
