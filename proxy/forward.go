@@ -212,6 +212,11 @@ func (s *Server) outbound(ctx context.Context, c *call) (*http.Request, error) {
 			body = b
 		}
 	}
+	// Reference injection and conditional headers, on every send.
+	body, err := c.route.Apply(h, c.in.Header.Get("Content-Type"), body, c.intent.Key)
+	if err != nil {
+		return nil, fmt.Errorf("inject the key: %w", err)
+	}
 	u := *c.in.URL
 	out, err := http.NewRequestWithContext(ctx, c.in.Method, u.String(), bytes.NewReader(body))
 	if err != nil {

@@ -98,7 +98,7 @@ func (m *Metrics) precreateRoutes(set *rules.Set) {
 	}
 	for _, api := range set.APIs {
 		for _, r := range api.Routes {
-			if r.Effect == rules.EffectSafe {
+			if !r.Effect.Guarded() {
 				continue
 			}
 			for _, o := range []string{OutcomeForwarded, OutcomeReplayed, OutcomeRecovered, OutcomeBlocked} {

@@ -389,9 +389,13 @@ func (s *Server) tlsConfigFor(host string, _ *goproxy.ProxyCtx) (*tls.Config, er
 }
 
 // reqState is the per-request state kept in goproxy's ctx.UserData; nil
-// UserData means the request passed through.
+// UserData, or a reqState that is not guarded, means the request passed
+// through.
 type reqState struct {
 	guarded bool
+	// why says why an unguarded request passed through, for the log; ""
+	// means no route matched.
+	why string
 }
 
 // handleRequest routes each proxied request: guarded, passed through or
@@ -417,7 +421,15 @@ func (s *Server) handleRequest(req *http.Request, ctx *goproxy.ProxyCtx) (*http.
 		return req, refused
 	}
 	route, params := s.rules.Match(host, req.Method, req.URL.EscapedPath())
-	if route == nil {
+	var why string
+	if route.IsGraphQLEndpoint() {
+		var resp *http.Response
+		if route, why, resp = s.selectGraphQL(req, route); resp != nil {
+			ctx.UserData = &reqState{guarded: true}
+			return req, resp
+		}
+	}
+	if route == nil && why == "" {
 		// guard takes only mutations; reject refuses every method, reads
 		// included: a rule with effect: safe lets a read through.
 		switch {
@@ -433,7 +445,16 @@ func (s *Server) handleRequest(req *http.Request, ctx *goproxy.ProxyCtx) (*http.
 			return req, resp
 		}
 	}
-	if route == nil || route.Effect == rules.EffectSafe {
+	switch {
+	case route != nil && route.Effect == rules.EffectNone:
+		why = "effect none: " + route.Reason
+	case route != nil && route.Effect == rules.EffectSafe:
+		why = "effect safe"
+	}
+	if route == nil || !route.Effect.Guarded() {
+		if why != "" {
+			ctx.UserData = &reqState{why: why}
+		}
 		stripToolguardHeaders(req.Header)
 		ctx.RoundTripper = passthroughTripper{s.upstream}
 		return req, nil
@@ -444,10 +465,15 @@ func (s *Server) handleRequest(req *http.Request, ctx *goproxy.ProxyCtx) (*http.
 
 // handleResponse marks passed-through answers.
 func (s *Server) handleResponse(resp *http.Response, ctx *goproxy.ProxyCtx) *http.Response {
-	if resp != nil && ctx.UserData == nil {
+	st, _ := ctx.UserData.(*reqState)
+	if resp != nil && (st == nil || !st.guarded) {
+		why := "no route"
+		if st != nil && st.why != "" {
+			why = st.why
+		}
 		resp.Header.Set(HeaderOutcome, OutcomePassthrough)
 		s.metrics.passedThrough()
-		s.logRequest(ctx.Req, slog.LevelDebug, OutcomePassthrough, resp.StatusCode, "no route")
+		s.logRequest(ctx.Req, slog.LevelDebug, OutcomePassthrough, resp.StatusCode, why)
 	}
 	return resp
 }

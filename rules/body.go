@@ -14,6 +14,7 @@ type bodyKind uint8
 const (
 	bodyJSON bodyKind = iota + 1
 	bodyForm
+	bodyMultipart
 )
 
 // classify decides how to read body from its declared content type, and
@@ -23,6 +24,7 @@ const (
 //     (after white space) with '{' or '[': that is JSON sent with a form
 //     content type (curl -d does this), which a form parser would read as
 //     one key with an empty value, so it is refused;
+//   - multipart/form-data: parts (see canon.multipart);
 //   - no content type: JSON when the body starts (after white space) with
 //     '{' or '['; anything else is refused, since a form cannot be told
 //     from text;
@@ -40,13 +42,15 @@ func classify(contentType string, body []byte) (bodyKind, error) {
 				"(curl -d sends that content type: send Content-Type: application/json)", ErrInvalidBody, formType)
 		}
 		return bodyForm, nil
+	case strings.EqualFold(mt, multipartType):
+		return bodyMultipart, nil
 	case mt == "" && looksJSON(body):
 		return bodyJSON, nil
 	case mt == "":
 		return 0, fmt.Errorf("%w: body without a content type is not JSON "+
 			"(send Content-Type: application/json or %s)", ErrInvalidBody, formType)
 	}
-	return 0, fmt.Errorf("%w: unsupported content type %q (want JSON or %s)", ErrInvalidBody, mt, formType)
+	return 0, fmt.Errorf("%w: unsupported content type %q (want JSON, %s or %s)", ErrInvalidBody, mt, formType, multipartType)
 }
 
 // formType is the media type of URL-encoded form bodies.
@@ -75,8 +79,15 @@ func (c *canon) body(dst []byte, contentType string, body []byte) ([]byte, error
 	if err != nil {
 		return dst, err
 	}
-	if kind == bodyForm {
+	switch kind {
+	case bodyForm:
 		return c.form(dst, bstr(body), "form body")
+	case bodyMultipart:
+		b, err := multipartBoundary(contentType)
+		if err != nil {
+			return dst, err
+		}
+		return c.multipart(dst, b, body)
 	}
 	return c.canonical(dst, body)
 }
@@ -106,8 +117,11 @@ func SetBodyField(contentType string, body []byte, field, value string) ([]byte,
 	if err != nil {
 		return nil, err
 	}
-	if kind == bodyForm {
+	switch kind {
+	case bodyForm:
 		return setFormField(body, field, value)
+	case bodyMultipart:
+		return nil, fmt.Errorf("%w: set field %q: a multipart body takes no field (use native_idempotency.header)", ErrInvalidBody, field)
 	}
 	return setJSONField(body, field, value)
 }

@@ -163,12 +163,12 @@ func TestCanonicalBody(t *testing.T) {
 			wantErr: "invalid JSON at offset 0: unexpected character 'c', want a value"},
 		{name: "untyped broken json", contentType: "", body: `{"a":`, wantErr: "invalid JSON at offset 5: unexpected end of input, want a value"},
 		{name: "json with a text type", contentType: "text/plain", body: `[1,2]`,
-			wantErr: `invalid body: unsupported content type "text/plain" (want JSON or application/x-www-form-urlencoded)`},
+			wantErr: `invalid body: unsupported content type "text/plain" (want JSON, application/x-www-form-urlencoded or multipart/form-data)`},
 		{name: "empty body", contentType: "application/json", body: "", want: `null`},
 		{name: "empty body form", contentType: "application/x-www-form-urlencoded", body: "", want: `null`},
-		{name: "text", contentType: "text/plain", body: "hello", wantErr: `invalid body: unsupported content type "text/plain" (want JSON or application/x-www-form-urlencoded)`},
+		{name: "text", contentType: "text/plain", body: "hello", wantErr: `invalid body: unsupported content type "text/plain" (want JSON, application/x-www-form-urlencoded or multipart/form-data)`},
 		{name: "untyped text", contentType: "", body: "a=1", wantErr: "invalid body: body without a content type is not JSON (send Content-Type: application/json or application/x-www-form-urlencoded)"},
-		{name: "multipart", contentType: "multipart/form-data; boundary=x", body: "--x", wantErr: `invalid body: unsupported content type "multipart/form-data" (want JSON or application/x-www-form-urlencoded)`},
+		{name: "multipart", contentType: "multipart/form-data; boundary=x", body: "--x", wantErr: `invalid body: multipart body has no parts`},
 		{name: "json declared but broken", contentType: "application/json", body: "{", wantErr: "invalid JSON at offset 1: unexpected end of input, want an object key"},
 	}
 	for _, tc := range tests {

@@ -37,10 +37,26 @@
 // Content-Type that is not JSON, and bytes that are not UTF-8. See
 // CheckSamples for testing a rule file against sample requests.
 //
+// Multipart bodies become an object of part name → text, or for a file
+// part {content_sha256, content_type, filename, size}, its content hashed
+// as it is read. A route with key.content: sha256 keys any body as bytes
+// by its hash.
+//
+// # Request-side features
+//
+// Routes of one GraphQL endpoint are told apart by SelectGraphQL from the
+// operation in the body (graphql: {operation, field}); a query no route
+// selects passes through. Route.Apply writes a route's inject field (the
+// key where the provider stores it) and conditional header into every
+// outbound request; the injected field never counts in the key. Effect
+// none marks a write method that only reads; it needs a reason.
+//
 // # Templates
 //
 // Lookup and verification URLs are templates with {{key}},
-// {{operation_id}}, {{path.NAME}}, {{body.PATH}} and {{response.PATH}}.
+// {{operation_id}}, {{path.NAME}}, {{body.PATH}} and {{response.PATH}};
+// operation_id may be a template of {{response.PATH}} and {{header.NAME}}
+// for composite ids.
 // They are checked when rules load; at run time a missing value is
 // ErrMissingValue, which callers treat as "cannot query".
 package rules

@@ -18,6 +18,13 @@ func (x Extractor) Extract(h http.Header, body []byte) string {
 		return gjson.GetBytes(body, x.Path).String()
 	case SourceHeader:
 		return h.Get(x.Path)
+	case SourceTemplate:
+		// A composite id is whole or absent: a missing part gives "".
+		v, err := x.Template.Expand(Values{Response: body, Header: h}, false)
+		if err != nil {
+			return ""
+		}
+		return v
 	}
 	return ""
 }
@@ -30,13 +37,19 @@ func (x Extractor) String() string {
 		return "body:" + x.Path
 	case SourceHeader:
 		return "header:" + x.Path
+	case SourceTemplate:
+		return x.Template.String()
 	}
 	return ""
 }
 
-// ParseExtractor parses body:<gjson path> or header:<name>. The header name
-// is canonicalized.
+// ParseExtractor parses body:<gjson path>, header:<name> (canonicalized)
+// or a template such as "{{response.channel}}:{{response.ts}}", whose
+// references must all be {{response.PATH}} or {{header.NAME}}.
 func ParseExtractor(s string) (Extractor, error) {
+	if strings.Contains(s, "{{") {
+		return parseExtractorTemplate(s)
+	}
 	src, arg, ok := strings.Cut(s, ":")
 	switch {
 	case ok && src == "body":
@@ -50,7 +63,24 @@ func ParseExtractor(s string) (Extractor, error) {
 		}
 		return Extractor{Source: SourceHeader, Path: textproto.CanonicalMIMEHeaderKey(arg)}, nil
 	}
-	return Extractor{}, fmt.Errorf("want body:<gjson path> or header:<name> (got %q)", s)
+	return Extractor{}, fmt.Errorf("want body:<gjson path>, header:<name> or a {{response.PATH}} template (got %q)", s)
+}
+
+func parseExtractorTemplate(s string) (Extractor, error) {
+	t, err := ParseTemplate(s)
+	if err != nil {
+		return Extractor{}, err
+	}
+	refs := t.refs()
+	for _, p := range refs {
+		if p.ref != refResponse && p.ref != refHeader {
+			return Extractor{}, fmt.Errorf("template %q: %s cannot be read from an answer (want {{response.PATH}} or {{header.NAME}})", s, p)
+		}
+	}
+	if len(refs) == 0 {
+		return Extractor{}, fmt.Errorf("template %q has no reference", s)
+	}
+	return Extractor{Source: SourceTemplate, Template: t}, nil
 }
 
 // validToken reports whether s is an RFC 9110 token, as header names are.

@@ -70,6 +70,7 @@ type deriveScratch struct {
 	strip stripper
 	doc   []byte
 	red   []byte // doc, redacted
+	inj   []byte // doc, before an injected marker was removed
 	mat   []byte
 	mac   []byte
 	names []string
@@ -83,8 +84,17 @@ func (d *Deriver) Derive(r *Route, in Input) (*Intent, error) {
 	s := scratchPool.Get().(*deriveScratch)
 	defer s.release()
 	var err error
-	if s.doc, err = s.canon.body(s.doc[:0], in.ContentType, in.Body); err != nil {
+	if r.Key.RawContent {
+		s.doc = appendRawContent(s.doc[:0], in.ContentType, in.Body)
+	} else if s.doc, err = s.canon.body(s.doc[:0], in.ContentType, in.Body); err != nil {
 		return nil, err
+	}
+	if err := r.checkWritable(in.ContentType, s.doc); err != nil {
+		return nil, err
+	}
+	if r.Inject != nil && r.Inject.Append != "" {
+		s.inj = r.Inject.stripInjected(s.inj[:0], s.doc)
+		s.doc, s.inj = s.inj, s.doc
 	}
 	red := s.doc
 	if len(r.Redact) > 0 {

@@ -215,7 +215,7 @@ func TestDeriveErrors(t *testing.T) {
 		{name: "duplicate key", in: jsonIn(`{"a":1,"a":2}`), want: `invalid JSON at offset 7: duplicate key "a"`},
 		{name: "bad form", in: Input{ContentType: "application/x-www-form-urlencoded", Body: []byte("a=%G1")}, want: `invalid form body at offset 2: invalid escape "%G1"`},
 		{name: "bad query", in: Input{RawQuery: "a=1&b=%"}, want: `invalid query string at offset 6: invalid escape "%"`},
-		{name: "unsupported type", in: Input{ContentType: "text/csv", Body: []byte("a,b")}, want: `invalid body: unsupported content type "text/csv" (want JSON or application/x-www-form-urlencoded)`},
+		{name: "unsupported type", in: Input{ContentType: "text/csv", Body: []byte("a,b")}, want: `invalid body: unsupported content type "text/csv" (want JSON, application/x-www-form-urlencoded or multipart/form-data)`},
 	}
 	d := &Deriver{}
 	for _, tc := range tests {

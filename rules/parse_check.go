@@ -132,6 +132,8 @@ func (d *decoder) checkRef(r *Route, p tmplPart, inLookup bool) string {
 			return fmt.Sprintf("%s: %q is not a wildcard of %q (want one of %s)", p, p.text, r.Pattern, strings.Join(ws, ", "))
 		}
 		return fmt.Sprintf("%s: %q has no wildcards", p, r.Pattern)
+	case p.ref == refHeader:
+		return fmt.Sprintf("%s: response headers can be read only in operation_id", p)
 	case inLookup && (p.ref == refOperationID || p.ref == refResponse):
 		return fmt.Sprintf("%s is not known before the lookup answers (use {{key}}, {{path.NAME}} or {{body.PATH}})", p)
 	case !inLookup && p.ref == refOperationID && r.OperationID.Source == SourceNone &&

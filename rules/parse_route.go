@@ -12,7 +12,8 @@ import (
 
 var routeFields = []string{
 	"name", "match", "effect", "key", "native_idempotency", "operation_id",
-	"lookup", "verify", "approval", "redact",
+	"lookup", "verify", "approval", "redact", "reason", "graphql", "inject",
+	"conditional",
 }
 
 // route parses one entry of routes; it returns nil when the entry is not
@@ -60,6 +61,7 @@ func (d *decoder) route(api *API, n ast.Node) *Route {
 	if e, ok := fs["redact"]; ok {
 		r.Redact = d.simplePaths(e, "redact")
 	}
+	d.routeExtras(r, fs)
 	d.checkRoute(r, fs)
 	return r
 }
@@ -97,7 +99,7 @@ func (d *decoder) effect(r *Route, e entry) {
 }
 
 func (d *decoder) key(r *Route, e entry) {
-	fs, ok := d.mapping(e.val, "key", "fields", "optional", "ignore", "scope")
+	fs, ok := d.mapping(e.val, "key", "fields", "optional", "ignore", "scope", "content")
 	if !ok {
 		return
 	}
@@ -119,6 +121,9 @@ func (d *decoder) key(r *Route, e entry) {
 	}
 	if sc, ok := fs["scope"]; ok {
 		r.Key.Scope = d.scope(sc)
+	}
+	if c, ok := fs["content"]; ok {
+		d.rawContent(r, c)
 	}
 }
 
@@ -274,8 +279,9 @@ func (d *decoder) approval(r *Route, e entry) {
 // checkRoute checks what involves several fields of a route.
 func (d *decoder) checkRoute(r *Route, fs map[string]entry) {
 	if r.Effect == EffectSafe && unsafeMethod(r.Method) {
-		d.errorf(fs["effect"].val, "effect: safe effect on a %s route would pass it through unguarded; use reversible", r.Method)
+		d.errorf(fs["effect"].val, "effect: safe effect on a %s route would pass it through unguarded; use reversible, or none with a reason", r.Method)
 	}
+	d.checkExtra(r, fs)
 	cred, _ := r.Key.scopes()
 	if sc, ok := fs["key"]; ok && cred && r.Key.Scope != nil && r.API.Credential == "" {
 		d.errorf(sc.val, "key.scope: credential scope needs credential.header on the api")
@@ -295,8 +301,9 @@ func unsafeMethod(m string) bool {
 func (d *decoder) conflicts(routes []*Route) {
 	mux := http.NewServeMux()
 	var added []*Route
+	d.graphqlGroups(routes)
 	for _, r := range routes {
-		if r.segs == nil {
+		if r.segs == nil || sameEndpoint(r, routes) {
 			continue
 		}
 		if msg := register(mux, r); msg != "" {

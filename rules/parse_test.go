@@ -100,7 +100,7 @@ func TestLoad(t *testing.T) {
 	for _, a := range set.APIs {
 		names = append(names, a.Name)
 	}
-	if got, want := strings.Join(names, ","), "shop_v2,mail,payments"; got != want {
+	if got, want := strings.Join(names, ","), "shop_v2,mail,payments,requestside"; got != want {
 		t.Errorf("APIs = %s, want %s", got, want)
 	}
 	if r, _ := set.Match("payments.example.com:443", "POST", "/v1/invoices"); r == nil || r.Name != "create_invoice" {
@@ -145,8 +145,28 @@ func dumpAPI(a *API) string {
 			p("    expect %s", dumpExpectation(&v.Expect))
 		}
 		p("  approval_required %v redact=%q", r.ApprovalRequired, r.Redact)
+		dumpExtras(p, r)
 	}
 	return b.String()
+}
+
+// dumpExtras prints the request-side features a route sets.
+func dumpExtras(p func(string, ...any), r *Route) {
+	if r.Reason != "" {
+		p("  reason %q", r.Reason)
+	}
+	if r.Key.RawContent {
+		p("  key content=sha256")
+	}
+	if g := r.GraphQL; g != nil {
+		p("  graphql operation=%q field=%q type=%s endpoint_first=%v", g.Operation, g.Field, g.opType(), r.graphqlGroup != nil)
+	}
+	if in := r.Inject; in != nil {
+		p("  inject header=%q body=%q form=%q append=%q template=%q", in.Header, in.Body, in.Form, in.Append, in.Template)
+	}
+	if c := r.Conditional; c != nil {
+		p("  conditional %s: %s", c.Header, c.Value)
+	}
 }
 
 func dumpExpectation(e *Expectation) string {

@@ -16,9 +16,14 @@ const (
 	EffectReversible
 	// EffectSafe: no side effect; the call passes through unguarded.
 	EffectSafe
+	// EffectNone: a write method (POST, PUT, PATCH, DELETE) whose call has
+	// no side effect, such as a search or a GraphQL query sent by POST. It
+	// passes through unguarded like EffectSafe, but the route must say why
+	// (Route.Reason), so that an exemption is always a decision on record.
+	EffectNone
 )
 
-var effectNames = [...]string{"", "irreversible", "reversible", "safe"}
+var effectNames = [...]string{"", "irreversible", "reversible", "safe", "none"}
 
 func (e Effect) String() string {
 	if int(e) < len(effectNames) && e > 0 {
@@ -27,14 +32,18 @@ func (e Effect) String() string {
 	return fmt.Sprintf("effect(%d)", e)
 }
 
-// ParseEffect parses irreversible, reversible or safe.
+// Guarded reports whether calls of the effect are journaled (false for
+// safe and none, which pass through).
+func (e Effect) Guarded() bool { return e != EffectSafe && e != EffectNone }
+
+// ParseEffect parses irreversible, reversible, safe or none.
 func ParseEffect(s string) (Effect, error) {
 	for i, n := range effectNames {
 		if i > 0 && n == s {
 			return Effect(i), nil
 		}
 	}
-	return 0, fmt.Errorf("unknown effect %q (want irreversible, reversible or safe)", s)
+	return 0, fmt.Errorf("unknown effect %q (want irreversible, reversible, safe or none)", s)
 }
 
 // Scope names one of the values that partition the key space.
@@ -95,12 +104,27 @@ type Route struct {
 	// fields that must never be stored or logged. They still count in the
 	// key, through an HMAC: see Intent.Redacted.
 	Redact []string
+	// Reason says why an EffectNone route needs no guard; it is set
+	// exactly when Effect is EffectNone.
+	Reason string
+	// GraphQL selects the operations of a GraphQL endpoint that the route
+	// describes; nil: the route matches on method and path alone. See
+	// SelectGraphQL.
+	GraphQL *GraphQLMatch
+	// Inject puts the derived key into the outbound request, where the
+	// provider stores it and a lookup can find it; nil: nothing.
+	Inject *Inject
+	// Conditional is a header set on every outbound request (S3's
+	// If-None-Match: *), so that the provider refuses a second effect;
+	// nil: none.
+	Conditional *Conditional
 	// Pos is where the route is declared, for messages.
 	Pos Pos
 
-	segs      []segment         // Pattern, split; see match
-	matchPos  Pos               // of the match value
-	fixedPath map[string]string // path values of a Fallback route
+	graphqlGroup []*Route          // on the first route of a GraphQL endpoint: all its routes
+	segs         []segment         // Pattern, split; see match
+	matchPos     Pos               // of the match value
+	fixedPath    map[string]string // path values of a Fallback route
 }
 
 // KeySpec says which parts of the body define the intent. Exactly one of
@@ -118,6 +142,10 @@ type KeySpec struct {
 	// Ignore paths are dotted keys with '\' escapes, array indices and '#'
 	// for every element (lines.#.trace).
 	Ignore []string
+	// RawContent keys the body as bytes, whatever its type (key.content:
+	// sha256): the canonical body is {"content_sha256", "content_type",
+	// "size"} and is never parsed. For uploads of files and objects.
+	RawContent bool
 	// Scope lists the values that partition the key space. nil means both
 	// credential and workflow; an empty non-nil slice means none.
 	Scope []Scope
@@ -137,13 +165,17 @@ const (
 	SourceNone Source = iota
 	SourceBody
 	SourceHeader
+	SourceTemplate
 )
 
-// Extractor reads a value from a response: body:<gjson path> or
-// header:<name>.
+// Extractor reads a value from a response: body:<gjson path>,
+// header:<name>, or a template of {{response.PATH}} and {{header.NAME}}
+// references for composite ids (Slack's channel and ts).
 type Extractor struct {
 	Source Source
 	Path   string
+	// Template is set when Source is SourceTemplate.
+	Template *Template
 }
 
 // Request is a templated outbound request of a lookup or a verification.

@@ -19,10 +19,11 @@ import (
 // Sample is one request of a samples file: JSON lines of
 //
 //	{"name", "method", "url", "content_type", "headers", "body",
-//	 "same_key_as", "key_differs_from"}
+//	 "multipart", "same_key_as", "key_differs_from"}
 //
 // body is a JSON value sent as its encoding, or a JSON string sent as it
-// is (form bodies). same_key_as and key_differs_from name an earlier or
+// is (form bodies). multipart, instead of body, is a list of parts sent as
+// a multipart/form-data body (see SamplePart). same_key_as and key_differs_from name an earlier or
 // later sample of the same file and route whose key must be equal (a request that
 // differs only in ignored fields) or different (one that differs in a key
 // field).
@@ -33,6 +34,7 @@ type Sample struct {
 	ContentType    string            `json:"content_type,omitempty"`
 	Headers        map[string]string `json:"headers,omitempty"`
 	Body           json.RawMessage   `json:"body,omitempty"`
+	Multipart      []SamplePart      `json:"multipart,omitempty"`
 	SameKeyAs      string            `json:"same_key_as,omitempty"`
 	KeyDiffersFrom string            `json:"key_differs_from,omitempty"`
 
@@ -63,6 +65,9 @@ func ReadSamples(file string, r io.Reader) ([]Sample, error) {
 		}
 		if u, err := url.Parse(s.URL); err != nil || u.Host == "" {
 			return nil, fmt.Errorf("%s:%d: url must be absolute (got %q)", file, line, s.URL)
+		}
+		if err := s.checkMultipart(); err != nil {
+			return nil, fmt.Errorf("%s:%d: %v", file, line, err)
 		}
 		if prev, dup := names[s.Name]; dup && s.Name != "" {
 			return nil, fmt.Errorf("%s:%d: duplicate sample name %q (also on line %d)", file, line, s.Name, prev)
@@ -96,7 +101,8 @@ type Coverage struct {
 }
 
 // Gaps lists, one line each, the routes of set that lack a sample, a
-// same_key_as pair or a key_differs_from pair.
+// same_key_as pair or a key_differs_from pair (pairs only for guarded
+// routes: safe and none routes have no key to compare).
 func (rep *SampleReport) Gaps(set *Set) []string {
 	var out []string
 	for _, a := range set.APIs {
@@ -109,10 +115,11 @@ func (rep *SampleReport) Gaps(set *Set) []string {
 			if c.Samples == 0 {
 				lack = append(lack, "no sample")
 			}
-			if c.Same == 0 {
+			// An unguarded route has no key for a pair to test.
+			if c.Same == 0 && r.Effect.Guarded() {
 				lack = append(lack, "no same_key_as pair")
 			}
-			if c.Differ == 0 {
+			if c.Differ == 0 && r.Effect.Guarded() {
 				lack = append(lack, "no key_differs_from pair")
 			}
 			if len(lack) > 0 {
@@ -144,6 +151,9 @@ func CheckSamples(set *Set, samples []Sample, d *Deriver) *SampleReport {
 		rep.index[s] = i
 		route, it, err := deriveSample(set, s, d)
 		switch {
+		case route == nil && err != nil:
+			rep.problem(s, "%v", err) // a GraphQL request no route selects
+			continue
 		case route == nil:
 			rep.problem(s, "no route matches %s %s", s.Method, s.URL)
 			continue
@@ -197,16 +207,21 @@ func deriveSample(set *Set, s *Sample, d *Deriver) (*Route, *Intent, error) {
 	if route == nil {
 		return nil, nil, nil
 	}
-	body := []byte(s.Body)
-	var str string
-	if json.Unmarshal(s.Body, &str) == nil {
-		body = []byte(str) // a string body is sent as it is (forms)
+	body, contentType := s.body()
+	route, pass, err := SelectGraphQL(route, body)
+	switch {
+	case err != nil:
+		return nil, nil, err
+	case pass:
+		return nil, nil, errors.New("the GraphQL query passes through unguarded: no route selects it")
+	case route == nil:
+		return nil, nil, errors.New("no route selects this GraphQL mutation")
 	}
 	h := http.Header{}
 	for k, v := range s.Headers {
 		h.Set(k, v)
 	}
-	in := Input{ContentType: s.ContentType, Body: body, RawQuery: u.RawQuery, PathValues: params, Workflow: h.Get("Toolguard-Workflow")}
+	in := Input{ContentType: contentType, Body: body, RawQuery: u.RawQuery, PathValues: params, Workflow: h.Get("Toolguard-Workflow")}
 	if route.API.Credential != "" {
 		in.Credential = h.Get(route.API.Credential)
 	}
@@ -250,7 +265,8 @@ func (rep *SampleReport) checkPair(s *Sample, me derived, byName map[string]deri
 // sameRequest reports whether two samples are the same request.
 func sameRequest(a, b *Sample) bool {
 	return a.Method == b.Method && a.URL == b.URL && a.ContentType == b.ContentType &&
-		bytes.Equal(a.Body, b.Body) && maps.Equal(a.Headers, b.Headers)
+		bytes.Equal(a.Body, b.Body) && maps.Equal(a.Headers, b.Headers) &&
+		slices.Equal(a.Multipart, b.Multipart)
 }
 
 // checkOptional reports optional key fields that no sample of their route

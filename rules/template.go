@@ -2,6 +2,8 @@ package rules
 
 import (
 	"fmt"
+	"net/http"
+	"net/textproto"
 	"net/url"
 	"strings"
 
@@ -18,6 +20,7 @@ const (
 	refPath                       // {{path.NAME}}
 	refBody                       // {{body.PATH}}
 	refResponse                   // {{response.PATH}}
+	refHeader                     // {{header.NAME}}: a response header, in operation_id only
 )
 
 // Template is a string with {{...}} placeholders: {{key}},
@@ -42,6 +45,8 @@ type Values struct {
 	Key, OperationID string
 	Path             map[string]string
 	Body, Response   []byte
+	// Header holds the response headers {{header.NAME}} reads.
+	Header http.Header
 }
 
 // ParseTemplate parses s. Unknown references, empty paths and unterminated
@@ -104,6 +109,11 @@ func parseRef(inner string, off int) (tmplPart, error) {
 		if err := validPath(p.text); err != nil {
 			return p, &TemplateError{Offset: off, Msg: fmt.Sprintf("{{%s}}: invalid gjson path: %v", ref, err)}
 		}
+	case strings.HasPrefix(ref, "header."):
+		p.ref, p.text = refHeader, textproto.CanonicalMIMEHeaderKey(ref[len("header."):])
+		if !validToken(ref[len("header."):]) {
+			return p, &TemplateError{Offset: off, Msg: fmt.Sprintf("{{%s}}: invalid header name", ref)}
+		}
 	default:
 		return p, &TemplateError{Offset: off, Msg: fmt.Sprintf("unknown reference {{%s}} (want key, operation_id, path.NAME, body.PATH or response.PATH)", ref)}
 	}
@@ -155,6 +165,8 @@ func (p tmplPart) value(v Values) string {
 		return gjson.GetBytes(v.Body, p.text).String()
 	case refResponse:
 		return gjson.GetBytes(v.Response, p.text).String()
+	case refHeader:
+		return v.Header.Get(p.text)
 	}
 	return ""
 }
@@ -171,6 +183,8 @@ func (p tmplPart) String() string {
 		return "{{body." + p.text + "}}"
 	case refResponse:
 		return "{{response." + p.text + "}}"
+	case refHeader:
+		return "{{header." + p.text + "}}"
 	}
 	return p.text
 }

@@ -93,6 +93,18 @@ func readBodyArg(body string) ([]byte, error) {
 
 func explain(w io.Writer, set *rules.Set, journalPath, method string, u *url.URL, h http.Header, body []byte) error {
 	route, params := set.Match(u.Host, method, u.Path)
+	route, pass, err := rules.SelectGraphQL(route, body)
+	switch {
+	case err != nil:
+		return err
+	case pass:
+		fmt.Fprintf(w, "no route selects this GraphQL query: the call passes through unguarded\n")
+		return nil
+	}
+	if route != nil && route.Effect == rules.EffectNone {
+		fmt.Fprintf(w, "route %s/%s has effect none: the call passes through unguarded (reason: %s)\n", route.API.Name, route.Name, route.Reason)
+		return nil
+	}
 	if route == nil {
 		fmt.Fprintf(w, "no route matches %s %s%s: the call passes through unguarded (unless unmatched is guard or reject)\n", method, u.Host, u.Path)
 		return nil

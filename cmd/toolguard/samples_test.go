@@ -1,6 +1,9 @@
 package main
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 // TestRulesCheckSamples checks rules check --sample: the shipped samples
 // pass; a sample lacking required key fields is reported with every field
@@ -45,5 +48,39 @@ func TestKeyExplainMissingField(t *testing.T) {
 	want := "toolguard: route stripe/create_payment_intent: the body lacks required key field \"metadata[order_id]\"\n"
 	if code != 1 || stdout != "" || stderr != want {
 		t.Errorf("exit %d, stdout %q, stderr %q; want 1, nothing, %q", code, stdout, stderr, want)
+	}
+}
+
+// TestRulesCheckRequestSide: rules check --sample keys multipart samples
+// and GraphQL samples by the route their operation selects, and reports
+// a query that no route guards.
+func TestRulesCheckRequestSide(t *testing.T) {
+	cleanEnv(t)
+	code, stdout, stderr := cli(t, "rules", "check", "testdata/requestside/uploads.yaml", "--sample", "testdata/requestside/uploads.jsonl")
+	if code != 1 {
+		t.Fatalf("exit %d, want 1; stderr:\n%s", code, stderr)
+	}
+	golden(t, "rules_check_request_side", "--- stdout\n"+stdout+"--- stderr\n"+stderr)
+}
+
+// TestKeyExplainGraphQL: key explain keys a GraphQL request under the
+// route its operation selects, and says when a query passes through.
+func TestKeyExplainGraphQL(t *testing.T) {
+	cleanEnv(t)
+	explain := func(body string) (int, string, string) {
+		return cli(t, "key", "explain", "--rules", "testdata/requestside/uploads.yaml", "--journal", "testdata/absent.db",
+			"--url", "https://files.example.com/graphql", "--header", "Content-Type: application/json", "--body", body)
+	}
+	code, stdout, stderr := explain(`{"query":"mutation A($input: In!) { issueCreate(input: $input) { id } }","variables":{"input":{"title":"Bug"}}}`)
+	if code != 0 || !strings.Contains(stdout, "route:     uploads/create_issue (POST /graphql, irreversible)") {
+		t.Errorf("mutation: exit %d, stdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+	code, stdout, _ = explain(`{"query":"{ viewer { id } }"}`)
+	if code != 0 || stdout != "no route selects this GraphQL query: the call passes through unguarded\n" {
+		t.Errorf("query: exit %d, stdout %q", code, stdout)
+	}
+	code, _, stderr = explain(`{"query":"query A { a } mutation B { b }"}`)
+	if code == 0 || !strings.Contains(stderr, "GraphQL query has 2 operations and no operationName says which to run") {
+		t.Errorf("ambiguous: exit %d, stderr %q", code, stderr)
 	}
 }
