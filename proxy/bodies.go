@@ -150,7 +150,8 @@ type bodyClock struct {
 	minRate int64 // bytes per second; <= 0: none
 	start   time.Time
 	got     int64
-	set     bool
+	set     bool // a deadline is set on the connection
+	expired bool // and it has passed: the client is cut off
 }
 
 func (s *Server) bodyClock(req *http.Request) *bodyClock {
@@ -181,15 +182,18 @@ func (k *bodyClock) read(r io.Reader, p []byte) (int, error) {
 	n, err := r.Read(p)
 	k.got += int64(n)
 	if err != nil && !errors.Is(err, io.EOF) && k.set && (errors.Is(err, os.ErrDeadlineExceeded) || !time.Now().Before(dl)) {
+		k.expired = true
 		return n, fmt.Errorf("%w: %w", errBodyTimeout, err)
 	}
 	return n, err
 }
 
 // stop clears the deadline, so that it cannot cut the connection later
-// (net/http reads ahead on it once a body is read).
+// (net/http reads ahead on it once a body is read). A deadline that has
+// passed stays: closing the body must not wait for the rest of it, and the
+// connection is closed after the answer.
 func (k *bodyClock) stop() {
-	if k.set {
+	if k.set && !k.expired {
 		k.rc.SetReadDeadline(time.Time{})
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"net/netip"
 	"net/url"
 	"path/filepath"
@@ -46,7 +47,6 @@ func (r fakeResolver) LookupNetIP(_ context.Context, network, host string) ([]ne
 type counter struct {
 	hits atomic.Int64
 	ln   net.Listener
-	srv  *http.Server
 }
 
 // newCounter serves on network/addr ("tcp4", "127.0.0.1:0"), answering
@@ -58,16 +58,38 @@ func newCounter(t *testing.T, network, addr string) *counter {
 		t.Fatal(err)
 	}
 	c := &counter{ln: ln}
-	c.srv = &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	srv := &http.Server{Handler: c.handler()}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+	return c
+}
+
+func (c *counter) handler() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.Copy(io.Discard, r.Body)
 		n := c.hits.Add(1)
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusCreated)
 		fmt.Fprintf(w, `{"id":"op_%d"}`, n)
-	})}
-	go c.srv.Serve(ln)
-	t.Cleanup(func() { c.srv.Close() })
-	return c
+	})
+}
+
+// newTLSCounter is newCounter serving HTTPS on 127.0.0.1, with an
+// upstream transport that trusts it.
+func newTLSCounter(t *testing.T) (*counter, *http.Transport) {
+	t.Helper()
+	c := &counter{}
+	ts := httptest.NewUnstartedServer(c.handler())
+	ts.StartTLS()
+	t.Cleanup(ts.Close)
+	c.ln = ts.Listener
+	tr, err := NewTransport(TransportOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr.TLSClientConfig.RootCAs = x509.NewCertPool()
+	tr.TLSClientConfig.RootCAs.AddCert(ts.Certificate())
+	return c, tr
 }
 
 func (c *counter) port() int { return c.ln.Addr().(*net.TCPAddr).Port }
