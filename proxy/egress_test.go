@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/toolguard/toolguard/journal"
 )
 
 // anyLocalAddr is an address of this machine other than loopback, to show
@@ -178,8 +180,13 @@ func TestEgressDenyConfigured(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if pr := problemOf(t, post); post.StatusCode != http.StatusForbidden || pr.Type != ProblemRejected || pr.Key == "" {
+	pr := problemOf(t, post)
+	if post.StatusCode != http.StatusForbidden || pr.Type != ProblemRejected || pr.Key == "" {
 		t.Errorf("guarded POST: %d %+v, want 403 rejected with its key", post.StatusCode, pr)
+	}
+	// Nothing was sent: the step is recorded as not executed.
+	if st, err := p.j.Get(pr.Key); err != nil || st.Status != journal.StatusFailed {
+		t.Errorf("guarded POST: step %+v (%v), want status failed", st, err)
 	}
 	cresp, _, _ := p.connect(t, "tools.test:"+port)
 	if cresp.StatusCode != http.StatusForbidden {
