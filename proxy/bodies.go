@@ -52,11 +52,12 @@ func (s *Server) readBody(c *call) *answer {
 		return nil
 	}
 	defer req.Body.Close()
+	clock := s.bodyClock(req)
+	whole := false
+	defer func() { clock.stop(whole) }()
 	if req.ContentLength > s.opts.MaxBody {
 		return s.bodyTooLarge(c)
 	}
-	clock := s.bodyClock(req)
-	defer clock.stop()
 	var b []byte
 	if n := req.ContentLength; n > 0 {
 		b = make([]byte, 0, min(n, bodyChunk)) // one exact allocation for most bodies
@@ -82,7 +83,7 @@ func (s *Server) readBody(c *call) *answer {
 		case int64(len(b)) > s.opts.MaxBody:
 			return s.bodyTooLarge(c)
 		case errors.Is(err, io.EOF), err == nil && req.ContentLength > 0 && int64(len(b)) == req.ContentLength:
-			c.body = b
+			c.body, whole = b, true
 			return nil
 		case errors.Is(err, errBodyTimeout):
 			s.metrics.reject("body_timeout")
@@ -151,7 +152,6 @@ type bodyClock struct {
 	start   time.Time
 	got     int64
 	set     bool // a deadline is set on the connection
-	expired bool // and it has passed: the client is cut off
 }
 
 func (s *Server) bodyClock(req *http.Request) *bodyClock {
@@ -182,18 +182,25 @@ func (k *bodyClock) read(r io.Reader, p []byte) (int, error) {
 	n, err := r.Read(p)
 	k.got += int64(n)
 	if err != nil && !errors.Is(err, io.EOF) && k.set && (errors.Is(err, os.ErrDeadlineExceeded) || !time.Now().Before(dl)) {
-		k.expired = true
 		return n, fmt.Errorf("%w: %w", errBodyTimeout, err)
 	}
 	return n, err
 }
 
-// stop clears the deadline, so that it cannot cut the connection later
-// (net/http reads ahead on it once a body is read). A deadline that has
-// passed stays: closing the body must not wait for the rest of it, and the
+// stop ends the clock. After a whole body it clears the deadline, so that
+// it cannot cut the connection later (net/http reads ahead on it once a
+// body is read). After a body that was refused part way (413, 408, 503) it
+// sets the deadline in the past: closing the body must not wait for the
+// rest of it (for an intercepted request it would read it all), and the
 // connection is closed after the answer.
-func (k *bodyClock) stop() {
-	if k.set && !k.expired {
-		k.rc.SetReadDeadline(time.Time{})
+func (k *bodyClock) stop(whole bool) {
+	switch {
+	case k.rc == nil:
+	case whole:
+		if k.set {
+			k.rc.SetReadDeadline(time.Time{})
+		}
+	default:
+		k.rc.SetReadDeadline(time.Unix(1, 0))
 	}
 }

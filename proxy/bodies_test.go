@@ -238,3 +238,33 @@ func TestBodyClockDeadline(t *testing.T) {
 		t.Errorf("no minimum rate: deadline %v", got.Sub(start))
 	}
 }
+
+// A guarded body announced beyond limits.max_body inside an intercepted
+// tunnel is refused at once: the proxy does not read the announced bytes
+// before it answers.
+func TestOversizedBodyInTunnelRefusedAtOnce(t *testing.T) {
+	tools, upstream := newTLSCounter(t)
+	target := "127.0.0.1:" + strconv.Itoa(tools.port())
+	rule := "api: tools\nhosts: [\"" + target + "\"]\nroutes:\n  - name: run\n    match: POST /run\n    effect: irreversible\n    key: {fields: [job]}\n"
+	p := startNetProxy(t, Options{Transport: upstream, MaxBody: 1 << 20}, rule, true)
+	resp, conn, br := p.connect(t, target)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("CONNECT: %d", resp.StatusCode)
+	}
+	if br.Buffered() > 0 {
+		t.Fatal("bytes after the CONNECT answer")
+	}
+	tlsConn := tls.Client(conn, &tls.Config{RootCAs: p.roots, ServerName: "127.0.0.1"})
+	tlsConn.SetDeadline(time.Now().Add(5 * time.Second))
+	fmt.Fprintf(tlsConn, "POST /run HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n{\"job\":", target, 100<<20)
+	answer, err := http.ReadResponse(bufio.NewReader(tlsConn), nil)
+	if err != nil {
+		t.Fatalf("no answer while the body is unsent: %v", err)
+	}
+	if pr := problemOf(t, answer); answer.StatusCode != http.StatusRequestEntityTooLarge || pr.Type != ProblemBodyTooLarge {
+		t.Errorf("%d %+v, want 413 %s", answer.StatusCode, pr, ProblemBodyTooLarge)
+	}
+	if n := tools.hits.Load(); n != 0 {
+		t.Errorf("upstream effects: %d, want 0", n)
+	}
+}
