@@ -18,17 +18,21 @@ import (
 // journaled. Without a bound, the memory those bodies take grows with the
 // number of calls in flight — 256 calls of 64 KiB hold 16 MiB, and the Go
 // heap grows to about twice what it holds. So bodies take room from
-// limits.body_buffer as their bytes arrive, bodyChunk at a time, and give
-// it back when their answer is ready. A call holds the bytes it has
-// received plus at most one chunk it is reading into, never what it merely
+// limits.body_buffer as their bytes arrive, a chunk at a time, and give it
+// back when their answer is ready. A call holds the bytes it has received
+// plus at most one chunk it is reading into, never what it merely
 // announced: a client that announces 5 MiB and sends one byte a second
 // holds one chunk, and everyone else keeps going.
 //
-//   - The first chunk may wait for room — the body stays in the kernel's
-//     socket buffers meanwhile — for at most limits.in_flight_wait, then
-//     503 with Retry-After. Waiting is first come, first served.
-//   - Later chunks take room only if it is free at once, else 503: a call
-//     never waits while holding room, so reservations cannot deadlock.
+//   - The first chunk is up to firstChunk bytes of an announced length
+//     (bodyChunk of an unannounced one), so that most bodies take their
+//     room in one step. It may wait for room — the body stays in the
+//     kernel's socket buffers meanwhile — for at most
+//     limits.in_flight_wait, then 503 with Retry-After. Waiting is first
+//     come, first served.
+//   - Later chunks, bodyChunk each, take room only if it is free at once,
+//     else 503: a call never waits while holding room, so reservations
+//     cannot deadlock.
 //   - A body longer than body_buffer takes the whole budget and is then
 //     read alone.
 //
@@ -41,8 +45,12 @@ import (
 // The deadlines are read deadlines on the client's connection, for plain
 // requests and for requests inside an intercepted tunnel alike.
 
-// bodyChunk is the room a body takes at a time.
-const bodyChunk = 64 << 10
+// Chunks of room a body takes: the first of an announced length, then
+// each next one.
+const (
+	firstChunk = 128 << 10
+	bodyChunk  = 64 << 10
+)
 
 // readBody reads c's body into c.body, taking room from the budget as it
 // goes. It returns the answer to send instead when the body is refused.
@@ -60,7 +68,7 @@ func (s *Server) readBody(c *call) *answer {
 	}
 	var b []byte
 	if n := req.ContentLength; n > 0 {
-		b = make([]byte, 0, min(n, bodyChunk)) // one exact allocation for most bodies
+		b = make([]byte, 0, min(n, firstChunk)) // one exact allocation for most bodies
 	}
 	for {
 		if int64(len(b)) >= c.reserved && c.reserved < s.opts.BodyBuffer {
@@ -102,6 +110,9 @@ func (s *Server) readBody(c *call) *answer {
 func (s *Server) takeRoom(c *call, have int64) *answer {
 	want := min(int64(bodyChunk), s.opts.BodyBuffer-c.reserved)
 	if n := c.in.ContentLength; n > 0 {
+		if c.reserved == 0 {
+			want = min(firstChunk, s.opts.BodyBuffer)
+		}
 		want = min(want, n-have)
 	}
 	if want <= 0 {

@@ -268,3 +268,37 @@ func TestOversizedBodyInTunnelRefusedAtOnce(t *testing.T) {
 		t.Errorf("upstream effects: %d, want 0", n)
 	}
 }
+
+// Many concurrent bodies a little over 64 KiB, more than body_buffer holds
+// at once, all go through: a body announced at up to 128 KiB takes its room
+// in one step, waiting for it, rather than failing to grow while others
+// hold the rest.
+func TestBodiesBeyondBufferWaitTheirTurn(t *testing.T) {
+	tools := newCounter(t, "tcp4", "127.0.0.1:0")
+	target := "127.0.0.1:" + strconv.Itoa(tools.port())
+	rule := "api: tools\nhosts: [\"" + target + "\"]\nroutes:\n  - name: run\n    match: POST /run\n    effect: irreversible\n    key: {fields: [job]}\n"
+	p := startNetProxy(t, Options{BodyBuffer: 512 << 10}, rule, false)
+	client := p.client()
+	pad := strings.Repeat("x", 70<<10)
+	var wg sync.WaitGroup
+	for i := range 32 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			resp, err := client.Post("http://"+target+"/run", "application/json", strings.NewReader(fmt.Sprintf(`{"job":"j%d","pad":%q}`, i, pad)))
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusCreated {
+				t.Errorf("call %d: %d %s", i, resp.StatusCode, b)
+			}
+		}()
+	}
+	wg.Wait()
+	if n := tools.hits.Load(); n != 32 {
+		t.Errorf("upstream effects: %d, want 32", n)
+	}
+}
