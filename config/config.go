@@ -28,6 +28,7 @@ type Config struct {
 	Rules     Rules     `yaml:"rules" envPrefix:"RULES_"`
 	CA        CA        `yaml:"ca" envPrefix:"CA_"`
 	Upstream  Upstream  `yaml:"upstream" envPrefix:"UPSTREAM_"`
+	Egress    Egress    `yaml:"egress" envPrefix:"EGRESS_"`
 	Unmatched Unmatched `yaml:"unmatched" env:"UNMATCHED"`
 	Limits    Limits    `yaml:"limits"` // no prefix: TOOLGUARD_MAX_BODY
 	Retry     Retry     `yaml:"retry" envPrefix:"RETRY_"`
@@ -87,6 +88,15 @@ type Upstream struct {
 	ConnectPorts List `yaml:"connect_ports" env:"CONNECT_PORTS"`
 }
 
+// Egress limits where the proxy connects, whatever name the agent used:
+// the check is made on the address dialled.
+type Egress struct {
+	// Deny are CIDRs (or single addresses) the proxy never connects to,
+	// for any call: passthrough, guarded, tunnel, lookup or verification.
+	// See List.Prefixes. Empty = none.
+	Deny List `yaml:"deny" env:"DENY"`
+}
+
 // Limits bounds what one request may cost.
 type Limits struct {
 	MaxBody           ByteSize      `yaml:"max_body" env:"MAX_BODY"`                       // largest request body on a guarded route
@@ -105,6 +115,14 @@ type Limits struct {
 	// MaxConnections bounds the client connections the proxy listener
 	// accepts at once; more wait in the kernel's accept queue.
 	MaxConnections int `yaml:"max_connections" env:"MAX_CONNECTIONS"`
+	// BodyReadTimeout is the longest a guarded request body read waits for
+	// the next bytes, and the allowance before BodyMinRate applies; a
+	// client that exceeds either gets 408.
+	BodyReadTimeout time.Duration `yaml:"body_read_timeout" env:"BODY_READ_TIMEOUT"`
+	// BodyMinRate is the least average rate, per second, at which a
+	// guarded request body must arrive once BodyReadTimeout is used up;
+	// 0 = no minimum rate.
+	BodyMinRate ByteSize `yaml:"body_min_rate" env:"BODY_MIN_RATE"`
 }
 
 // Retry configures re-execution of failed-retryable steps.
@@ -154,6 +172,7 @@ func Default() Config {
 			MaxIdleConnsPerHost: 256,
 			ConnectPorts:        List{"443", "80"},
 		},
+		Egress:    Egress{Deny: List{"169.254.169.254/32", "fd00:ec2::254/128"}},
 		Unmatched: UnmatchedPassthrough,
 		Limits: Limits{
 			MaxBody:           8 * MiB,
@@ -165,6 +184,8 @@ func Default() Config {
 			IdleTimeout:       120 * time.Second,
 			MaxInFlight:       1024,
 			MaxConnections:    16384,
+			BodyReadTimeout:   10 * time.Second,
+			BodyMinRate:       1 * KiB,
 		},
 		Retry:     Retry{MaxAttempts: 3},
 		Verify:    Verify{MaxInterval: 30 * time.Second},

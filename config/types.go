@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"net/netip"
 	"strconv"
 	"strings"
 )
@@ -366,6 +367,31 @@ func (l List) Ports() []int {
 		}
 	}
 	return ports
+}
+
+// Prefixes parses the entries as CIDRs, as in Egress.Deny; a single
+// address counts as a prefix of its full length. Call it after Validate: an
+// entry that is neither is skipped.
+func (l List) Prefixes() []netip.Prefix {
+	var out []netip.Prefix
+	for _, s := range l {
+		if p, err := parsePrefix(s); err == nil {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// parsePrefix parses a CIDR ("10.0.0.0/8", "fd00::/8") or a single address.
+func parsePrefix(s string) (netip.Prefix, error) {
+	if ip, err := netip.ParseAddr(s); err == nil {
+		return netip.PrefixFrom(ip, ip.BitLen()), nil
+	}
+	p, err := netip.ParsePrefix(s)
+	if err != nil {
+		return netip.Prefix{}, err
+	}
+	return p.Masked(), nil
 }
 
 // StartCheck says when toolguard serve runs a full consistency check of the

@@ -27,6 +27,7 @@ func (c Config) Validate() error {
 		atLeast("upstream.max_idle_conns_per_host", c.Upstream.MaxIdleConnsPerHost, 1),
 		checkHosts("upstream.allow_hosts", c.Upstream.AllowHosts),
 		checkPorts("upstream.connect_ports", c.Upstream.ConnectPorts),
+		checkPrefixes("egress.deny", c.Egress.Deny),
 		checkEnum("unmatched", unmatchedEnum.valid(int(c.Unmatched)), c.Unmatched.String(), unmatchedEnum),
 		positive("limits.max_body", c.Limits.MaxBody),
 		positive("limits.body_buffer", c.Limits.BodyBuffer),
@@ -37,6 +38,8 @@ func (c Config) Validate() error {
 		positive("limits.idle_timeout", c.Limits.IdleTimeout),
 		atLeast("limits.max_in_flight", c.Limits.MaxInFlight, 1),
 		atLeast("limits.max_connections", c.Limits.MaxConnections, 1),
+		positive("limits.body_read_timeout", c.Limits.BodyReadTimeout),
+		notNegative("limits.body_min_rate", c.Limits.BodyMinRate),
 		atLeast("retry.max_attempts", c.Retry.MaxAttempts, 1),
 		positive("verify.max_interval", c.Verify.MaxInterval),
 		checkEnum("workflows.on_version_change", versionEnum.valid(int(c.Workflows.OnVersionChange)),
@@ -166,6 +169,17 @@ func validHostname(s string) bool {
 	return true
 }
 
+// checkPrefixes accepts CIDRs and single addresses.
+func checkPrefixes(field string, l List) error {
+	for _, s := range l {
+		if _, err := parsePrefix(s); err != nil {
+			return &Error{Field: field, Value: s, Msg: fmt.Sprintf(
+				"invalid CIDR %q (want e.g. 169.254.169.254/32, 10.0.0.0/8 or fd00::/8)", s)}
+		}
+	}
+	return nil
+}
+
 func checkPorts(field string, ports List) error {
 	for _, p := range ports {
 		if !validPort(p) {
@@ -196,9 +210,9 @@ func positive[T time.Duration | ByteSize](field string, v T) error {
 	return nil
 }
 
-func notNegative(field string, v time.Duration) error {
+func notNegative[T time.Duration | ByteSize](field string, v T) error {
 	if v < 0 {
-		return invalid(field, v.String(), "must be >= 0")
+		return invalid(field, fmt.Sprint(v), "must be >= 0")
 	}
 	return nil
 }

@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"net"
+	"net/netip"
 	"slices"
 	"strconv"
 	"strings"
@@ -9,58 +10,119 @@ import (
 
 // egress decides which targets the proxy may reach, so that it is never an
 // open relay: hosts named in rules always; other hosts only when they are
-// on the allowlist (when one is set), tunnels only to the allowed ports,
-// and never toolguard's own listeners.
+// on the allowlist (when one is set), tunnels only to the allowed ports.
+// Whatever the name, the address actually dialled is never one of
+// toolguard's own listeners nor inside the deny list (see dial.go).
 type egress struct {
 	allow []string // host, host:port or *.suffix; empty allows every host
 	ports []int    // CONNECT ports for hosts no rule names
-	self  []int    // ports of toolguard's own listeners
-	local []net.IP // this machine's addresses
+	// self are toolguard's own listeners; an unspecified address (0.0.0.0,
+	// ::) stands for every address of this machine.
+	self []netip.AddrPort
+	// deny are the destinations never dialled (egress.deny).
+	deny []netip.Prefix
+	// resolver turns names into the addresses that are checked and dialled.
+	resolver Resolver
+	// localAddrs lists this machine's addresses; tests replace it.
+	localAddrs func() []netip.Addr
 }
 
-func newEgress(allow []string, ports []int, selfAddrs []string) *egress {
-	e := &egress{allow: allow, ports: ports}
+// DefaultEgressDeny is the deny list used when Options.EgressDeny is nil:
+// the cloud metadata service (AWS, GCP, Azure, ...; and AWS's IPv6 one),
+// which hands out instance credentials to whoever asks.
+var DefaultEgressDeny = []netip.Prefix{
+	netip.MustParsePrefix("169.254.169.254/32"),
+	netip.MustParsePrefix("fd00:ec2::254/128"),
+}
+
+func newEgress(o Options) *egress {
+	e := &egress{allow: o.AllowHosts, ports: o.ConnectPorts, deny: o.EgressDeny, resolver: o.Resolver, localAddrs: interfaceAddrs}
 	if e.ports == nil {
 		e.ports = []int{443, 80}
 	}
-	for _, a := range selfAddrs {
-		if _, p, err := net.SplitHostPort(a); err == nil {
-			if n, err := strconv.Atoi(p); err == nil && n != 0 {
-				e.self = append(e.self, n)
-			}
-		}
+	if e.deny == nil {
+		e.deny = DefaultEgressDeny
 	}
-	if addrs, err := net.InterfaceAddrs(); err == nil {
-		for _, a := range addrs {
-			if ipn, ok := a.(*net.IPNet); ok {
-				e.local = append(e.local, ipn.IP)
-			}
+	if e.resolver == nil {
+		e.resolver = net.DefaultResolver
+	}
+	for _, a := range o.SelfAddrs {
+		if ap, err := netip.ParseAddrPort(a); err == nil && ap.Port() != 0 {
+			e.self = append(e.self, netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port()))
 		}
 	}
 	return e
 }
 
-// isSelf reports whether hostport names one of toolguard's own listeners.
+// interfaceAddrs lists the addresses of this machine's interfaces, read
+// afresh: addresses come and go while the proxy runs.
+func interfaceAddrs() []netip.Addr {
+	addrs, err := net.InterfaceAddrs()
+	if err != nil {
+		return nil
+	}
+	out := make([]netip.Addr, 0, len(addrs))
+	for _, a := range addrs {
+		if ipn, ok := a.(*net.IPNet); ok {
+			if ip, ok := netip.AddrFromSlice(ipn.IP); ok {
+				out = append(out, ip.Unmap())
+			}
+		}
+	}
+	return out
+}
+
+// isSelf reports whether hostport names one of toolguard's own listeners
+// literally (an address, or localhost). It answers early, before any
+// lookup; the check that cannot be bypassed is checkAddr at dial time.
 func (e *egress) isSelf(hostport string) bool {
 	host, port, err := net.SplitHostPort(hostport)
 	if err != nil {
 		return false
 	}
-	n, _ := strconv.Atoi(port)
-	if !slices.Contains(e.self, n) {
+	n, err := strconv.ParseUint(port, 10, 16)
+	if err != nil {
 		return false
 	}
 	if strings.EqualFold(host, "localhost") {
-		return true
+		return e.isSelfAddr(netip.AddrPortFrom(netip.IPv6Loopback(), uint16(n))) ||
+			e.isSelfAddr(netip.AddrPortFrom(netip.AddrFrom4([4]byte{127, 0, 0, 1}), uint16(n)))
 	}
-	ip := net.ParseIP(strings.Trim(host, "[]"))
-	if ip == nil {
-		return false
+	ip, err := netip.ParseAddr(host)
+	return err == nil && e.isSelfAddr(netip.AddrPortFrom(ip.Unmap(), uint16(n)))
+}
+
+// isSelfAddr reports whether dialling ap would reach one of toolguard's
+// own listeners. A listener on an unspecified address listens on every
+// local address; dialling an unspecified address reaches this machine.
+func (e *egress) isSelfAddr(ap netip.AddrPort) bool {
+	ip := ap.Addr().Unmap()
+	local := func() bool {
+		return ip.IsLoopback() || ip.IsUnspecified() || slices.Contains(e.localAddrs(), ip)
 	}
-	if ip.IsLoopback() || ip.IsUnspecified() {
-		return true
+	for _, l := range e.self {
+		if l.Port() != ap.Port() {
+			continue
+		}
+		switch la := l.Addr(); {
+		case la == ip, ip.IsUnspecified(), la.IsLoopback() && ip.IsLoopback():
+			return true
+		case la.IsUnspecified() && local():
+			return true
+		}
 	}
-	return slices.ContainsFunc(e.local, ip.Equal)
+	return false
+}
+
+// denied returns the deny-list entry that holds ip, if any.
+func (e *egress) denied(ip netip.Addr) (netip.Prefix, bool) {
+	ip = ip.Unmap()
+	for _, p := range e.deny {
+		if p.Contains(ip) {
+			return p, true
+		}
+	}
+	return netip.Prefix{}, false
 }
 
 // hostAllowed reports whether a host no rule names may be reached.

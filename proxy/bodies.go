@@ -2,66 +2,135 @@ package proxy
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"slices"
 	"time"
 )
 
-// Body budget.
+// Body budget and body deadlines.
 //
 // A guarded request body is read whole before anything else happens: its
 // key is derived from it, and it is sent upstream only once the step is
 // journaled. Without a bound, the memory those bodies take grows with the
 // number of calls in flight — 256 calls of 64 KiB hold 16 MiB, and the Go
-// heap grows to about twice what it holds. So a call reserves room for its
-// body from limits.body_buffer before reading it, and gives it back when its
-// answer is ready:
+// heap grows to about twice what it holds. So bodies take room from
+// limits.body_buffer as their bytes arrive, a chunk at a time, and give it
+// back when their answer is ready. A call holds the bytes it has received
+// plus at most one chunk it is reading into, never what it merely
+// announced: a client that announces 5 MiB and sends one byte a second
+// holds one chunk, and everyone else keeps going.
 //
-//   - with a Content-Length, that many bytes (the whole budget for a body
-//     longer than it, which is then read alone), waiting for room — the
-//     body stays in the kernel's socket buffers meanwhile — for at most
-//     limits.in_flight_wait, then 503 with Retry-After;
-//   - without one (chunked), unknownBodyReserve bytes the same way; a body
-//     that turns out longer takes the rest only if it is free at once, else
-//     503, so that a call never waits while holding room.
+//   - The first chunk is up to firstChunk bytes of an announced length
+//     (bodyChunk of an unannounced one), so that most bodies take their
+//     room in one step. It may wait for room — the body stays in the
+//     kernel's socket buffers meanwhile — for at most
+//     limits.in_flight_wait, then 503 with Retry-After. Waiting is first
+//     come, first served.
+//   - Later chunks, bodyChunk each, take room only if it is free at once,
+//     else 503: a call never waits while holding room, so reservations
+//     cannot deadlock.
+//   - A body longer than body_buffer takes the whole budget and is then
+//     read alone.
 //
-// Waiting is first come, first served, and a call waits only while it holds
-// nothing, so reservations cannot deadlock.
+// A slow body cannot hold its room for long either: each read must bring
+// bytes within limits.body_read_timeout, and once that allowance is used
+// up the body must keep arriving at limits.body_min_rate on average (each
+// body_min_rate bytes received extend the deadline by one second, as
+// Apache's mod_reqtimeout does). A client that falls behind gets 408
+// request-timeout, its connection is closed, and nothing is journaled.
+// The deadlines are read deadlines on the client's connection, for plain
+// requests and for requests inside an intercepted tunnel alike.
 
-// unknownBodyReserve is the room reserved for a body of unannounced length.
-const unknownBodyReserve = 64 << 10
+// Chunks of room a body takes: the first of an announced length, then
+// each next one.
+const (
+	firstChunk = 128 << 10
+	bodyChunk  = 64 << 10
+)
 
-// reserveBody takes room for c's body from the budget. It returns the
-// answer to send instead when no room was found in time.
-func (s *Server) reserveBody(c *call) *answer {
-	n := c.in.ContentLength
-	switch {
-	case n < 0:
-		n = min(unknownBodyReserve, s.opts.MaxBody)
-	case n > s.opts.MaxBody:
-		return nil // refused by readBody before a byte is read
+// readBody reads c's body into c.body, taking room from the budget as it
+// goes. It returns the answer to send instead when the body is refused.
+func (s *Server) readBody(c *call) *answer {
+	req := c.in
+	if req.Body == nil || req.Body == http.NoBody {
+		return nil
 	}
-	n = min(n, s.opts.BodyBuffer)
-	if n == 0 {
+	defer req.Body.Close()
+	clock := s.bodyClock(req)
+	whole := false
+	defer func() { clock.stop(whole) }()
+	if req.ContentLength > s.opts.MaxBody {
+		return s.bodyTooLarge(c)
+	}
+	var b []byte
+	if n := req.ContentLength; n > 0 {
+		b = make([]byte, 0, min(n, firstChunk)) // one exact allocation for most bodies
+	}
+	for {
+		if int64(len(b)) >= c.reserved && c.reserved < s.opts.BodyBuffer {
+			if a := s.takeRoom(c, int64(len(b))); a != nil {
+				return a
+			}
+		}
+		room := c.reserved - int64(len(b))
+		if c.reserved >= s.opts.BodyBuffer {
+			room = bodyChunk // read alone: the whole budget is held
+		}
+		if n := req.ContentLength; n > 0 {
+			room = min(room, n-int64(len(b)))
+		}
+		room = min(room, s.opts.MaxBody+1-int64(len(b)))
+		b = slices.Grow(b, int(room))
+		n, err := clock.read(req.Body, b[len(b):len(b)+int(room)])
+		b = b[:len(b)+n]
+		switch {
+		case int64(len(b)) > s.opts.MaxBody:
+			return s.bodyTooLarge(c)
+		case errors.Is(err, io.EOF), err == nil && req.ContentLength > 0 && int64(len(b)) == req.ContentLength:
+			c.body, whole = b, true
+			return nil
+		case errors.Is(err, errBodyTimeout):
+			s.metrics.reject("body_timeout")
+			return s.problem(c, newProblem(ProblemRequestTimeout, "", fmt.Sprintf(
+				"the request body arrived too slowly (%d bytes received; limits.body_read_timeout is %s, limits.body_min_rate %d bytes/s); nothing was journaled or sent",
+				len(b), s.opts.BodyReadTimeout, max(s.opts.BodyMinRate, 0))))
+		case err != nil:
+			s.metrics.reject("invalid_body")
+			return s.problem(c, newProblem(ProblemInvalidBody, "", "read request body: "+err.Error()))
+		}
+	}
+}
+
+// takeRoom extends c's reservation by the next chunk of a body of which
+// have bytes are read; the first chunk may wait for room, later ones not.
+func (s *Server) takeRoom(c *call, have int64) *answer {
+	want := min(int64(bodyChunk), s.opts.BodyBuffer-c.reserved)
+	if n := c.in.ContentLength; n > 0 {
+		if c.reserved == 0 {
+			want = min(firstChunk, s.opts.BodyBuffer)
+		}
+		want = min(want, n-have)
+	}
+	if want <= 0 {
+		return nil
+	}
+	if c.reserved > 0 {
+		if !s.bodies.TryAcquire(want) {
+			return s.noBodyRoom(c)
+		}
+		c.reserved += want
 		return nil
 	}
 	ctx, cancel := context.WithTimeout(c.in.Context(), s.opts.InFlightWait)
 	defer cancel()
-	if err := s.bodies.Acquire(ctx, n); err != nil {
+	if err := s.bodies.Acquire(ctx, want); err != nil {
 		return s.noBodyRoom(c)
 	}
-	c.reserved = n
-	return nil
-}
-
-// growBody extends c's reservation to the length of the body it read.
-func (s *Server) growBody(c *call, length int64) *answer {
-	extra := min(length, s.opts.BodyBuffer) - c.reserved
-	if extra <= 0 {
-		return nil
-	}
-	if !s.bodies.TryAcquire(extra) {
-		return s.noBodyRoom(c)
-	}
-	c.reserved += extra
+	c.reserved = want
 	return nil
 }
 
@@ -78,4 +147,71 @@ func (s *Server) noBodyRoom(c *call) *answer {
 	p := newProblem(ProblemUnavailable, "", "too many request bodies held at once (limits.body_buffer); retry shortly")
 	p.RetryAfter = time.Second
 	return s.problem(c, p)
+}
+
+func (s *Server) bodyTooLarge(c *call) *answer {
+	s.metrics.reject("body_too_large")
+	return s.problem(c, newProblem(ProblemBodyTooLarge, "", fmt.Sprintf("request body exceeds limits.max_body (%d bytes)", s.opts.MaxBody)))
+}
+
+// bodyClock holds a body read to limits.body_read_timeout and
+// limits.body_min_rate through read deadlines on the client connection.
+type bodyClock struct {
+	rc      *http.ResponseController // nil: no connection to set deadlines on
+	timeout time.Duration
+	minRate int64 // bytes per second; <= 0: none
+	start   time.Time
+	got     int64
+	set     bool // a deadline is set on the connection
+}
+
+func (s *Server) bodyClock(req *http.Request) *bodyClock {
+	return &bodyClock{rc: connOf(req.Context()), timeout: s.opts.BodyReadTimeout, minRate: s.opts.BodyMinRate, start: time.Now()}
+}
+
+// deadline is when the next read must have brought bytes: within the
+// timeout, and before the rate allowance runs out.
+func (k *bodyClock) deadline(now time.Time) time.Time {
+	d := now.Add(k.timeout)
+	if k.minRate > 0 {
+		allowance := k.timeout + time.Duration(float64(k.got)/float64(k.minRate)*float64(time.Second))
+		if r := k.start.Add(allowance); r.Before(d) {
+			d = r
+		}
+	}
+	return d
+}
+
+// read reads into p under the deadline; a read that runs past it fails
+// with errBodyTimeout.
+func (k *bodyClock) read(r io.Reader, p []byte) (int, error) {
+	var dl time.Time
+	if k.rc != nil {
+		dl = k.deadline(time.Now())
+		k.set = k.rc.SetReadDeadline(dl) == nil
+	}
+	n, err := r.Read(p)
+	k.got += int64(n)
+	if err != nil && !errors.Is(err, io.EOF) && k.set && (errors.Is(err, os.ErrDeadlineExceeded) || !time.Now().Before(dl)) {
+		return n, fmt.Errorf("%w: %w", errBodyTimeout, err)
+	}
+	return n, err
+}
+
+// stop ends the clock. After a whole body it clears the deadline, so that
+// it cannot cut the connection later (net/http reads ahead on it once a
+// body is read). After a body that was refused part way (413, 408, 503) it
+// sets the deadline in the past: closing the body must not wait for the
+// rest of it (for an intercepted request it would read it all), and the
+// connection is closed after the answer.
+func (k *bodyClock) stop(whole bool) {
+	switch {
+	case k.rc == nil:
+	case whole:
+		if k.set {
+			k.rc.SetReadDeadline(time.Time{})
+		}
+	default:
+		k.rc.SetReadDeadline(time.Unix(1, 0))
+	}
 }

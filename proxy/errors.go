@@ -6,8 +6,8 @@ import "errors"
 // (see problem.go and the admin handlers); none is returned to callers
 // outside the package.
 var (
-	// errBodyTooLarge: a guarded request body over limits.max_body (413).
-	errBodyTooLarge = errors.New("body too large")
+	// errBodyTimeout: a guarded request body that arrived too slowly (408).
+	errBodyTimeout = errors.New("request body read timed out")
 	// errTooLarge: a checkpoint over its size limits (413).
 	errTooLarge = errors.New("checkpoint too large")
 	// errNotHeld: approve or resolve of a step that is not held (409).

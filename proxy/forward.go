@@ -70,6 +70,9 @@ func (s *Server) forward(c *call, st journal.Step, fl *flight, d Decision) (*ans
 		outcome = OutcomeRecovered
 	}
 	switch {
+	case refusal(res.err) != nil:
+		s.metrics.reject("egress")
+		return s.problemWith(c, newProblem(ProblemRejected, st.Key, "nothing was sent: "+res.err.Error()), d), nil
 	case res.err != nil && !res.sent:
 		return s.problemWith(c, newProblem(ProblemUpstreamUnreachable, st.Key, "nothing was sent: "+res.err.Error()+"; safe to retry"), d), nil
 	case rec.Status == journal.StatusStarted:

@@ -2,8 +2,6 @@ package proxy
 
 import (
 	"errors"
-	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"time"
@@ -58,10 +56,7 @@ func (s *Server) guard(req *http.Request, route *rules.Route, params map[string]
 	}
 	defer s.active.Done()
 	defer s.releaseBody(c)
-	a := s.reserveBody(c)
-	if a == nil {
-		a = s.prepare(c)
-	}
+	a := s.prepare(c)
 	if a == nil {
 		a = s.run(c)
 	}
@@ -75,22 +70,12 @@ func (s *Server) prepare(c *call) *answer {
 		s.metrics.reject("draining")
 		return s.problem(c, newProblem(ProblemUnavailable, "", "toolguard is shutting down; retry shortly"))
 	}
-	body, err := readBody(c.in, s.opts.MaxBody)
-	if err != nil {
-		if errors.Is(err, errBodyTooLarge) {
-			s.metrics.reject("body_too_large")
-			return s.problem(c, newProblem(ProblemBodyTooLarge, "", fmt.Sprintf("request body exceeds limits.max_body (%d bytes)", s.opts.MaxBody)))
-		}
-		s.metrics.reject("invalid_body")
-		return s.problem(c, newProblem(ProblemInvalidBody, "", "read request body: "+err.Error()))
-	}
-	if a := s.growBody(c, int64(len(body))); a != nil {
+	if a := s.readBody(c); a != nil {
 		return a
 	}
-	c.body = body
 	in := rules.Input{
 		ContentType: c.in.Header.Get("Content-Type"),
-		Body:        body,
+		Body:        c.body,
 		RawQuery:    c.in.URL.RawQuery,
 		PathValues:  c.params,
 		Workflow:    c.in.Header.Get(HeaderWorkflow),
@@ -107,32 +92,6 @@ func (s *Server) prepare(c *call) *answer {
 	c.callerMAC = s.credentialMAC(c.route.API, c.in.Header)
 	s.parked.lend(c.callerMAC, c.route.API, c.in.Header)
 	return nil
-}
-
-func readBody(req *http.Request, max int64) ([]byte, error) {
-	if req.Body == nil || req.Body == http.NoBody {
-		return nil, nil
-	}
-	defer req.Body.Close()
-	if req.ContentLength > max {
-		return nil, errBodyTooLarge
-	}
-	if n := req.ContentLength; n > 0 {
-		// Known length: one exact allocation instead of ReadAll's doubling.
-		b := make([]byte, n)
-		if _, err := io.ReadFull(req.Body, b); err != nil {
-			return nil, err
-		}
-		return b, nil
-	}
-	b, err := io.ReadAll(io.LimitReader(req.Body, max+1))
-	if err != nil {
-		return nil, err
-	}
-	if int64(len(b)) > max {
-		return nil, errBodyTooLarge
-	}
-	return b, nil
 }
 
 // run decides and acts until the request has an answer: a decision may

@@ -17,6 +17,7 @@ const (
 	ProblemPayloadMismatch     = "urn:toolguard:payload-mismatch"
 	ProblemInvalidBody         = "urn:toolguard:invalid-body"
 	ProblemBodyTooLarge        = "urn:toolguard:body-too-large"
+	ProblemRequestTimeout      = "urn:toolguard:request-timeout" // added beyond the contract's list
 	ProblemUpstreamUnreachable = "urn:toolguard:upstream-unreachable"
 	ProblemOutcomeUnknown      = "urn:toolguard:outcome-unknown"
 	ProblemVersionChanged      = "urn:toolguard:version-changed"
@@ -52,6 +53,7 @@ var problemInfo = map[string]struct {
 	ProblemPayloadMismatch:     {http.StatusUnprocessableEntity, "Body differs from the approved one"},
 	ProblemInvalidBody:         {http.StatusBadRequest, "Body cannot be parsed to derive the key"},
 	ProblemBodyTooLarge:        {http.StatusRequestEntityTooLarge, "Body too large"},
+	ProblemRequestTimeout:      {http.StatusRequestTimeout, "Request body arrived too slowly"},
 	ProblemUpstreamUnreachable: {http.StatusBadGateway, "Upstream unreachable; nothing was sent"},
 	ProblemOutcomeUnknown:      {http.StatusGatewayTimeout, "Sent, but no answer; outcome unknown"},
 	ProblemVersionChanged:      {http.StatusConflict, "Prompt or policy version changed mid-workflow"},

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"sync"
 	"sync/atomic"
@@ -81,9 +82,25 @@ type Options struct {
 	// ConnectPorts are the ports a tunnel to a host no rule names may open;
 	// nil means 443 and 80, empty means none.
 	ConnectPorts []int
-	// SelfAddrs are toolguard's own listen addresses; requests aimed at
-	// them through the proxy are refused.
+	// SelfAddrs are toolguard's own listen addresses; connections to them
+	// through the proxy are refused at dial time, whatever name the agent
+	// used (an unspecified address stands for every local address).
 	SelfAddrs []string
+	// EgressDeny are the destinations the proxy never dials (checked at
+	// dial time, after name resolution); nil means DefaultEgressDeny (the
+	// cloud metadata addresses), empty means none.
+	EgressDeny []netip.Prefix
+	// Resolver resolves upstream names before the egress checks; nil
+	// means net.DefaultResolver.
+	Resolver Resolver
+	// BodyReadTimeout is the longest a guarded body read waits for the
+	// next bytes, and the allowance before BodyMinRate applies
+	// (default 10s); see bodies.go.
+	BodyReadTimeout time.Duration
+	// BodyMinRate is the least average rate, in bytes per second, at which
+	// a guarded body must arrive once BodyReadTimeout is used up
+	// (default 1024; negative: no minimum).
+	BodyMinRate int64
 	// MaxHeaderBytes bounds a request's header block (default 1 MiB). The
 	// HTTP server enforces it on plain requests; intercepted requests are
 	// read by goproxy without a limit, so the proxy checks it for both.
@@ -201,7 +218,7 @@ func New(opts Options) (*Server, error) {
 		flights: newFlights(),
 		bodies:  semaphore.NewWeighted(opts.BodyBuffer),
 	}
-	s.verifier = &verifiers.Client{Transport: opts.Transport, MaxBody: opts.MaxStoredResponse}
+	s.egress = newEgress(opts)
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
@@ -214,7 +231,6 @@ func New(opts Options) (*Server, error) {
 	s.metrics.precreateRoutes(opts.Rules)
 	s.health.metrics, s.health.log = opts.Metrics, s.log
 	s.journal = healthyJournal{Journal: opts.Journal, h: &s.health}
-	s.egress = newEgress(opts.AllowHosts, opts.ConnectPorts, opts.SelfAddrs)
 	if src, ok := opts.Journal.(StateSource); ok {
 		s.metrics.watchState(s, src)
 	}
@@ -229,9 +245,18 @@ func New(opts Options) (*Server, error) {
 		}
 		s.upstream = t
 	}
-	if s.verifier.Transport == nil {
-		s.verifier.Transport = s.upstream
+	if t, ok := s.upstream.(*http.Transport); ok {
+		// Every connection goes through the dial-time egress checks. A
+		// transport of another kind dials on its own (tests).
+		inner := t.DialContext
+		if inner == nil {
+			inner = newDialer().DialContext
+		}
+		t = t.Clone()
+		t.DialContext = s.egress.dial(inner)
+		s.upstream = t
 	}
+	s.verifier = &verifiers.Client{Transport: s.upstream, MaxBody: opts.MaxStoredResponse}
 	s.goproxy = s.buildGoproxy()
 	return s, nil
 }
@@ -270,11 +295,22 @@ func setDefaults(o *Options) {
 	if o.MaxInFlight <= 0 {
 		o.MaxInFlight = 1024
 	}
+	if o.BodyReadTimeout <= 0 {
+		o.BodyReadTimeout = 10 * time.Second
+	}
+	if o.BodyMinRate == 0 {
+		o.BodyMinRate = 1024
+	}
 }
 
 // Handler returns the proxy's http.Handler, to be served on the proxy
-// listener.
-func (s *Server) Handler() http.Handler { return s.goproxy }
+// listener. It hands the pipeline each request's connection controls (see
+// withConn), which goproxy does not pass on.
+func (s *Server) Handler() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.goproxy.ServeHTTP(w, r.WithContext(withConn(r.Context(), http.NewResponseController(w))))
+	})
+}
 
 // SetDraining makes the proxy refuse new guarded calls (shutdown).
 func (s *Server) SetDraining(v bool) { s.draining.Store(v) }
@@ -312,11 +348,18 @@ func (s *Server) buildGoproxy() *goproxy.ProxyHttpServer {
 	}
 	// NewProxyHttpServer installs a CONNECT dialer that reads HTTPS_PROXY
 	// from the environment: a sidecar would dial itself. Dial directly.
+	// Tunnels are dialled with the same egress checks as requests.
 	p.ConnectDial = nil
+	dial := s.egress.dial(newDialer().DialContext)
 	p.ConnectDialWithReq = func(req *http.Request, network, addr string) (net.Conn, error) {
-		d := net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}
-		return d.DialContext(req.Context(), network, addr)
+		c, err := dial(req.Context(), network, addr)
+		if err != nil {
+			return nil, &tunnelDialError{err}
+		}
+		s.tunnelOpened(req)
+		return c, nil
 	}
+	p.ConnectionErrHandler = s.tunnelFailed
 	// Pass the agent's Accept-Encoding through untouched (goproxy drops it
 	// by default and lets the transport decompress), so passthrough bodies
 	// are streamed byte for byte.
@@ -329,12 +372,18 @@ func (s *Server) buildGoproxy() *goproxy.ProxyHttpServer {
 }
 
 func (s *Server) serveNonProxy(w http.ResponseWriter, r *http.Request) {
-	newProblem(ProblemRejected, "", "this is a forward proxy: send absolute-form requests (set HTTP_PROXY/HTTPS_PROXY)").write(w)
+	why := "this is a forward proxy: send absolute-form requests (set HTTP_PROXY/HTTPS_PROXY)"
+	s.logRequest(r, slog.LevelInfo, OutcomeBlocked, http.StatusForbidden, why)
+	newProblem(ProblemRejected, "", why).write(w)
 }
 
 // handleConnect intercepts TLS for hosts that rules describe (and for every
 // host when unmatched calls are guarded or rejected); other tunnels are
 // passed through untouched.
+//
+// Each CONNECT gets one decision line: here when it is refused or
+// intercepted, in the tunnel dialer when a tunnel is opened, and in
+// tunnelFailed when its dial fails or is refused.
 func (s *Server) handleConnect(host string, ctx *goproxy.ProxyCtx) (*goproxy.ConnectAction, string) {
 	if isCheckHost(host) && s.certs != nil {
 		// Answered by checkResponse inside the tunnel; nothing is dialed.
@@ -348,6 +397,7 @@ func (s *Server) handleConnect(host string, ctx *goproxy.ProxyCtx) (*goproxy.Con
 			why = "toolguard does not proxy requests to its own listeners"
 		}
 		ctx.Resp = newProblem(ProblemRejected, "", why).response(ctx.Req)
+		ctx.Resp.Header.Set(HeaderOutcome, OutcomeBlocked)
 		s.metrics.reject("egress")
 		s.logRequest(ctx.Req, slog.LevelInfo, OutcomeBlocked, http.StatusForbidden, why)
 		return goproxy.RejectConnect, host
@@ -364,6 +414,12 @@ func (s *Server) handleConnect(host string, ctx *goproxy.ProxyCtx) (*goproxy.Con
 	if s.certs == nil || (s.opts.Unmatched == UnmatchedPassthrough && !s.rules.Intercepts(host)) {
 		return goproxy.OkConnect, host
 	}
+	// Requests read inside the tunnel inherit this UserData (goproxy
+	// copies it), and with it the controls of the client's connection.
+	if rc := connOf(ctx.Req.Context()); rc != nil {
+		ctx.UserData = &tunnelState{rc: rc}
+	}
+	s.logRequest(ctx.Req, slog.LevelDebug, outcomeIntercepted, http.StatusOK, "TLS intercepted: each request inside is decided on its own")
 	// goproxy peeks the first byte after CONNECT: a TLS handshake is
 	// terminated with TLSConfig, anything else (Node's undici sends CONNECT
 	// for http:// URLs) is read as plain HTTP inside the tunnel.
@@ -388,9 +444,9 @@ func (s *Server) tlsConfigFor(host string, _ *goproxy.ProxyCtx) (*tls.Config, er
 	}, nil
 }
 
-// reqState is the per-request state kept in goproxy's ctx.UserData; nil
-// UserData, or a reqState that is not guarded, means the request passed
-// through.
+// reqState is the per-request state kept in goproxy's ctx.UserData: set
+// once the request's decision line is written and its answer stamped. A
+// request without one passed through.
 type reqState struct {
 	guarded bool
 	// why says why an unguarded request passed through, for the log; ""
@@ -398,18 +454,34 @@ type reqState struct {
 	why string
 }
 
+// tunnelState is the UserData of an intercepted tunnel, which goproxy
+// copies into each request read inside it.
+type tunnelState struct {
+	rc *http.ResponseController // the client connection's controls
+}
+
+// decided reports whether ctx's request has had its decision line.
+func decided(ctx *goproxy.ProxyCtx) bool {
+	st, ok := ctx.UserData.(*reqState)
+	return ok && st.guarded
+}
+
 // handleRequest routes each proxied request: guarded, passed through or
 // rejected.
 func (s *Server) handleRequest(req *http.Request, ctx *goproxy.ProxyCtx) (*http.Request, *http.Response) {
 	host := hostPort(req.URL)
+	if t, ok := ctx.UserData.(*tunnelState); ok {
+		req = req.WithContext(withConn(req.Context(), t.rc))
+		ctx.UserData = nil
+	}
 	if n := headerBytes(req); n > s.opts.MaxHeaderBytes {
 		ctx.UserData = &reqState{guarded: true}
 		s.metrics.request("", "", OutcomeBlocked)
 		s.metrics.reject("headers_too_large")
-		p := newProblem(ProblemHeadersTooLarge, "", fmt.Sprintf("request headers are %d bytes; limits.max_header_bytes is %d", n, s.opts.MaxHeaderBytes))
-		resp := p.response(req)
+		why := fmt.Sprintf("request headers are %d bytes; limits.max_header_bytes is %d", n, s.opts.MaxHeaderBytes)
+		resp := newProblem(ProblemHeadersTooLarge, "", why).response(req)
 		resp.Header.Set(HeaderOutcome, OutcomeBlocked)
-		s.logRequest(req, slog.LevelInfo, OutcomeBlocked, resp.StatusCode, p.Detail)
+		s.logRequest(req, slog.LevelInfo, OutcomeBlocked, resp.StatusCode, why)
 		return req, resp
 	}
 	if isCheckHost(host) {
@@ -456,7 +528,7 @@ func (s *Server) handleRequest(req *http.Request, ctx *goproxy.ProxyCtx) (*http.
 			ctx.UserData = &reqState{why: why}
 		}
 		stripToolguardHeaders(req.Header)
-		ctx.RoundTripper = passthroughTripper{s.upstream}
+		ctx.RoundTripper = passthroughTripper{s}
 		return req, nil
 	}
 	ctx.UserData = &reqState{guarded: true}
@@ -466,7 +538,7 @@ func (s *Server) handleRequest(req *http.Request, ctx *goproxy.ProxyCtx) (*http.
 // handleResponse marks passed-through answers.
 func (s *Server) handleResponse(resp *http.Response, ctx *goproxy.ProxyCtx) *http.Response {
 	st, _ := ctx.UserData.(*reqState)
-	if resp != nil && (st == nil || !st.guarded) {
+	if resp != nil && !decided(ctx) {
 		why := "no route"
 		if st != nil && st.why != "" {
 			why = st.why
@@ -546,15 +618,32 @@ func isMutation(method string) bool {
 }
 
 // passthroughTripper turns transport errors into a 502 problem instead of
-// goproxy's plain-text 500 (or a silently closed MITM connection).
-type passthroughTripper struct{ rt http.RoundTripper }
+// goproxy's plain-text 500 (or a silently closed MITM connection), and a
+// dial the egress checks refused into a 403 with its decision line.
+type passthroughTripper struct{ s *Server }
 
-func (p passthroughTripper) RoundTrip(req *http.Request, _ *goproxy.ProxyCtx) (*http.Response, error) {
-	resp, err := p.rt.RoundTrip(req)
+func (p passthroughTripper) RoundTrip(req *http.Request, ctx *goproxy.ProxyCtx) (*http.Response, error) {
+	resp, err := p.s.upstream.RoundTrip(req)
+	if r := refusal(err); r != nil {
+		return p.s.refuseDial(req, ctx, r), nil
+	}
 	if err != nil {
 		return newProblem(ProblemUpstreamUnreachable, "", fmt.Sprintf("passthrough to %s failed: %v", req.URL.Host, err)).response(req), nil
 	}
 	return resp, nil
+}
+
+// refuseDial answers a request whose connection the egress checks refused:
+// 403 rejected, the same answer as a request aimed at a refused address
+// literally, and its decision line.
+func (s *Server) refuseDial(req *http.Request, ctx *goproxy.ProxyCtx, r *egressError) *http.Response {
+	ctx.UserData = &reqState{guarded: true}
+	s.metrics.request("", "", OutcomeBlocked)
+	s.metrics.reject("egress")
+	s.logRequest(req, slog.LevelInfo, OutcomeBlocked, http.StatusForbidden, r.Error())
+	resp := newProblem(ProblemRejected, "", r.Error()).response(req)
+	resp.Header.Set(HeaderOutcome, OutcomeBlocked)
+	return resp
 }
 
 type discardLogger struct{}

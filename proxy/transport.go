@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"fmt"
@@ -17,8 +18,10 @@ type TransportOptions struct {
 	// MaxIdleConnsPerHost bounds idle keep-alive connections per upstream;
 	// zero means 256 (Go's default of 2 costs a TLS handshake per request).
 	MaxIdleConnsPerHost int
-	// Dial, when set, replaces the default dialer (tests, allowlists).
-	Dial func(network, addr string) (net.Conn, error)
+	// DialContext, when set, replaces the default dialer (tests). The
+	// proxy wraps whichever dialer the transport has with its dial-time
+	// egress checks (see dial.go).
+	DialContext func(ctx context.Context, network, addr string) (net.Conn, error)
 }
 
 // NewTransport returns the transport toolguard uses for upstream calls.
@@ -44,10 +47,13 @@ func NewTransport(o TransportOptions) (*http.Transport, error) {
 	if o.MaxIdleConnsPerHost <= 0 {
 		o.MaxIdleConnsPerHost = 256
 	}
-	dialer := &net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}
+	dial := o.DialContext
+	if dial == nil {
+		dial = newDialer().DialContext
+	}
 	t := &http.Transport{
 		Proxy:                 nil,
-		DialContext:           dialer.DialContext,
+		DialContext:           dial,
 		TLSClientConfig:       &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12},
 		TLSHandshakeTimeout:   10 * time.Second,
 		MaxIdleConns:          4 * o.MaxIdleConnsPerHost,
@@ -56,10 +62,6 @@ func NewTransport(o TransportOptions) (*http.Transport, error) {
 		ExpectContinueTimeout: time.Second,
 		DisableCompression:    true,
 		ForceAttemptHTTP2:     true,
-	}
-	if o.Dial != nil {
-		t.DialContext = nil
-		t.Dial = o.Dial
 	}
 	return t, nil
 }

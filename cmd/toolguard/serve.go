@@ -172,6 +172,7 @@ func serveWith(ctx context.Context, cfg config.Config, log *slog.Logger, stdout 
 	go func() { errc <- serveOn(adminHTTP, adminLn) }()
 
 	fmt.Fprintf(stdout, "proxy: http://%s\nadmin: http://%s\nca:    %s\n", proxyLn.Addr(), adminLn.Addr(), absPath(ca.CertFile))
+	warnExposed(log, proxyLn.Addr())
 	if ready != nil {
 		ready(serving{proxyAddr: proxyLn.Addr().String(), adminAddr: adminLn.Addr().String(), caFile: absPath(ca.CertFile), metrics: metrics})
 	}
@@ -284,6 +285,15 @@ func shutdown(cfg config.Config, log *slog.Logger, srv *proxy.Server, admin *pro
 	}
 	log.Info("stopped")
 	return nil
+}
+
+// warnExposed warns when the proxy listens beyond loopback: anyone who
+// can reach it may send calls through it, with toolguard's egress.
+func warnExposed(log *slog.Logger, addr net.Addr) {
+	if ta, ok := addr.(*net.TCPAddr); ok && !ta.IP.IsLoopback() {
+		log.Warn("the proxy listens beyond loopback: anyone who can reach this address may send calls through it; listen on 127.0.0.1 unless the agent runs on another host, and then restrict who can connect",
+			"listen", addr.String())
+	}
 }
 
 // secretPath is where the HMAC secret lives: beside the journal.

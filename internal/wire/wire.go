@@ -7,6 +7,7 @@ package wire
 import (
 	"log/slog"
 	"net/http"
+	"net/netip"
 
 	"github.com/toolguard/toolguard/config"
 	"github.com/toolguard/toolguard/journal"
@@ -36,12 +37,23 @@ func Proxy(cfg config.Config, d Deps) (*proxy.Server, error) {
 	if ports == nil {
 		ports = []int{} // configured empty: tunnels only to hosts rules name
 	}
+	deny := cfg.Egress.Deny.Prefixes()
+	if deny == nil {
+		deny = []netip.Prefix{} // configured empty: deny nothing
+	}
+	minRate := int64(cfg.Limits.BodyMinRate)
+	if minRate == 0 {
+		minRate = -1 // configured 0: no minimum rate
+	}
 	return proxy.New(proxy.Options{
 		Rules: d.Rules, Journal: d.Journal, Secret: d.Secret, CA: d.CA, Transport: transport,
 		Unmatched:         proxy.Unmatched(cfg.Unmatched.String()),
 		AllowHosts:        cfg.Upstream.AllowHosts,
 		ConnectPorts:      ports,
 		SelfAddrs:         d.SelfAddrs,
+		EgressDeny:        deny,
+		BodyReadTimeout:   cfg.Limits.BodyReadTimeout,
+		BodyMinRate:       minRate,
 		MaxInFlight:       cfg.Limits.MaxInFlight,
 		MaxHeaderBytes:    int(cfg.Limits.MaxHeaderBytes),
 		MaxBody:           int64(cfg.Limits.MaxBody),
