@@ -108,6 +108,7 @@ type skelRoute struct {
 	pattern  string
 	notes    []string // plain comments above the route
 	todos    []string // TODO comments before the effect
+	natTODO  []string // TODO comments before native_idempotency
 	after    []string // TODO comments at the end of the route
 	key      *keyProposal
 	native   string // "{header: X}" or "{body: y}"; "" for none
@@ -200,7 +201,7 @@ func newRoute(path, method string, item *openapi3.PathItem, op *openapi3.Operati
 		"choose reversible only if sending it twice does no harm")
 	params := mergeParams(item.Parameters, op.Parameters)
 	hdr, hdrTODO := idempotencyHeader(params)
-	r.todos = append(r.todos, hdrTODO...)
+	r.natTODO = hdrTODO
 	r.key = proposeKey(op.RequestBody, method, wilds)
 	switch {
 	case hdr != "":
@@ -360,6 +361,7 @@ func (r *skelRoute) write(b *bytes.Buffer) {
 	body.WriteString("  effect: irreversible\n")
 	writeTODOs(&body, "  ", r.key.todos)
 	r.key.write(&body)
+	writeTODOs(&body, "  ", r.natTODO)
 	if r.native != "" {
 		body.WriteString("  native_idempotency: " + r.native + "\n")
 	}

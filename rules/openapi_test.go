@@ -1,0 +1,127 @@
+package rules
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// TestSkeletonGolden generates the rule file of every testdata/openapi
+// document (stripe.json is a trimmed copy of Stripe's published spec) and
+// compares it with its golden file; each must load as a rule file, come
+// out the same twice, and have a route (or a commented-out one) for every
+// write operation.
+func TestSkeletonGolden(t *testing.T) {
+	tests := []struct {
+		name   string
+		spec   string
+		api    string
+		routes int // routes that load
+		off    int // routes commented out
+	}{
+		{name: "stripe", spec: "stripe.json", api: "stripe", routes: 10},
+		{name: "edge", spec: "edge.yaml", routes: 9, off: 1},
+		{name: "minimal", spec: "minimal.json", routes: 2},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join("testdata", "openapi", tc.spec)
+			data, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			opts := SkeletonOptions{API: tc.api, Source: tc.spec, Location: path}
+			got, err := Skeleton(data, opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			again, err := Skeleton(data, opts)
+			if err != nil || string(again) != string(got) {
+				t.Errorf("a second run gave other output (err %v)", err)
+			}
+			golden(t, filepath.Join("testdata", "openapi", tc.name+".golden"), string(got))
+			api, err := Parse(tc.name+".yaml", got)
+			if err != nil {
+				t.Fatalf("the skeleton does not load: %v", err)
+			}
+			if _, err := NewSet(api); err != nil {
+				t.Fatalf("the skeleton does not make a set: %v", err)
+			}
+			if len(api.Routes) != tc.routes {
+				t.Errorf("%d routes, want %d", len(api.Routes), tc.routes)
+			}
+			if n := strings.Count(string(got), "this route is commented out"); n != tc.off {
+				t.Errorf("%d routes commented out, want %d", n, tc.off)
+			}
+		})
+	}
+}
+
+// The routes come sorted by the document's path, then method.
+func TestSkeletonSorted(t *testing.T) {
+	data, err := os.ReadFile("testdata/openapi/stripe.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := Skeleton(data, SkeletonOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	api, err := Parse("stripe.yaml", got)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var seq []string
+	for _, r := range api.Routes {
+		seq = append(seq, r.Pattern+" "+r.Method)
+	}
+	if !slices.IsSorted(seq) {
+		t.Errorf("routes not sorted by path then method:\n%s", strings.Join(seq, "\n"))
+	}
+	if api.Name != "stripe-api" || api.Credential != "Authorization" || !slices.Equal(api.Hosts, []string{"api.stripe.com"}) {
+		t.Errorf("api %q, credential %q, hosts %v", api.Name, api.Credential, api.Hosts)
+	}
+}
+
+func TestSkeletonErrors(t *testing.T) {
+	tests := []struct {
+		name, spec, api, want string
+		is                    error
+	}{
+		{name: "no write operations", spec: `{"openapi":"3.0.0","info":{"title":"t","version":"1"},"paths":{"/a":{"get":{"responses":{"200":{"description":"ok"}}}}}}`,
+			want: "no POST, PUT, PATCH or DELETE operations", is: ErrNoWriteOperations},
+		{name: "no paths", spec: "openapi: 3.1.0\ninfo: {title: t, version: '1'}\n", is: ErrNoWriteOperations},
+		{name: "swagger 2", spec: `{"swagger":"2.0","info":{"title":"t","version":"1"},"paths":{}}`, want: "want OpenAPI 3.0 or 3.1"},
+		{name: "not a document", spec: "[1, 2", want: "load OpenAPI document"},
+		{name: "bad api name", spec: "openapi: 3.0.0\ninfo: {title: t, version: '1'}\npaths: {/a: {post: {responses: {'200': {description: ok}}}}}\n",
+			api: "Bad Name", want: `--api "Bad Name"`},
+		{name: "unresolvable ref", spec: "openapi: 3.0.0\ninfo: {title: t, version: '1'}\npaths: {/a: {post: {requestBody: {$ref: '#/components/requestBodies/Nope'}, responses: {'200': {description: ok}}}}}\n",
+			want: "Nope"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Skeleton([]byte(tc.spec), SkeletonOptions{API: tc.api})
+			if err == nil {
+				t.Fatal("no error")
+			}
+			if tc.is != nil && !errors.Is(err, tc.is) {
+				t.Errorf("error %v is not %v", err, tc.is)
+			}
+			if !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("error %q lacks %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// A $ref to a remote document is never fetched.
+func TestSkeletonNoRemoteRefs(t *testing.T) {
+	spec := "openapi: 3.0.0\ninfo: {title: t, version: '1'}\npaths: {/a: {post: {requestBody: {$ref: 'http://127.0.0.1:1/x.yaml#/B'}, responses: {'200': {description: ok}}}}}\n"
+	_, err := Skeleton([]byte(spec), SkeletonOptions{Location: filepath.Join(t.TempDir(), "spec.yaml")})
+	if err == nil || !strings.Contains(err.Error(), "only local files") {
+		t.Errorf("err = %v, want a refusal of the remote $ref", err)
+	}
+}
