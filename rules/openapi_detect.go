@@ -83,7 +83,7 @@ func convertPath(path string) (pattern string, wilds []string, todos []string) {
 		case strings.HasPrefix(p, "{") && strings.HasSuffix(p, "}") && strings.Count(p, "{") == 1:
 			name := uniqueWild(wildName(p[1:len(p)-1]), used)
 			if name != p[1:len(p)-1] {
-				todos = append(todos, fmt.Sprintf("path parameter {%s} is the wildcard {%s} here (ServeMux wants Go identifiers)", p[1:len(p)-1], name))
+				todos = append(todos, fmt.Sprintf("path parameter {%s} is the wildcard {%s} here (ServeMux wants distinct Go identifiers)", p[1:len(p)-1], name))
 			}
 			parts[i], wilds = "{"+name+"}", append(wilds, name)
 		case strings.ContainsAny(p, "{}"):

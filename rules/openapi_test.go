@@ -125,3 +125,62 @@ func TestSkeletonNoRemoteRefs(t *testing.T) {
 		t.Errorf("err = %v, want a refusal of the remote $ref", err)
 	}
 }
+
+// The edge-case document's routes carry the key fields and native
+// idempotency the generator proposes, as the rules package reads them.
+func TestSkeletonEdgeRoutes(t *testing.T) {
+	data, err := os.ReadFile("testdata/openapi/edge.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := Skeleton(data, SkeletonOptions{API: "edge"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	api, err := Parse("edge.yaml", out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	routes := map[string]*Route{}
+	for _, r := range api.Routes {
+		routes[r.Name] = r
+	}
+	tests := []struct {
+		route, header, body string
+		fields              []string
+	}{
+		// allOf merged, a dotted name escaped, a path-level header parameter
+		{route: "orders_create", header: "Idempotency-Key", fields: []string{"amount", "currency", "customer", `ship\.to`}},
+		// a form: a required deep object as a form path; the array left to a TODO
+		{route: "createPayment", body: "idempotency_key", fields: []string{"amount", "metadata[order_id]"}},
+		// a $ref cycle stops at the recursive property
+		{route: "createTree", fields: []string{"name", "parent"}},
+		// a +json body; its idempotency field is never a key field
+		{route: "postDir", body: "client_token"},
+		// oneOf: the whole body
+		{route: "putShape"},
+		// DELETE: keyed on its path; a header described as an idempotency key
+		{route: "orders_create_2", header: "X-Request-Token"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.route, func(t *testing.T) {
+			r := routes[tc.route]
+			if r == nil {
+				t.Fatalf("no route %q", tc.route)
+			}
+			if !slices.Equal(r.Key.Fields, tc.fields) {
+				t.Errorf("key.fields %q, want %q", r.Key.Fields, tc.fields)
+			}
+			var h, b string
+			if r.NativeIdempotency != nil {
+				h, b = r.NativeIdempotency.Header, r.NativeIdempotency.Body
+			}
+			if h != tc.header || b != tc.body {
+				t.Errorf("native_idempotency header %q body %q, want %q %q", h, b, tc.header, tc.body)
+			}
+			if r.Effect != EffectIrreversible {
+				t.Errorf("effect %v, want irreversible", r.Effect)
+			}
+		})
+	}
+}
