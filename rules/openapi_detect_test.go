@@ -152,7 +152,9 @@ func TestServerInfo(t *testing.T) {
 }
 
 func TestCredentialHeader(t *testing.T) {
-	scheme := func(s openapi3.SecurityScheme) *openapi3.SecuritySchemeRef { return &openapi3.SecuritySchemeRef{Value: &s} }
+	scheme := func(s openapi3.SecurityScheme) *openapi3.SecuritySchemeRef {
+		return &openapi3.SecuritySchemeRef{Value: &s}
+	}
 	tests := []struct {
 		name    string
 		schemes openapi3.SecuritySchemes
