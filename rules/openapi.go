@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/textproto"
 	"net/url"
 	"slices"
 	"strings"
@@ -205,7 +206,7 @@ func newRoute(path, method string, item *openapi3.PathItem, op *openapi3.Operati
 	r.key = proposeKey(op.RequestBody, method, wilds)
 	switch {
 	case hdr != "":
-		r.native = "{header: " + yamlScalar(hdr) + "}"
+		r.native = "{header: " + yamlScalar(textproto.CanonicalMIMEHeaderKey(hdr)) + "}"
 	case r.key.idempotencyField != "":
 		r.native = "{body: " + yamlScalar(r.key.idempotencyField) + "}"
 	}
@@ -338,7 +339,7 @@ func (sk *skeleton) write() []byte {
 	b.WriteString("hosts: [" + joinScalars(sk.hosts) + "]\n")
 	writeTODOs(&b, "", sk.credTODO)
 	if sk.credential != "" {
-		b.WriteString("credential: {header: " + yamlScalar(sk.credential) + "}\n")
+		b.WriteString("credential: {header: " + yamlScalar(textproto.CanonicalMIMEHeaderKey(sk.credential)) + "}\n")
 	}
 	b.WriteString("routes:\n")
 	for i, r := range sk.routes {

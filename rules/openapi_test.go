@@ -150,7 +150,7 @@ func TestSkeletonEdgeRoutes(t *testing.T) {
 		fields              []string
 	}{
 		// allOf merged, a dotted name escaped, a path-level header parameter
-		{route: "orders_create", header: "Idempotency-Key", fields: []string{"amount", "currency", "customer", `ship\.to`}},
+		{route: "orders_create", header: "Idempotency-Key", fields: []string{"amount", "currency", "customer", `ship\.to`, "shipping.address.country"}},
 		// a form: a required deep object as a form path; the array left to a TODO
 		{route: "createPayment", body: "idempotency_key", fields: []string{"amount", "metadata[order_id]"}},
 		// a $ref cycle stops at the recursive property
