@@ -184,3 +184,69 @@ func TestSkeletonEdgeRoutes(t *testing.T) {
 		})
 	}
 }
+
+// The key paths the generator proposes select the fields of real request
+// bodies: a form's nested name, a JSON object's deep field, an escaped
+// dotted name. A fresh idempotency key per call leaves the key as it is.
+func TestSkeletonKeysDerive(t *testing.T) {
+	data, err := os.ReadFile("testdata/openapi/edge.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := Skeleton(data, SkeletonOptions{API: "edge"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	api, err := Parse("edge.yaml", out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	set, err := NewSet(api)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const form = "application/x-www-form-urlencoded"
+	tests := []struct {
+		name, route, ctype, body, sameAs, differs, fails string
+	}{
+		{name: "form", route: "/v2/payments", ctype: form, body: "amount=100&metadata[order_id]=o1&items[0]=a&idempotency_key=k1"},
+		{name: "form retry", route: "/v2/payments", ctype: form, body: "idempotency_key=k2&items[0]=a&metadata[order_id]=o1&amount=100", sameAs: "form"},
+		{name: "form other order", route: "/v2/payments", ctype: form, body: "amount=100&metadata[order_id]=o2&items[0]=a&idempotency_key=k1", differs: "form"},
+		{name: "form without order", route: "/v2/payments", ctype: form, body: "amount=100&items[0]=a", fails: "metadata[order_id]"},
+		{name: "json", route: "/v2/orders", ctype: "application/json",
+			body: `{"amount":1,"currency":"eur","customer":"c1","ship.to":"x","shipping":{"address":{"country":"FR","line1":"a"}},"note":"n"}`},
+		{name: "json other line1", route: "/v2/orders", ctype: "application/json",
+			body: `{"amount":1,"currency":"eur","customer":"c1","ship.to":"x","shipping":{"address":{"country":"FR","line1":"b"}}}`, sameAs: "json"},
+		{name: "json other country", route: "/v2/orders", ctype: "application/json",
+			body: `{"amount":1,"currency":"eur","customer":"c1","ship.to":"x","shipping":{"address":{"country":"DE"}}}`, differs: "json"},
+		{name: "json without ship.to", route: "/v2/orders", ctype: "application/json",
+			body: `{"amount":1,"currency":"eur","customer":"c1","shipping":{"address":{"country":"DE"}}}`, fails: `"ship\\.to"`},
+	}
+	keys := map[string]string{}
+	d := &Deriver{}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			r, vals := set.Match("eu.api.example.com", "POST", tc.route)
+			if r == nil {
+				t.Fatalf("no route matches POST %s", tc.route)
+			}
+			in, err := d.Derive(r, Input{ContentType: tc.ctype, Body: []byte(tc.body), PathValues: vals})
+			if tc.fails != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.fails) {
+					t.Fatalf("err = %v, want one naming %s", err, tc.fails)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			keys[tc.name] = in.Key
+			if tc.sameAs != "" && in.Key != keys[tc.sameAs] {
+				t.Errorf("key differs from %q's", tc.sameAs)
+			}
+			if tc.differs != "" && in.Key == keys[tc.differs] {
+				t.Errorf("key equals %q's", tc.differs)
+			}
+		})
+	}
+}
