@@ -167,7 +167,15 @@ func (k *keyProposal) candidateTODO(props openapi3.Schemas, required []string) {
 		list = strings.Join(cands, ", ") + more
 	}
 	if len(k.fields) == 0 {
-		k.todos = append(k.todos, "key: the schema requires no property, so the key is the whole body "+
+		what := "the schema requires no property"
+		if slices.Equal(required, []string{k.idempotencyField}) {
+			what = "the schema requires no property but the idempotency key"
+		}
+		whole := "the whole body"
+		if k.idempotencyField != "" {
+			whole += " but " + k.idempotencyField
+		}
+		k.todos = append(k.todos, "key: "+what+", so the key is "+whole+" "+
 			"(a retry that differs in any field gets a new key); name the fields that identify the intent among: "+list)
 		return
 	}
@@ -316,8 +324,24 @@ func (k *keyProposal) write(b *bytes.Buffer) {
 	for _, n := range k.notes {
 		b.WriteString("  # " + oneLine(n) + "\n")
 	}
-	if len(k.fields) == 0 {
-		return
+	switch {
+	case len(k.fields) > 0:
+		b.WriteString("  key:\n    fields: [" + joinScalars(k.fields) + "]\n")
+	case k.idempotencyField != "":
+		// The whole body minus the key an SDK mints afresh for every call.
+		b.WriteString("  key:\n    ignore: [" + yamlScalar(escapeSimple(k.idempotencyField)) + "]\n")
 	}
-	b.WriteString("  key:\n    fields: [" + joinScalars(k.fields) + "]\n")
+}
+
+// escapeSimple escapes a top-level field name in the path syntax of
+// key.ignore.
+func escapeSimple(name string) string {
+	var b strings.Builder
+	for i := 0; i < len(name); i++ {
+		if strings.IndexByte(`\.*?|#@!()[]{}`, name[i]) >= 0 {
+			b.WriteByte('\\')
+		}
+		b.WriteByte(name[i])
+	}
+	return b.String()
 }

@@ -219,6 +219,9 @@ func TestSkeletonKeysDerive(t *testing.T) {
 			body: `{"amount":1,"currency":"eur","customer":"c1","ship.to":"x","shipping":{"address":{"country":"FR","line1":"b"}}}`, sameAs: "json"},
 		{name: "json other country", route: "/v2/orders", ctype: "application/json",
 			body: `{"amount":1,"currency":"eur","customer":"c1","ship.to":"x","shipping":{"address":{"country":"DE"}}}`, differs: "json"},
+		{name: "whole body", route: "/v2/dir/", ctype: "application/merge-patch+json", body: `{"title":"t","client_token":"a"}`},
+		{name: "whole body, fresh token", route: "/v2/dir/", ctype: "application/merge-patch+json", body: `{"client_token":"b","title":"t"}`, sameAs: "whole body"},
+		{name: "whole body, other title", route: "/v2/dir/", ctype: "application/merge-patch+json", body: `{"client_token":"a","title":"u"}`, differs: "whole body"},
 		{name: "json without ship.to", route: "/v2/orders", ctype: "application/json",
 			body: `{"amount":1,"currency":"eur","customer":"c1","shipping":{"address":{"country":"DE"}}}`, fails: `"ship\\.to"`},
 	}
