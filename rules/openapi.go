@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"unicode"
 
 	"github.com/getkin/kin-openapi/openapi3"
 )
@@ -60,7 +61,12 @@ func Skeleton(spec []byte, opts SkeletonOptions) ([]byte, error) {
 
 // loadOpenAPI parses and resolves an OpenAPI document; $refs may name
 // local files next to location, never URLs.
-func loadOpenAPI(spec []byte, location string) (*openapi3.T, error) {
+func loadOpenAPI(spec []byte, location string) (doc *openapi3.T, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			doc, err = nil, fmt.Errorf("load OpenAPI document: the parser failed: %v", p)
+		}
+	}()
 	l := openapi3.NewLoader()
 	var loc *url.URL
 	if location != "" {
@@ -68,8 +74,6 @@ func loadOpenAPI(spec []byte, location string) (*openapi3.T, error) {
 		l.ReadFromURIFunc = localFilesOnly
 		loc = &url.URL{Path: location}
 	}
-	var doc *openapi3.T
-	var err error
 	if loc != nil {
 		doc, err = l.LoadFromDataWithPath(spec, loc)
 	} else {
@@ -385,7 +389,14 @@ func writeTODOs(b *bytes.Buffer, indent string, todos []string) {
 	}
 }
 
-// oneLine keeps a comment on its line.
+// oneLine keeps a comment on its line, and printable: a document's names
+// and summaries may hold anything.
 func oneLine(s string) string {
+	s = strings.Map(func(r rune) rune {
+		if unicode.IsPrint(r) || unicode.IsSpace(r) {
+			return r
+		}
+		return '?'
+	}, s)
 	return strings.Join(strings.Fields(s), " ")
 }

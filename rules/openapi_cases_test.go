@@ -137,3 +137,27 @@ func todoText(out []byte) string {
 	}
 	return b.String()
 }
+
+// Names and summaries with line breaks and control characters stay inside
+// their comments, and the file still loads.
+func TestSkeletonHostileText(t *testing.T) {
+	paths := "  /a:\n    post:\n      summary: \"one\\ntwo: x\\r\\n- three \\u0007 #four\"\n      operationId: \"op\\nname: evil\"\n" +
+		"      requestBody: {content: {application/json: {schema: {type: object, properties: {\"x\\ny\": {type: string}, \"a\\u0000b\": {type: string}}}}}}\n" +
+		"      responses: {'200': {description: ok}}\n"
+	out, err := Skeleton(oaDoc("3.0.0", paths, ""), SkeletonOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	api, err := Parse("hostile.yaml", out)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if len(api.Routes) != 1 || api.Routes[0].Name != "op_name__evil" {
+		t.Errorf("routes %v:\n%s", api.Routes, out)
+	}
+	for line := range strings.Lines(string(out)) {
+		if strings.ContainsFunc(line, func(r rune) bool { return r < ' ' && r != '\n' }) {
+			t.Errorf("control character in %q", line)
+		}
+	}
+}
