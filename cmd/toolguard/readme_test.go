@@ -15,7 +15,7 @@ var commands = [][]string{
 	{"journal", "check"}, {"journal", "export"}, {"journal", "compact"},
 	{"review", "ls"}, {"review", "approve"}, {"review", "resolve"},
 	{"workflow", "ls"}, {"workflow", "show"}, {"workflow", "resume"},
-	{"rules", "check"}, {"key", "explain"}, {"ca", "init"}, {"version"},
+	{"rules", "check"}, {"rules", "init"}, {"key", "explain"}, {"ca", "init"}, {"version"},
 }
 
 // readmeCLI returns the command lines of the README's CLI section: the

@@ -19,12 +19,18 @@ Commands:
                  or the one rule FILE; a directory without rule files is an error. With --sample, also key
                  every sample request (JSON lines; a DIR means its *.jsonl files) and report each required
                  key field a sample lacks, and same_key_as / key_differs_from pairs whose keys disagree
+  init --from-openapi SPEC [--api NAME] [-o FILE] [--force]
+                 write a starting rule file for the POST, PUT, PATCH and DELETE operations of an OpenAPI 3
+                 document (YAML or JSON), with TODO(toolguard) comments where a human must decide
 `
 
 func runRules(args []string, stdout, stderr io.Writer) error {
 	sub, rest, err := subcommand("rules", args, stdout, rulesHelp)
 	if err != nil {
 		return err
+	}
+	if sub == "init" {
+		return runRulesInit(rest, stdout)
 	}
 	if sub != "check" {
 		return usagef("rules: unknown sub-command %q\n%s", sub, rulesHelp)

@@ -65,6 +65,7 @@ Usage:
   toolguard workflow show ID [--json]
   toolguard workflow resume ID [--json]
   toolguard rules check [DIR|FILE] [--sample FILE|DIR]
+  toolguard rules init --from-openapi SPEC [--api NAME] [-o FILE] [--force]
   toolguard key explain --method M --url URL [--header 'K: V'] [--body DATA|@FILE]
   toolguard ca init [--dir DIR]
   toolguard version
