@@ -332,4 +332,3 @@ func (k *keyProposal) write(b *bytes.Buffer) {
 		b.WriteString("  key:\n    ignore: [" + yamlScalar(escapeSimple(k.idempotencyField)) + "]\n")
 	}
 }
-
