@@ -14,7 +14,7 @@ import (
 // again: lookup, verify, their requests and expectations.
 
 func (d *decoder) lookup(r *Route, e entry) *Lookup {
-	fs, ok := d.mapping(e.val, "lookup", "request", "found", "absent", "operation_id")
+	fs, ok := d.mapping(e.val, "lookup", "request", "found", "absent", "operation_id", "answer", "settle", "rate", "next")
 	if !ok {
 		return nil
 	}
@@ -33,6 +33,7 @@ func (d *decoder) lookup(r *Route, e entry) *Lookup {
 	if x, ok := fs["absent"]; ok {
 		l.Absent = d.expectation(x, "lookup.absent")
 	}
+	d.lookupExtras(l, fs)
 	return l
 }
 
@@ -141,7 +142,7 @@ func (d *decoder) checkRef(r *Route, p tmplPart, inLookup bool) string {
 	return ""
 }
 
-var expectationFields = []string{"status", "body", "contains"}
+var expectationFields = []string{"status", "body", "contains", "present"}
 
 func (d *decoder) expectation(e entry, name string) *Expectation {
 	fs, ok := d.mapping(e.val, name, expectationFields...)
@@ -160,8 +161,11 @@ func (d *decoder) expectation(e entry, name string) *Expectation {
 			d.errorf(c.val, "%s.contains: empty string", name)
 		}
 	}
+	if p, ok := fs["present"]; ok {
+		x.Present = d.paths(p, name+".present")
+	}
 	if len(fs) == 0 {
-		d.errorf(e.node, "%s: empty expectation would match every answer (want status, body or contains)", name)
+		d.errorf(e.node, "%s: empty expectation would match every answer (want status, body, contains or present)", name)
 	}
 	return x
 }

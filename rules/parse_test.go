@@ -118,6 +118,9 @@ func dumpAPI(a *API) string {
 	p("api %s at %s", a.Name, a.Pos)
 	p("hosts %q", a.Hosts)
 	p("credential %q", a.Credential)
+	if a.Errors != (ErrorFormat{}) {
+		p("errors %s template=%q", a.Errors.Style, a.Errors.Template)
+	}
 	for _, r := range a.Routes {
 		p("route %s at %s", r.Name, r.Pos)
 		p("  match %s %s %v", r.Method, r.Pattern, wildcards(r.segs))
@@ -145,6 +148,7 @@ func dumpAPI(a *API) string {
 			p("    expect %s", dumpExpectation(&v.Expect))
 		}
 		p("  approval_required %v redact=%q", r.ApprovalRequired, r.Redact)
+		dumpResponseRules(p, r)
 	}
 	return b.String()
 }
