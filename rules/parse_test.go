@@ -100,7 +100,7 @@ func TestLoad(t *testing.T) {
 	for _, a := range set.APIs {
 		names = append(names, a.Name)
 	}
-	if got, want := strings.Join(names, ","), "shop_v2,mail,payments"; got != want {
+	if got, want := strings.Join(names, ","), "shop_v2,mail,payments,responses"; got != want {
 		t.Errorf("APIs = %s, want %s", got, want)
 	}
 	if r, _ := set.Match("payments.example.com:443", "POST", "/v1/invoices"); r == nil || r.Name != "create_invoice" {
