@@ -98,7 +98,7 @@ func (s *Server) problemWith(c *call, p *Problem, d Decision) *answer {
 	if d.Why == "" {
 		d.Why = p.Detail
 	}
-	resp := p.response(c.in)
+	resp := renderProblem(c.route.API.Errors, p, c.in)
 	outcome := OutcomeBlocked
 	if p.Key != "" {
 		resp.Header.Set(HeaderKey, p.Key)

@@ -177,6 +177,7 @@ func (s *Server) nextAction(st *journal.Step, now time.Time) string {
 		InFlight: s.flights.live(st.Key, now) != nil, Settling: now.Before(s.settleBy(st))}
 	if route != nil {
 		sit.Strategy, sit.Effect, sit.Approval = strategyOf(route), route.Effect, route.ApprovalRequired
+		sit.NativeExpired, sit.HasLookup = nativeExpired(route, st, now), route.Lookup != nil
 	} else {
 		sit.Effect = rules.EffectIrreversible
 	}

@@ -159,6 +159,9 @@ type Extractor struct {
 type Request struct {
 	Method string
 	URL    *Template
+	// Query holds parameters set on the expanded URL (a lookup's next-page
+	// cursor); nil for requests as a rule file writes them.
+	Query [][2]string
 }
 
 // Expectation matches an answer. All set parts must hold.
