@@ -34,8 +34,10 @@ type testUpstream struct {
 	// status, when set, replaces 201 on creations.
 	status atomic.Int32
 	hook   atomic.Pointer[func(r *http.Request) bool]
-	mu     sync.Mutex
-	n      int
+	// extra serves paths under /x/ when set (a test's own provider).
+	extra atomic.Pointer[http.Handler]
+	mu    sync.Mutex
+	n     int
 }
 
 func newTestUpstream(t *testing.T, useTLS bool) *testUpstream {
@@ -45,6 +47,13 @@ func newTestUpstream(t *testing.T, useTLS bool) *testUpstream {
 	mux.HandleFunc("POST /v1/invoices", u.create)
 	mux.HandleFunc("POST /v1/emails", u.create)
 	mux.HandleFunc("GET /v1/ping", func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "pong") })
+	mux.HandleFunc("/x/", func(w http.ResponseWriter, r *http.Request) {
+		if h := u.extra.Load(); h != nil {
+			(*h).ServeHTTP(w, r)
+			return
+		}
+		http.NotFound(w, r)
+	})
 	if useTLS {
 		u.Server = httptest.NewTLSServer(mux)
 	} else {
@@ -91,6 +100,8 @@ type harnessConfig struct {
 	// names the provider's host, or RuleHost when set.
 	Routes   string
 	RuleHost string
+	// Errors is the rule file's errors setting; "" leaves the default.
+	Errors string
 	// Options are the proxy's options; journal, rules, CA, transport and
 	// logger are filled in.
 	Options Options
@@ -139,7 +150,11 @@ func startHarness(t *testing.T, cfg harnessConfig) *harness {
 	if host == "" {
 		host = h.up.host()
 	}
-	api, err := rules.Parse("billing.yaml", []byte(fmt.Sprintf("version: v1\napi: billing\nhosts: [%q]\ncredential: {header: Authorization}\nroutes:\n%s", host, cfg.Routes)))
+	errs := ""
+	if cfg.Errors != "" {
+		errs = "errors: " + cfg.Errors + "\n"
+	}
+	api, err := rules.Parse("billing.yaml", []byte(fmt.Sprintf("version: v1\napi: billing\nhosts: [%q]\ncredential: {header: Authorization}\n%sroutes:\n%s", host, errs, cfg.Routes)))
 	if err != nil {
 		t.Fatal(err)
 	}
