@@ -90,6 +90,7 @@ func startProvider(t *testing.T, cfg harnessConfig, routes func(lookupURL string
 	p := &provider{}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /x/search", p.search)
+	mux.HandleFunc("GET /x/messages/{id}", p.messageStatus)
 	lk := httptest.NewServer(mux)
 	t.Cleanup(lk.Close)
 	cfg.Routes = routes(lk.URL)
@@ -487,5 +488,65 @@ func TestUpstreamRetrySignals(t *testing.T) {
 	resp, _ = h.post("/x/things?quota", `{"ref":"quota"}`)
 	if n := sends.Load(); n != 1 || resp.Header.Get(HeaderOutcome) != OutcomeReplayed || resp.Header.Get("Retry-After-Ms") != "1500" {
 		t.Errorf("x-should-retry: false: sends %d, outcome %s, Retry-After-Ms %q", n, resp.Header.Get(HeaderOutcome), resp.Header.Get("Retry-After-Ms"))
+	}
+}
+
+// messageStatus is a provider's message status API: delivered once sent.
+func (p *provider) messageStatus(w http.ResponseWriter, r *http.Request) {
+	p.mu.Lock()
+	_, ok := p.refs[r.PathValue("id")]
+	p.mu.Unlock()
+	if !ok {
+		http.NotFound(w, r)
+		return
+	}
+	fmt.Fprint(w, `{"status":"delivered"}`)
+}
+
+// The email pattern: the key is an idempotency fingerprint (recipient,
+// template, business reference), the operation id is the provider's
+// message id from a header, and the message status API verifies it. A
+// retry with fields an SDK adds per call is the same email; another
+// reference is another email.
+func TestEmailPattern(t *testing.T) {
+	h, p := startProvider(t, harnessConfig{}, func(lk string) string {
+		return `  - name: send_email
+    match: POST /x/emails
+    effect: irreversible
+    key:
+      fields: [to, template, ref]
+    operation_id: header:X-Message-Id
+    verify:
+      request: GET ` + lk + `/x/messages/{{operation_id}}
+      expect: {status: 200, body: {status: delivered}}
+      within: 10s
+      mode: sync
+`
+	})
+	p.respond = func(w http.ResponseWriter, r *http.Request, id string) bool {
+		w.Header().Set("X-Message-Id", id)
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprint(w, `{"message":"queued"}`)
+		return true
+	}
+	first, _ := h.post("/x/emails", `{"to":"ana@example.com","template":"receipt","ref":"order-1","sent_at":"10:00"}`)
+	retry, _ := h.post("/x/emails", `{"ref":"order-1","template":"receipt","to":"ana@example.com","sent_at":"10:01"}`)
+	other, _ := h.post("/x/emails", `{"to":"ana@example.com","template":"receipt","ref":"order-2","sent_at":"10:02"}`)
+	if first.Header.Get(HeaderOutcome) != OutcomeForwarded || retry.Header.Get(HeaderOutcome) != OutcomeReplayed || other.Header.Get(HeaderOutcome) != OutcomeForwarded {
+		t.Fatalf("outcomes %s, %s, %s; want forwarded, replayed, forwarded",
+			first.Header.Get(HeaderOutcome), retry.Header.Get(HeaderOutcome), other.Header.Get(HeaderOutcome))
+	}
+	if got := retry.Header.Get("X-Message-Id"); got != "obj_1" {
+		t.Errorf("replayed X-Message-Id = %q, want obj_1", got)
+	}
+	if n := p.effects.Load(); n != 2 {
+		t.Fatalf("provider effects = %d, want 2", n)
+	}
+	st, err := h.j.Get(first.Header.Get(HeaderKey))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.OperationID != "obj_1" || st.Status != journal.StatusVerified {
+		t.Fatalf("step %s operation id %q, want verified obj_1", st.Status, st.OperationID)
 	}
 }
