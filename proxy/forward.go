@@ -49,6 +49,9 @@ func (r *result) discard() {
 // the step was taken over while the call ran.
 func (s *Server) forward(c *call, st journal.Step, fl *flight, d Decision) (*answer, error) {
 	defer s.flights.finish(st.Key, fl)
+	if a, done, err := s.checkBefore(c, st, d); done {
+		return a, err
+	}
 	res := s.send(c)
 	ans := s.readAnswer(c, res)
 	rec, err := s.journal.Apply(context.Background(), st.Key, journal.Fenced(st.Epoch, st.Fence, func(cur *journal.Step) (journal.Change, error) {

@@ -550,3 +550,59 @@ func TestEmailPattern(t *testing.T) {
 		t.Fatalf("step %s operation id %q, want verified obj_1", st.Status, st.OperationID)
 	}
 }
+
+// Deletes are verified before (the thing exists) and after (it is gone):
+// a delete of a thing that is already gone is answered from the check,
+// committed as already done, and never sent; a delete of a thing that
+// exists is sent once and verified gone.
+func TestDeleteVerifiedBeforeAndAfter(t *testing.T) {
+	h, p := startProvider(t, harnessConfig{}, func(lk string) string {
+		return `  - name: delete_thing
+    match: DELETE /x/things/{id}
+    effect: irreversible
+    verify:
+      before:
+        request: GET ` + lk + `/x/messages/{{path.id}}
+        expect: {status: 200}
+      request: GET ` + lk + `/x/messages/{{path.id}}
+      expect: {status: 404}
+      within: 10s
+      mode: sync
+    outcome:
+      already_done: {status: [404, 410]}
+`
+	})
+	p.record("obj_1", map[string]any{"ref": "r"})
+	var deletes atomic.Int64
+	p.respond = func(w http.ResponseWriter, r *http.Request, id string) bool {
+		deletes.Add(1)
+		p.mu.Lock()
+		delete(p.refs, strings.TrimPrefix(r.URL.Path, "/x/things/"))
+		p.mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprint(w, `{"deleted":true}`)
+		return false
+	}
+	gone, body := h.send(http.MethodDelete, "/x/things/obj_404", "")
+	if gone.StatusCode != http.StatusNotFound || gone.Header.Get(HeaderOutcome) != OutcomeRecovered || deletes.Load() != 0 {
+		t.Fatalf("delete of a gone thing: %d %s outcome %s, deletes %d", gone.StatusCode, body, gone.Header.Get(HeaderOutcome), deletes.Load())
+	}
+	st, err := h.j.Get(gone.Header.Get(HeaderKey))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Status != journal.StatusCommitted || st.Attempt != 0 || !strings.HasPrefix(st.Evidence, "already done") {
+		t.Fatalf("gone step %s attempt %d evidence %q", st.Status, st.Attempt, st.Evidence)
+	}
+	ok, body := h.send(http.MethodDelete, "/x/things/obj_1", "")
+	if ok.StatusCode != http.StatusOK || ok.Header.Get(HeaderOutcome) != OutcomeForwarded || deletes.Load() != 1 {
+		t.Fatalf("delete of an existing thing: %d %s, deletes %d", ok.StatusCode, body, deletes.Load())
+	}
+	again, _ := h.send(http.MethodDelete, "/x/things/obj_1", "")
+	if again.Header.Get(HeaderOutcome) != OutcomeReplayed || deletes.Load() != 1 {
+		t.Fatalf("retry: outcome %s, deletes %d", again.Header.Get(HeaderOutcome), deletes.Load())
+	}
+	if st, _ := h.j.Get(ok.Header.Get(HeaderKey)); st.Status != journal.StatusVerified {
+		t.Fatalf("existing thing's delete: %s, want verified gone", st.Status)
+	}
+}

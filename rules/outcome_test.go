@@ -26,6 +26,9 @@ func dumpResponseRules(p func(string, ...any), r *Route) {
 			p("  lookup next cursor=%q param=%q has_more=%q pages=%d", n.Cursor, n.Param, n.HasMore, n.Pages)
 		}
 	}
+	if v := r.Verify; v != nil && v.Before != nil {
+		p("  verify before %s %s expect %s", v.Before.Request.Method, v.Before.Request.URL, dumpExpectation(&v.Before.Expect))
+	}
 	if o := r.Outcome; o != nil {
 		for _, x := range []struct {
 			name string

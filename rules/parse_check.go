@@ -38,11 +38,14 @@ func (d *decoder) lookup(r *Route, e entry) *Lookup {
 }
 
 func (d *decoder) verify(r *Route, e entry) *Verify {
-	fs, ok := d.mapping(e.val, "verify", "request", "expect", "within", "mode")
+	fs, ok := d.mapping(e.val, "verify", "request", "expect", "within", "mode", "before")
 	if !ok {
 		return nil
 	}
 	v := &Verify{}
+	if x, ok := fs["before"]; ok {
+		v.Before = d.check(r, x, "verify.before")
+	}
 	if x, ok := d.require(e.node, "verify", fs, "request"); ok {
 		v.Request = d.request(r, x, "verify.request", false)
 	}
@@ -216,4 +219,24 @@ func (d *decoder) bodyMatches(e entry, name string) []BodyMatch {
 		d.errorf(e.val, "%s: empty mapping", name)
 	}
 	return out
+}
+
+// check reads a request and its expectation, such as verify.before. Its
+// request is sent before the call, so it may not use what only the call's
+// answer tells ({{operation_id}}, {{response.PATH}}).
+func (d *decoder) check(r *Route, e entry, name string) *Check {
+	fs, ok := d.mapping(e.val, name, "request", "expect")
+	if !ok {
+		return nil
+	}
+	c := &Check{}
+	if x, ok := d.require(e.node, name, fs, "request"); ok {
+		c.Request = d.request(r, x, name+".request", true)
+	}
+	if x, ok := d.require(e.node, name, fs, "expect"); ok {
+		if exp := d.expectation(x, name+".expect"); exp != nil {
+			c.Expect = *exp
+		}
+	}
+	return c
 }

@@ -215,6 +215,16 @@ type Verify struct {
 	Expect  Expectation
 	Within  time.Duration
 	Mode    VerifyMode
+	// Before, when set, is checked before the first send: an answer that
+	// does not meet it (the thing to delete is already gone) makes the
+	// call "already done", and it is not sent. nil checks nothing first.
+	Before *Check
+}
+
+// Check is a request and what its answer must look like.
+type Check struct {
+	Request Request
+	Expect  Expectation
 }
 
 // Pos is a position in a rule file.

@@ -40,6 +40,8 @@ type Result struct {
 	// Recovered is the part of a found lookup's answer that the rule's
 	// lookup.answer names, to answer the agent with; nil when none.
 	Recovered []byte
+	// Body is the answer of a Check that said No; nil otherwise.
+	Body []byte
 }
 
 // Client sends lookups and probes.
@@ -140,6 +142,20 @@ func (c *Client) Probe(ctx context.Context, vr *rules.Verify, v rules.Values, cr
 		return Result{Answer: Yes, Status: status, Evidence: fmt.Sprintf("%s → %d: visible", ev, status)}
 	}
 	return Result{Answer: No, Status: status, Evidence: fmt.Sprintf("%s → %d: not as expected", ev, status)}
+}
+
+// Check asks whether a precondition holds (verify.before): Yes when the
+// answer meets the expectation, No otherwise, Unknown when it could not be
+// asked. A No carries the answer's body in Body, in memory only.
+func (c *Client) Check(ctx context.Context, ch *rules.Check, v rules.Values, creds http.Header) Result {
+	status, body, ev, err := c.do(ctx, ch.Request, v, creds)
+	if err != nil {
+		return Result{Answer: Unknown, Evidence: ev + ": " + err.Error()}
+	}
+	if ch.Expect.Match(status, body) {
+		return Result{Answer: Yes, Status: status, Evidence: fmt.Sprintf("%s → %d: as expected", ev, status)}
+	}
+	return Result{Answer: No, Status: status, Body: body, Evidence: fmt.Sprintf("%s → %d: not as expected", ev, status)}
 }
 
 var errTooLarge = errors.New("response larger than the verifier's limit")
