@@ -111,6 +111,9 @@ func (d *decoder) request(r *Route, e entry, name string, inLookup bool) Request
 	}
 	for _, p := range t.refs() {
 		if msg := d.checkRef(r, p, inLookup); msg != "" {
+			if strings.HasPrefix(name, "verify.before") {
+				msg = strings.Replace(msg, "before the lookup answers", "before the call is sent", 1)
+			}
 			d.errs.add(d.at(e.val, off+p.off), "%s: %s", name, msg)
 		}
 	}
