@@ -10,8 +10,10 @@ import (
 )
 
 // stripeShape is how one of toolguard's problems reads as a Stripe error.
-// shouldRetry is what the Stripe SDKs obey: they retry a "true" (and, with
-// no header, every 409 and 5xx), and never a "false".
+// shouldRetry is sent as Stripe-Should-Retry: SDKs that read it retry a
+// "true" and never a "false". (stripe-go v82 decodes the error object and
+// retries a decoded error only when it is a 429 lock_timeout, so it never
+// retries these.)
 type stripeShape struct {
 	typ, code   string
 	shouldRetry bool

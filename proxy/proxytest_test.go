@@ -34,7 +34,8 @@ type testUpstream struct {
 	// status, when set, replaces 201 on creations.
 	status atomic.Int32
 	hook   atomic.Pointer[func(r *http.Request) bool]
-	// extra serves paths under /x/ when set (a test's own provider).
+	// extra serves paths under /x/ and POST /v1/customers when set (a
+	// test's own provider).
 	extra atomic.Pointer[http.Handler]
 	mu    sync.Mutex
 	n     int
@@ -47,13 +48,15 @@ func newTestUpstream(t *testing.T, useTLS bool) *testUpstream {
 	mux.HandleFunc("POST /v1/invoices", u.create)
 	mux.HandleFunc("POST /v1/emails", u.create)
 	mux.HandleFunc("GET /v1/ping", func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "pong") })
-	mux.HandleFunc("/x/", func(w http.ResponseWriter, r *http.Request) {
+	extra := func(w http.ResponseWriter, r *http.Request) {
 		if h := u.extra.Load(); h != nil {
 			(*h).ServeHTTP(w, r)
 			return
 		}
 		http.NotFound(w, r)
-	})
+	}
+	mux.HandleFunc("/x/", extra)
+	mux.HandleFunc("POST /v1/customers", extra) // for the Stripe SDK, which wants /v1/ paths
 	if useTLS {
 		u.Server = httptest.NewTLSServer(mux)
 	} else {
