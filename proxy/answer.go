@@ -137,7 +137,7 @@ func (s *Server) logDecision(c *call, a *answer) {
 		s.metrics.recovery(strategyOf(c.route), "found")
 	case d.Recovered:
 		s.metrics.recovery(strategyOf(c.route), "resent")
-	case d.Action == ActionHold && (d.Reason == ReasonOutcomeUnknown || d.Reason == ReasonLookupUnknown):
+	case d.Action == ActionHold && (d.Reason == ReasonOutcomeUnknown || d.Reason == ReasonLookupUnknown || d.Reason == ReasonKeyExpired):
 		s.metrics.recovery(strategyOf(c.route), "held")
 	}
 	s.log.LogAttrs(c.in.Context(), level, "guarded call",
