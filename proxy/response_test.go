@@ -31,7 +31,7 @@ type provider struct {
 	lookups atomic.Int64
 	// respond, when set, writes the answer of a creation (after the
 	// effect, when it returns true) instead of 201 {"id": ...}.
-	respond func(w http.ResponseWriter, r *http.Request, id string) bool
+	respond atomic.Pointer[respondFunc]
 	// drop aborts the connection after the effect: sent, no answer.
 	drop atomic.Bool
 }
@@ -39,9 +39,9 @@ type provider struct {
 func (p *provider) serve(w http.ResponseWriter, r *http.Request) {
 	var body map[string]any
 	json.NewDecoder(r.Body).Decode(&body)
-	if p.respond != nil {
+	if f := p.respond.Load(); f != nil {
 		id := fmt.Sprintf("obj_%d", p.effects.Load()+1)
-		if p.respond(w, r, id) {
+		if (*f)(w, r, id) {
 			p.record(id, body)
 		}
 		return
@@ -66,6 +66,18 @@ func (p *provider) record(id string, body map[string]any) string {
 	ref, _ := body["ref"].(string)
 	p.refs[id] = ref
 	return id
+}
+
+// respondFunc answers a creation; see provider.respond.
+type respondFunc func(w http.ResponseWriter, r *http.Request, id string) bool
+
+// setRespond replaces how creations are answered; nil restores 201.
+func (p *provider) setRespond(f respondFunc) {
+	if f == nil {
+		p.respond.Store(nil)
+		return
+	}
+	p.respond.Store(&f)
 }
 
 // search lists the objects whose ref is ?ref=, Stripe-list style.
@@ -244,11 +256,11 @@ func TestRecoveredAnswerInProviderShape(t *testing.T) {
 // which the SDK retries), never a second send.
 func TestLookupSettleInconclusive(t *testing.T) {
 	h, p := startProvider(t, harnessConfig{Errors: "stripe"}, lookupRoute("      settle: 90s\n"))
-	p.respond = func(w http.ResponseWriter, r *http.Request, id string) bool {
+	p.setRespond(func(w http.ResponseWriter, r *http.Request, id string) bool {
 		panic(http.ErrAbortHandler) // sent, not landed yet
-	}
+	})
 	h.post("/x/things", `{"ref":"order-8"}`)
-	p.respond = nil
+	p.setRespond(nil)
 	resp, body := h.post("/x/things", `{"ref":"order-8"}`)
 	if resp.StatusCode != http.StatusConflict {
 		t.Fatalf("status %d, want 409: %s", resp.StatusCode, body)
@@ -348,7 +360,7 @@ func TestOutcomeRules(t *testing.T) {
 	}
 	h, p := startProvider(t, harnessConfig{}, routes)
 	var sends atomic.Int64
-	p.respond = func(w http.ResponseWriter, r *http.Request, id string) bool {
+	p.setRespond(func(w http.ResponseWriter, r *http.Request, id string) bool {
 		sends.Add(1)
 		w.Header().Set("Content-Type", "application/json")
 		switch {
@@ -370,7 +382,7 @@ func TestOutcomeRules(t *testing.T) {
 		w.WriteHeader(http.StatusCreated)
 		fmt.Fprintf(w, `{"id":%q}`, id)
 		return true
-	}
+	})
 	t.Run("failure is replayed", func(t *testing.T) {
 		sends.Store(0)
 		h.post("/x/things?slack", `{"ref":"s"}`)
@@ -457,7 +469,7 @@ func TestUpstreamRetrySignals(t *testing.T) {
 `
 	})
 	var sends atomic.Int64
-	p.respond = func(w http.ResponseWriter, r *http.Request, id string) bool {
+	p.setRespond(func(w http.ResponseWriter, r *http.Request, id string) bool {
 		sends.Add(1)
 		switch r.URL.RawQuery {
 		case "busy":
@@ -472,7 +484,7 @@ func TestUpstreamRetrySignals(t *testing.T) {
 			w.WriteHeader(http.StatusTooManyRequests)
 		}
 		return false
-	}
+	})
 	resp, body := h.post("/x/things?busy", `{"ref":"busy"}`)
 	if resp.StatusCode != http.StatusGatewayTimeout || resp.Header.Get("Retry-After") != "7" {
 		t.Errorf("5xx: %d Retry-After %q: %s", resp.StatusCode, resp.Header.Get("Retry-After"), body)
@@ -523,12 +535,12 @@ func TestEmailPattern(t *testing.T) {
       mode: sync
 `
 	})
-	p.respond = func(w http.ResponseWriter, r *http.Request, id string) bool {
+	p.setRespond(func(w http.ResponseWriter, r *http.Request, id string) bool {
 		w.Header().Set("X-Message-Id", id)
 		w.Header().Set("Content-Type", "application/json")
 		fmt.Fprint(w, `{"message":"queued"}`)
 		return true
-	}
+	})
 	first, _ := h.post("/x/emails", `{"to":"ana@example.com","template":"receipt","ref":"order-1","sent_at":"10:00"}`)
 	retry, _ := h.post("/x/emails", `{"ref":"order-1","template":"receipt","to":"ana@example.com","sent_at":"10:01"}`)
 	other, _ := h.post("/x/emails", `{"to":"ana@example.com","template":"receipt","ref":"order-2","sent_at":"10:02"}`)
@@ -574,7 +586,7 @@ func TestDeleteVerifiedBeforeAndAfter(t *testing.T) {
 	})
 	p.record("obj_1", map[string]any{"ref": "r"})
 	var deletes atomic.Int64
-	p.respond = func(w http.ResponseWriter, r *http.Request, id string) bool {
+	p.setRespond(func(w http.ResponseWriter, r *http.Request, id string) bool {
 		deletes.Add(1)
 		p.mu.Lock()
 		delete(p.refs, strings.TrimPrefix(r.URL.Path, "/x/things/"))
@@ -582,7 +594,7 @@ func TestDeleteVerifiedBeforeAndAfter(t *testing.T) {
 		w.Header().Set("Content-Type", "application/json")
 		fmt.Fprint(w, `{"deleted":true}`)
 		return false
-	}
+	})
 	gone, body := h.send(http.MethodDelete, "/x/things/obj_404", "")
 	if gone.StatusCode != http.StatusNotFound || gone.Header.Get(HeaderOutcome) != OutcomeRecovered || deletes.Load() != 0 {
 		t.Fatalf("delete of a gone thing: %d %s outcome %s, deletes %d", gone.StatusCode, body, gone.Header.Get(HeaderOutcome), deletes.Load())

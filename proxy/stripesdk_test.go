@@ -56,7 +56,7 @@ func TestStripeSDKReadsEnvelope(t *testing.T) {
 	t.Run("unknown outcome is resolved by the next call", func(t *testing.T) {
 		h, p := startProvider(t, harnessConfig{Errors: "stripe"}, routes("none"))
 		var sends atomic.Int64
-		p.respond = func(w http.ResponseWriter, r *http.Request, id string) bool {
+		p.setRespond(func(w http.ResponseWriter, r *http.Request, id string) bool {
 			if sends.Add(1) == 1 {
 				w.WriteHeader(http.StatusInternalServerError) // no effect, outcome unknown to toolguard
 				return false
@@ -64,7 +64,7 @@ func TestStripeSDKReadsEnvelope(t *testing.T) {
 			w.Header().Set("Content-Type", "application/json")
 			fmt.Fprintf(w, `{"id":%q,"object":"customer"}`, id)
 			return true
-		}
+		})
 		sdk := client(h)
 		params := &stripe.CustomerCreateParams{Email: stripe.String("bo@example.com")}
 		// stripe-go v82 retries a decoded Stripe error only when it is a 429
