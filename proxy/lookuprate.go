@@ -7,8 +7,8 @@ import (
 	"github.com/toolguard/toolguard/rules"
 )
 
-// lookupBudget is the per-API token bucket of lookup.rate. Its zero value
-// is ready to use.
+// lookupBudget is the per-API token bucket of lookup.rate (rule files give
+// all routes of an API one rate). Its zero value is ready to use.
 type lookupBudget struct {
 	mu      sync.Mutex
 	buckets map[string]*tokenBucket

@@ -86,7 +86,7 @@ func (d *decoder) lookupExtras(l *Lookup, fs map[string]entry) {
 			if err != nil {
 				d.errorf(x.val, "lookup.rate: %v", err)
 			} else {
-				l.Rate = &r
+				l.Rate, l.ratePos = &r, d.pos(x.val)
 			}
 		}
 	}
@@ -157,4 +157,23 @@ func (d *decoder) pagination(e entry) *Pagination {
 		}
 	}
 	return p
+}
+
+// sameLookupRates refuses an api whose routes name different lookup.rate
+// budgets: the budget is the api's, shared by its routes' lookups.
+func (d *decoder) sameLookupRates(routes []*Route) {
+	var first *Route
+	for _, r := range routes {
+		if r.Lookup == nil || r.Lookup.Rate == nil {
+			continue
+		}
+		if first == nil {
+			first = r
+			continue
+		}
+		if *r.Lookup.Rate != *first.Lookup.Rate {
+			d.errs.add(r.Lookup.ratePos, "lookup.rate: %s differs from route %q's %s (the budget is the api's: give every route the same rate)",
+				r.Lookup.Rate, first.Name, first.Lookup.Rate)
+		}
+	}
 }

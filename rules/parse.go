@@ -174,4 +174,5 @@ func (d *decoder) routes(api *API, e entry) {
 		api.Routes = append(api.Routes, r)
 	}
 	d.conflicts(api.Routes)
+	d.sameLookupRates(api.Routes)
 }

@@ -199,6 +199,8 @@ type Lookup struct {
 	Rate *Rate
 	// Next follows paged answers; nil reads one page.
 	Next *Pagination
+
+	ratePos Pos // of Rate, for messages
 }
 
 // VerifyMode says whether verification delays the agent's answer.
