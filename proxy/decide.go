@@ -109,6 +109,9 @@ type Situation struct {
 	// HasLookup: the route has a lookup (used when native idempotency can
 	// no longer resolve the step).
 	HasLookup bool
+	// Backoff: the stored retryable failure asked to wait (Retry-After)
+	// and the wait has not passed.
+	Backoff bool
 }
 
 // Decision is the table's answer.
@@ -144,6 +147,10 @@ func Decide(s Situation) Decision {
 	case journal.StatusFailed:
 		if !st.Retryable {
 			return Decision{Action: ActionReplay, Why: "definitive failure stored"}
+		}
+		if s.Backoff {
+			// Sending now would only be refused again, and spend an attempt.
+			return Decision{Action: ActionReplay, Why: "retryable failure, but the provider asked to wait (Retry-After)"}
 		}
 		if s.MaxAttempts > 0 && st.Attempt >= s.MaxAttempts {
 			return Decision{Action: ActionHold, Hold: journal.HoldNeedsReview, Reason: ReasonRetryBudget,

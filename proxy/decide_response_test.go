@@ -42,6 +42,10 @@ func TestDecideNativeExpiredAndThrottled(t *testing.T) {
 			action: ActionSettle, reason: ReasonLookupRate},
 		{name: "lookup throttled on a reversible route settles", sit: Situation{Strategy: StrategyLookup, Lookup: LookupThrottled, Effect: rules.EffectReversible},
 			action: ActionSettle, reason: ReasonLookupRate},
+		{name: "retryable failure is retried", sit: Situation{Step: &journal.Step{Status: journal.StatusFailed, Retryable: true, Attempt: 1}, MaxAttempts: 3},
+			action: ActionForward},
+		{name: "retryable failure inside its Retry-After is replayed", sit: Situation{Step: &journal.Step{Status: journal.StatusFailed, Retryable: true, Attempt: 1}, MaxAttempts: 3, Backoff: true},
+			action: ActionReplay},
 		{name: "expired key of a committed step replays", sit: Situation{Strategy: StrategyNative, NativeExpired: true,
 			Step: &journal.Step{Status: journal.StatusCommitted}}, action: ActionReplay},
 	}
@@ -186,5 +190,33 @@ func TestLookupBudget(t *testing.T) {
 	}
 	if ok, _ := b.take("a", nil, t0); !ok {
 		t.Fatal("a nil rate is unlimited")
+	}
+}
+
+func TestBackoff(t *testing.T) {
+	at := time.Date(2026, 1, 2, 12, 0, 0, 0, time.UTC)
+	step := func(retryable bool, h http.Header) *journal.Step {
+		return &journal.Step{Status: journal.StatusFailed, Retryable: retryable, UpdatedAt: at, Response: &journal.Response{Status: 429, Header: h}}
+	}
+	wait := http.Header{"Retry-After": {"30"}}
+	tests := []struct {
+		name string
+		st   *journal.Step
+		now  time.Time
+		want bool
+	}{
+		{name: "inside Retry-After", st: step(true, wait), now: at.Add(10 * time.Second), want: true},
+		{name: "after Retry-After", st: step(true, wait), now: at.Add(30 * time.Second)},
+		{name: "no Retry-After", st: step(true, http.Header{}), now: at},
+		{name: "definitive failure", st: step(false, wait), now: at},
+		{name: "committed", st: &journal.Step{Status: journal.StatusCommitted, UpdatedAt: at, Response: &journal.Response{Header: wait}}, now: at},
+		{name: "no response", st: &journal.Step{Status: journal.StatusFailed, Retryable: true, UpdatedAt: at}, now: at},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := backoff(tc.st, tc.now); got != tc.want {
+				t.Fatalf("backoff = %v, want %v", got, tc.want)
+			}
+		})
 	}
 }

@@ -216,6 +216,7 @@ func (s *Server) decide(c *call) (d Decision, st journal.Step, fl *flight, wait 
 			sit.Settling = now.Before(s.settleBy(cur))
 			sit.NativeExpired = nativeExpired(c.route, cur, now)
 			sit.HasLookup = c.route.Lookup != nil
+			sit.Backoff = backoff(cur, now)
 		}
 		d = Decide(sit)
 		if cur == nil {

@@ -457,8 +457,9 @@ func (h *harness) stepKeys() []string {
 
 // Upstream retry signals: a 5xx's Retry-After reaches the agent on the
 // outcome-unknown answer (the retry carries the same key); a 4xx with
-// Stripe-Should-Retry: true may be executed again; a 429 with
-// x-should-retry: false may not.
+// Stripe-Should-Retry: true may be executed again; a 429 retried inside
+// its Retry-After gets the stored 429, not another send; a 429 with
+// x-should-retry: false is never sent again.
 func TestUpstreamRetrySignals(t *testing.T) {
 	h, p := startProvider(t, harnessConfig{}, func(string) string {
 		return `  - name: create_thing
@@ -478,6 +479,9 @@ func TestUpstreamRetrySignals(t *testing.T) {
 		case "lock":
 			w.Header().Set("Stripe-Should-Retry", "true")
 			w.WriteHeader(http.StatusBadRequest)
+		case "slow":
+			w.Header().Set("Retry-After", "60")
+			w.WriteHeader(http.StatusTooManyRequests)
 		case "quota":
 			w.Header().Set("X-Should-Retry", "false")
 			w.Header().Set("Retry-After-Ms", "1500")
@@ -494,6 +498,12 @@ func TestUpstreamRetrySignals(t *testing.T) {
 	h.post("/x/things?lock", `{"ref":"lock"}`)
 	if n := sends.Load(); n != 2 {
 		t.Errorf("Stripe-Should-Retry: true: sends %d, want 2", n)
+	}
+	sends.Store(0)
+	h.post("/x/things?slow", `{"ref":"slow"}`)
+	resp, _ = h.post("/x/things?slow", `{"ref":"slow"}`)
+	if n := sends.Load(); n != 1 || resp.StatusCode != http.StatusTooManyRequests || resp.Header.Get(HeaderOutcome) != OutcomeReplayed {
+		t.Errorf("429 with Retry-After: 60, retried at once: sends %d, %d %s; want the stored 429 replayed", n, resp.StatusCode, resp.Header.Get(HeaderOutcome))
 	}
 	sends.Store(0)
 	h.post("/x/things?quota", `{"ref":"quota"}`)

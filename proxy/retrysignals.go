@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/toolguard/toolguard/journal"
 )
 
 // retrySignals are what an upstream answer says about retrying it.
@@ -66,4 +68,15 @@ func (s retrySignals) retryable(code int) bool {
 		return false
 	}
 	return retryableStatus(code)
+}
+
+// backoff reports whether a retryable failed step's stored answer asked
+// to wait (Retry-After, retry-after-ms) longer than has passed since it
+// was recorded.
+func backoff(st *journal.Step, now time.Time) bool {
+	if st.Status != journal.StatusFailed || !st.Retryable || st.Response == nil {
+		return false
+	}
+	after := readRetrySignals(st.Response.Header, st.UpdatedAt).after
+	return after > 0 && now.Before(st.UpdatedAt.Add(after))
 }
