@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -216,6 +217,10 @@ func (d *decoder) bodyMatches(e entry, name string) []BodyMatch {
 			d.errorf(mv.Key, "%s: invalid gjson path %q: %v", name, path, err)
 			continue
 		}
+		if msg := checkCount(path, val); msg != "" {
+			d.errorf(mv.Value, "%s[%q]: %s", name, path, msg)
+			continue
+		}
 		out = append(out, BodyMatch{Path: path, Value: val})
 	}
 	if len(m.Values) == 0 {
@@ -242,4 +247,18 @@ func (d *decoder) check(r *Route, e entry, name string) *Check {
 		}
 	}
 	return c
+}
+
+// checkCount refuses a count path ("errors.#") compared with anything but
+// a number: values are matched as equal strings, so ">0" would silently
+// never match.
+func checkCount(path, val string) string {
+	if path != "#" && !strings.HasSuffix(path, ".#") {
+		return ""
+	}
+	if _, err := strconv.ParseUint(val, 10, 32); err == nil {
+		return ""
+	}
+	return fmt.Sprintf("a count is matched as an exact number (got %q); for \"at least one\" use present: [%q]",
+		val, strings.TrimSuffix(strings.TrimSuffix(path, "#"), ".")+".0")
 }
