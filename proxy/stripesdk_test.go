@@ -39,20 +39,22 @@ func TestStripeSDKReadsEnvelope(t *testing.T) {
 		})
 		return stripe.NewClient("sk_test_123", stripe.WithBackends(backends))
 	}
-	t.Run("hold is not retried", func(t *testing.T) {
-		h, p := startProvider(t, harnessConfig{Errors: "stripe"}, routes("required"))
-		_, err := client(h).V1Customers.Create(context.Background(), &stripe.CustomerCreateParams{Email: stripe.String("ana@example.com")})
-		var se *stripe.Error
-		if !errors.As(err, &se) || se.Type != stripe.ErrorTypeAPI || se.Code != "toolguard_awaiting_approval" || se.HTTPStatusCode != http.StatusConflict {
-			t.Fatalf("error = %#v, want a decoded Stripe api_error", err)
-		}
-		if n := len(h.decisionLines()); n != 1 {
-			t.Fatalf("the SDK sent %d requests, want 1 (no retry of a hold)", n)
-		}
-		if n := p.effects.Load(); n != 0 {
-			t.Fatalf("provider effects = %d, want 0", n)
-		}
-	})
+	for _, useTLS := range []bool{false, true} {
+		t.Run(fmt.Sprintf("hold is not retried/tls=%v", useTLS), func(t *testing.T) {
+			h, p := startProvider(t, harnessConfig{Errors: "stripe", TLS: useTLS}, routes("required"))
+			_, err := client(h).V1Customers.Create(context.Background(), &stripe.CustomerCreateParams{Email: stripe.String("ana@example.com")})
+			var se *stripe.Error
+			if !errors.As(err, &se) || se.Type != stripe.ErrorTypeAPI || se.Code != "toolguard_awaiting_approval" || se.HTTPStatusCode != http.StatusConflict {
+				t.Fatalf("error = %#v, want a decoded Stripe api_error", err)
+			}
+			if n := len(h.decisionLines()); n != 1 {
+				t.Fatalf("the SDK sent %d requests, want 1 (no retry of a hold)", n)
+			}
+			if n := p.effects.Load(); n != 0 {
+				t.Fatalf("provider effects = %d, want 0", n)
+			}
+		})
+	}
 	t.Run("unknown outcome is resolved by the next call", func(t *testing.T) {
 		h, p := startProvider(t, harnessConfig{Errors: "stripe"}, routes("none"))
 		var sends atomic.Int64
