@@ -12,6 +12,7 @@ require (
 	github.com/jackc/pgx/v5 v5.12.0
 	github.com/lmittmann/tint v1.2.1
 	github.com/prometheus/client_golang v1.25.0
+	github.com/stripe/stripe-go/v82 v82.5.1
 	github.com/tidwall/gjson v1.20.2
 	go.etcd.io/bbolt v1.5.0
 	golang.org/x/net v0.59.0

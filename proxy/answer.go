@@ -98,7 +98,7 @@ func (s *Server) problemWith(c *call, p *Problem, d Decision) *answer {
 	if d.Why == "" {
 		d.Why = p.Detail
 	}
-	resp := p.response(c.in)
+	resp := renderProblem(c.route.API.Errors, p, c.in)
 	outcome := OutcomeBlocked
 	if p.Key != "" {
 		resp.Header.Set(HeaderKey, p.Key)
@@ -137,7 +137,7 @@ func (s *Server) logDecision(c *call, a *answer) {
 		s.metrics.recovery(strategyOf(c.route), "found")
 	case d.Recovered:
 		s.metrics.recovery(strategyOf(c.route), "resent")
-	case d.Action == ActionHold && (d.Reason == ReasonOutcomeUnknown || d.Reason == ReasonLookupUnknown):
+	case d.Action == ActionHold && (d.Reason == ReasonOutcomeUnknown || d.Reason == ReasonLookupUnknown || d.Reason == ReasonKeyExpired):
 		s.metrics.recovery(strategyOf(c.route), "held")
 	}
 	s.log.LogAttrs(c.in.Context(), level, "guarded call",

@@ -31,9 +31,12 @@ const (
 	LookupFound
 	LookupAbsent
 	LookupUnknown
+	// LookupThrottled: the API's lookup.rate budget is spent, so the
+	// provider was not asked; never taken for absent.
+	LookupThrottled
 )
 
-var lookupNames = [...]string{"not_asked", "found", "absent", "unknown"}
+var lookupNames = [...]string{"not_asked", "found", "absent", "unknown", "throttled"}
 
 func (a LookupAnswer) String() string { return lookupNames[a] }
 
@@ -75,6 +78,11 @@ const (
 	ReasonRetryBudget     = "retry_budget_exhausted"
 	ReasonVersionChanged  = "version_changed"
 	ReasonResolvedPending = "resolved"
+	// ReasonKeyExpired: the provider has forgotten the native idempotency
+	// key (native_idempotency.ttl), and no lookup can tell.
+	ReasonKeyExpired = "native_key_expired"
+	// ReasonLookupRate: an ActionSettle because the lookup budget is spent.
+	ReasonLookupRate = "lookup_rate"
 )
 
 // Situation is everything the recovery table looks at.
@@ -95,6 +103,15 @@ type Situation struct {
 	Settling bool
 	// MaxAttempts bounds re-execution of failed, retryable steps.
 	MaxAttempts int
+	// NativeExpired: the step was created longer ago than the route's
+	// native_idempotency.ttl, so a re-send would not be deduped.
+	NativeExpired bool
+	// HasLookup: the route has a lookup (used when native idempotency can
+	// no longer resolve the step).
+	HasLookup bool
+	// Backoff: the stored retryable failure asked to wait (Retry-After)
+	// and the wait has not passed.
+	Backoff bool
 }
 
 // Decision is the table's answer.
@@ -131,6 +148,10 @@ func Decide(s Situation) Decision {
 		if !st.Retryable {
 			return Decision{Action: ActionReplay, Why: "definitive failure stored"}
 		}
+		if s.Backoff {
+			// Sending now would only be refused again, and spend an attempt.
+			return Decision{Action: ActionReplay, Why: "retryable failure, but the provider asked to wait (Retry-After)"}
+		}
 		if s.MaxAttempts > 0 && st.Attempt >= s.MaxAttempts {
 			return Decision{Action: ActionHold, Hold: journal.HoldNeedsReview, Reason: ReasonRetryBudget,
 				Why: fmt.Sprintf("retry budget of %d attempts exhausted", s.MaxAttempts)}
@@ -157,7 +178,16 @@ func Decide(s Situation) Decision {
 // decideStarted resolves a started step that is not in flight here: its
 // outcome is unknown.
 func decideStarted(s Situation) Decision {
-	switch s.Strategy {
+	strategy := s.Strategy
+	if strategy == StrategyNative && s.NativeExpired {
+		// The provider forgot the key: a re-send would be a new call.
+		if !s.HasLookup {
+			return Decision{Action: ActionHold, Hold: journal.HoldNeedsReview, Reason: ReasonKeyExpired,
+				Why: "outcome unknown, the provider's idempotency key has expired (native_idempotency.ttl) and no lookup can tell"}
+		}
+		strategy = StrategyLookup
+	}
+	switch strategy {
 	case StrategyNative:
 		return Decision{Action: ActionForward, Recovered: true, Why: "re-send: provider dedupes on the key"}
 	case StrategyLookup:
@@ -171,6 +201,8 @@ func decideStarted(s Situation) Decision {
 			return Decision{Action: ActionForward, Recovered: true, Why: "lookup found no effect: send again"}
 		case LookupUnknown:
 			return Decision{Action: ActionHold, Hold: journal.HoldNeedsReview, Reason: ReasonLookupUnknown, Why: "lookup could not tell"}
+		case LookupThrottled:
+			return Decision{Action: ActionSettle, Reason: ReasonLookupRate, Why: "the API's lookup budget (lookup.rate) is spent: ask again shortly"}
 		default:
 			return Decision{Action: ActionLookup, Why: "outcome unknown: ask the provider"}
 		}

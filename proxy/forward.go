@@ -49,6 +49,9 @@ func (r *result) discard() {
 // the step was taken over while the call ran.
 func (s *Server) forward(c *call, st journal.Step, fl *flight, d Decision) (*answer, error) {
 	defer s.flights.finish(st.Key, fl)
+	if a, done, err := s.checkBefore(c, st, d); done {
+		return a, err
+	}
 	res := s.send(c)
 	ans := s.readAnswer(c, res)
 	rec, err := s.journal.Apply(context.Background(), st.Key, journal.Fenced(st.Epoch, st.Fence, func(cur *journal.Step) (journal.Change, error) {
@@ -77,7 +80,12 @@ func (s *Server) forward(c *call, st journal.Step, fl *flight, d Decision) (*ans
 		return s.problemWith(c, newProblem(ProblemUpstreamUnreachable, st.Key, "nothing was sent: "+res.err.Error()+"; safe to retry"), d), nil
 	case rec.Status == journal.StatusStarted:
 		res.discard()
-		return s.problemWith(c, newProblem(ProblemOutcomeUnknown, st.Key, "the call was sent but its outcome is unknown ("+rec.LastError+"); the next retry resolves it"), d), nil
+		p := newProblem(ProblemOutcomeUnknown, st.Key, "the call was sent but its outcome is unknown ("+rec.LastError+"); the next retry resolves it")
+		if res.resp != nil {
+			// The provider's own pacing; the retry still carries the same key.
+			p.RetryAfter = readRetrySignals(res.resp.Header, s.now()).after
+		}
+		return s.problemWith(c, p, d), nil
 	}
 	s.afterCommit(c, rec)
 	a := s.replay(c, &rec, outcome, d)
@@ -242,21 +250,40 @@ func (s *Server) outbound(ctx context.Context, c *call) (*http.Request, error) {
 type answerRecord struct {
 	response    *journal.Response
 	operationID string
+	// kind is what the route's outcome rules make of the answer.
+	kind rules.OutcomeKind
+	// signals are the answer's retry headers.
+	signals retrySignals
 }
 
 // readAnswer records a definitive answer; the zero answerRecord for one
 // that outcomeChange does not store (no answer, 5xx, a native-idempotency
 // 409).
 func (s *Server) readAnswer(c *call, res result) answerRecord {
-	if res.err != nil || res.resp.StatusCode >= 500 ||
-		res.resp.StatusCode == http.StatusConflict && c.route.NativeIdempotency != nil {
+	if res.err != nil || res.resp.StatusCode >= 500 {
 		return answerRecord{}
 	}
-	a := answerRecord{response: s.storedResponse(res)}
-	if res.resp.StatusCode < 400 {
+	code := res.resp.StatusCode
+	kind := c.route.Outcome.Classify(code, res.body)
+	if code == http.StatusConflict && c.route.NativeIdempotency != nil && kind == rules.OutcomeByStatus {
+		return answerRecord{}
+	}
+	a := answerRecord{response: s.storedResponse(res), kind: kind, signals: readRetrySignals(res.resp.Header, s.now())}
+	if commits(code, kind) {
 		a.operationID = c.route.OperationID.Extract(res.resp.Header, res.body)
 	}
 	return a
+}
+
+// commits reports whether an answer below 500 commits the step.
+func commits(code int, kind rules.OutcomeKind) bool {
+	switch kind {
+	case rules.OutcomeAccepted, rules.OutcomeAlreadyDone:
+		return true
+	case rules.OutcomeFailure, rules.OutcomeRetryable:
+		return false
+	}
+	return code < 400
 }
 
 // outcomeChange classifies an attempt into the step's next record; ans is
@@ -274,7 +301,7 @@ func (s *Server) outcomeChange(c *call, st *journal.Step, res result, ans answer
 	case res.resp.StatusCode >= 500:
 		next.LastError = "upstream answered " + res.resp.Status
 		return journal.Change{Step: next, Event: "outcome_unknown", Reason: "upstream " + strconv.Itoa(res.resp.StatusCode) + " after the request was sent"}
-	case res.resp.StatusCode == http.StatusConflict && c.route.NativeIdempotency != nil:
+	case res.resp.StatusCode == http.StatusConflict && c.route.NativeIdempotency != nil && ans.kind == rules.OutcomeByStatus:
 		// Providers answer 409 while another request with the same
 		// idempotency key is still executing (Stripe does): the outcome is
 		// that request's, not known yet. The next retry re-sends the key.
@@ -283,18 +310,32 @@ func (s *Server) outcomeChange(c *call, st *journal.Step, res result, ans answer
 	}
 	next.Response = ans.response
 	next.LastError = ""
-	if res.resp.StatusCode >= 400 {
+	answered := "upstream answered " + res.resp.Status
+	if !commits(res.resp.StatusCode, ans.kind) {
 		next.Status = journal.StatusFailed
-		next.Retryable = retryableStatus(res.resp.StatusCode)
-		return journal.Change{Step: next, Event: "failed", Reason: "upstream answered " + res.resp.Status}
+		switch ans.kind {
+		case rules.OutcomeFailure:
+			next.Retryable, answered = false, answered+" (outcome rule: failure)"
+		case rules.OutcomeRetryable:
+			next.Retryable, answered = true, answered+" (outcome rule: retryable)"
+		default:
+			next.Retryable = ans.signals.retryable(res.resp.StatusCode)
+		}
+		return journal.Change{Step: next, Event: "failed", Reason: answered}
 	}
 	next.Status, next.Retryable = journal.StatusCommitted, false
 	next.OperationID = ans.operationID
-	next.Evidence = "upstream answered " + res.resp.Status
+	switch ans.kind {
+	case rules.OutcomeAlreadyDone:
+		answered = "already done: " + answered + " (outcome rule: already_done)"
+	case rules.OutcomeAccepted:
+		answered = "accepted: " + answered + " (outcome rule: accepted; to be verified)"
+	}
+	next.Evidence = answered
 	if v := c.route.Verify; v != nil {
 		next.VerifyBy = time.Now().Add(v.Within)
 	}
-	return journal.Change{Step: next, Event: "committed", Reason: "upstream answered " + res.resp.Status}
+	return journal.Change{Step: next, Event: "committed", Reason: answered}
 }
 
 // retryableStatus reports 4xx answers that mean "not done, try again".

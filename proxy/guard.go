@@ -33,6 +33,9 @@ type call struct {
 	callerMAC string
 	// reserved is the room c's body holds in the body budget.
 	reserved int64
+	// lookupWait is how long until the lookup budget has room again, when
+	// a lookup was throttled.
+	lookupWait time.Duration
 }
 
 // answer is what the pipeline sends back, with what to log about it.
@@ -135,6 +138,10 @@ func (s *Server) run(c *call) *answer {
 		case ActionSettle:
 			p := newProblem(ProblemInProgress, key, "an interrupted attempt of this call may still land at the provider, and its lookup does not show it yet; retry after the attempt has settled")
 			p.RetryAfter = max(time.Until(s.settleBy(&st)), time.Second)
+			if d.Reason == ReasonLookupRate {
+				p.Detail = "the outcome of an interrupted attempt is unknown and the provider's lookup budget (lookup.rate) is spent; retry shortly"
+				p.RetryAfter = max(c.lookupWait, time.Second)
+			}
 			return s.problemWith(c, p, d)
 		case ActionMismatch:
 			p := newProblem(ProblemPayloadMismatch, key, "the body differs from the one an approval or review was given for; send that exact body, or a new intent")
@@ -166,6 +173,9 @@ func (s *Server) decide(c *call) (d Decision, st journal.Step, fl *flight, wait 
 				sit.Lookup = c.lookup
 			}
 			sit.Settling = now.Before(s.settleBy(cur))
+			sit.NativeExpired = nativeExpired(c.route, cur, now)
+			sit.HasLookup = c.route.Lookup != nil
+			sit.Backoff = backoff(cur, now)
 		}
 		d = Decide(sit)
 		if cur == nil {
@@ -189,8 +199,10 @@ func (s *Server) decide(c *call) (d Decision, st journal.Step, fl *flight, wait 
 
 // settleBy is when a started step's last attempt can no longer land at the
 // provider: an upstream timeout after it was last written.
+// A route's lookup.settle, when longer, extends it: the provider's search
+// may lag behind its writes that long.
 func (s *Server) settleBy(st *journal.Step) time.Time {
-	return st.UpdatedAt.Add(s.opts.UpstreamTimeout)
+	return st.UpdatedAt.Add(max(s.opts.UpstreamTimeout, lookupSettle(s.routeOf(st.API, st.Route))))
 }
 
 // leaseGrace is added to the upstream timeout to form a flight's lease: the
@@ -242,7 +254,7 @@ func (s *Server) changeFor(c *call, cur *journal.Step, d Decision, now time.Time
 		st.Status = journal.StatusCommitted
 		st.OperationID = lf.operationID
 		st.Evidence = lf.evidence
-		st.Response = nil
+		st.Response = recoveredResponse(c.route, lf)
 		if v := c.route.Verify; v != nil && st.OperationID != "" {
 			st.VerifyBy = now.Add(v.Within)
 		}

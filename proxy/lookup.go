@@ -2,6 +2,10 @@ package proxy
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"net/http"
+	"time"
 
 	"github.com/toolguard/toolguard/journal"
 	"github.com/toolguard/toolguard/rules"
@@ -12,17 +16,64 @@ import (
 type lookupResult struct {
 	operationID string
 	evidence    string
+	// answer is the found object to answer the agent with (lookup.answer);
+	// nil answers with toolguard's evidence body.
+	answer []byte
+}
+
+// recoveredResponse is the stored response of a step a lookup found: the
+// found object in the provider's shape, with the status the route names,
+// so that the recovered answer and every replay show what a first call
+// would have. nil when the rule names no answer or the lookup's answer
+// held none.
+func recoveredResponse(r *rules.Route, lf *lookupResult) *journal.Response {
+	if lf.answer == nil || r.Lookup == nil || r.Lookup.Answer == nil {
+		return nil
+	}
+	status := r.Lookup.Answer.Status
+	if status == 0 {
+		status = http.StatusOK
+	}
+	sum := sha256.Sum256(lf.answer)
+	return &journal.Response{
+		Status:   status,
+		Header:   http.Header{"Content-Type": {"application/json"}},
+		Body:     lf.answer,
+		BodyHash: hex.EncodeToString(sum[:]),
+	}
+}
+
+// lookupSettle is a route's lookup.settle; zero without a lookup.
+func lookupSettle(r *rules.Route) time.Duration {
+	if r == nil || r.Lookup == nil {
+		return 0
+	}
+	return r.Lookup.Settle
+}
+
+// nativeExpired reports whether the provider has forgotten the step's
+// native idempotency key: the step was created (its first send was no
+// earlier) longer ago than native_idempotency.ttl.
+func nativeExpired(r *rules.Route, st *journal.Step, now time.Time) bool {
+	ni := r.NativeIdempotency
+	return ni != nil && ni.TTL > 0 && !st.CreatedAt.IsZero() && now.Sub(st.CreatedAt) >= ni.TTL
 }
 
 // lookupFor asks the provider whether the step's call took effect and
 // remembers the answer for the step's current fence.
 func (s *Server) lookupFor(c *call, st *journal.Step) {
+	if ok, wait := s.lookupBudget.take(c.route.API.Name, c.route.Lookup.Rate, s.now()); !ok {
+		c.lookup, c.lookupFence, c.lookupWait = LookupThrottled, st.Fence, wait
+		c.lookupEvidence = "lookup not sent: lookup.rate budget spent"
+		s.log.Info("lookup", logKey, st.Key, logRoute, c.route.Name, "answer", c.lookup.String())
+		return
+	}
 	res := s.verifier.Lookup(context.WithoutCancel(c.in.Context()), c.route.Lookup, s.values(c, st), verifiers.CredentialHeaders(c.route.API, c.in.Header))
 	c.lookupFence = st.Fence
 	switch res.Answer {
 	case verifiers.Yes:
 		c.lookup = LookupFound
-		c.lookupFound = &lookupResult{operationID: res.OperationID, evidence: "lookup " + res.Evidence}
+		c.lookupFound = &lookupResult{operationID: res.OperationID, evidence: "lookup " + res.Evidence, answer: res.Recovered}
 	case verifiers.No:
 		c.lookup = LookupAbsent
 	default:

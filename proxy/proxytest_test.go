@@ -34,8 +34,11 @@ type testUpstream struct {
 	// status, when set, replaces 201 on creations.
 	status atomic.Int32
 	hook   atomic.Pointer[func(r *http.Request) bool]
-	mu     sync.Mutex
-	n      int
+	// extra serves paths under /x/ and POST /v1/customers when set (a
+	// test's own provider).
+	extra atomic.Pointer[http.Handler]
+	mu    sync.Mutex
+	n     int
 }
 
 func newTestUpstream(t *testing.T, useTLS bool) *testUpstream {
@@ -45,6 +48,15 @@ func newTestUpstream(t *testing.T, useTLS bool) *testUpstream {
 	mux.HandleFunc("POST /v1/invoices", u.create)
 	mux.HandleFunc("POST /v1/emails", u.create)
 	mux.HandleFunc("GET /v1/ping", func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "pong") })
+	extra := func(w http.ResponseWriter, r *http.Request) {
+		if h := u.extra.Load(); h != nil {
+			(*h).ServeHTTP(w, r)
+			return
+		}
+		http.NotFound(w, r)
+	}
+	mux.HandleFunc("/x/", extra)
+	mux.HandleFunc("POST /v1/customers", extra) // for the Stripe SDK, which wants /v1/ paths
 	if useTLS {
 		u.Server = httptest.NewTLSServer(mux)
 	} else {
@@ -91,6 +103,8 @@ type harnessConfig struct {
 	// names the provider's host, or RuleHost when set.
 	Routes   string
 	RuleHost string
+	// Errors is the rule file's errors setting; "" leaves the default.
+	Errors string
 	// Options are the proxy's options; journal, rules, CA, transport and
 	// logger are filled in.
 	Options Options
@@ -139,7 +153,11 @@ func startHarness(t *testing.T, cfg harnessConfig) *harness {
 	if host == "" {
 		host = h.up.host()
 	}
-	api, err := rules.Parse("billing.yaml", []byte(fmt.Sprintf("version: v1\napi: billing\nhosts: [%q]\ncredential: {header: Authorization}\nroutes:\n%s", host, cfg.Routes)))
+	errs := ""
+	if cfg.Errors != "" {
+		errs = "errors: " + cfg.Errors + "\n"
+	}
+	api, err := rules.Parse("billing.yaml", []byte(fmt.Sprintf("version: v1\napi: billing\nhosts: [%q]\ncredential: {header: Authorization}\n%sroutes:\n%s", host, errs, cfg.Routes)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -301,6 +319,19 @@ func (h *harness) decisionLines() []map[string]any {
 			continue
 		}
 		if m["msg"] == "guarded call" || m["msg"] == "proxied request" {
+			lines = append(lines, m)
+		}
+	}
+	return lines
+}
+
+// guardedLines returns the decision lines of guarded calls only (not of
+// CONNECTs, passthrough or refusals before a route was known).
+func (h *harness) guardedLines() []map[string]any {
+	h.t.Helper()
+	var lines []map[string]any
+	for _, m := range h.decisionLines() {
+		if m["msg"] == "guarded call" {
 			lines = append(lines, m)
 		}
 	}

@@ -177,6 +177,8 @@ func (s *Server) nextAction(st *journal.Step, now time.Time) string {
 		InFlight: s.flights.live(st.Key, now) != nil, Settling: now.Before(s.settleBy(st))}
 	if route != nil {
 		sit.Strategy, sit.Effect, sit.Approval = strategyOf(route), route.Effect, route.ApprovalRequired
+		sit.NativeExpired, sit.HasLookup = nativeExpired(route, st, now), route.Lookup != nil
+		sit.Backoff = backoff(st, now)
 	} else {
 		sit.Effect = rules.EffectIrreversible
 	}
@@ -211,6 +213,9 @@ func (s *Server) nextAction(st *journal.Step, now time.Time) string {
 			return "retry " + name + ": failed before taking effect, safe to retry"
 		}
 		return "retry " + name + ": approved, not sent yet"
+	}
+	if sit.Backoff {
+		return "wait: " + name + " failed, and the provider asked to wait before a retry (Retry-After)"
 	}
 	if st.Status == journal.StatusCommitted && !st.VerifyBy.IsZero() {
 		return "wait: verification of " + name + " pending"

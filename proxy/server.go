@@ -146,6 +146,8 @@ type Server struct {
 	health journalHealth
 	// now is the clock of leases; tests replace it.
 	now func() time.Time
+	// lookupBudget enforces lookup.rate.
+	lookupBudget lookupBudget
 }
 
 // lister is the part of the journal that background work reads.

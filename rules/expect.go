@@ -11,8 +11,9 @@ import (
 // status is one of Status (any when empty), each Body path exists and its
 // value's string form (gjson's Result.String: numbers as written, true and
 // false, strings unquoted) equals the expected value, and the raw body
-// contains Contains. A body that is not valid JSON never meets a Body
-// expectation. A nil Expectation matches nothing.
+// contains Contains, and each Present path exists. A body that is not
+// valid JSON never meets a Body or Present expectation. A nil Expectation
+// matches nothing.
 func (e *Expectation) Match(status int, body []byte) bool {
 	if e == nil {
 		return false
@@ -23,13 +24,18 @@ func (e *Expectation) Match(status int, body []byte) bool {
 	if e.Contains != "" && !strings.Contains(bstr(body), e.Contains) {
 		return false
 	}
-	if len(e.Body) == 0 {
+	if len(e.Body) == 0 && len(e.Present) == 0 {
 		return true
 	}
 	if !gjson.ValidBytes(body) {
 		return false
 	}
 	doc := bstr(body)
+	for _, p := range e.Present {
+		if !gjson.Get(doc, p).Exists() {
+			return false
+		}
+	}
 	for _, m := range e.Body {
 		r := gjson.Get(doc, m.Path)
 		if !r.Exists() || r.String() != m.Value {

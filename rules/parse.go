@@ -54,7 +54,7 @@ func (d *decoder) file1(data []byte) *API {
 }
 
 func (d *decoder) api(n ast.Node) *API {
-	fs, ok := d.mapping(n, "rule file", "version", "api", "hosts", "credential", "routes")
+	fs, ok := d.mapping(n, "rule file", "version", "api", "hosts", "credential", "errors", "routes")
 	if !ok {
 		return nil
 	}
@@ -75,6 +75,9 @@ func (d *decoder) api(n ast.Node) *API {
 	}
 	if e, ok := fs["credential"]; ok {
 		api.Credential = d.credential(e)
+	}
+	if e, ok := fs["errors"]; ok {
+		api.Errors = d.errorFormat(e)
 	}
 	if e, ok := d.require(n, "", fs, "routes"); ok {
 		d.routes(api, e)
@@ -171,4 +174,5 @@ func (d *decoder) routes(api *API, e entry) {
 		api.Routes = append(api.Routes, r)
 	}
 	d.conflicts(api.Routes)
+	d.sameLookupRates(api.Routes)
 }

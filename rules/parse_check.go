@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -14,7 +15,7 @@ import (
 // again: lookup, verify, their requests and expectations.
 
 func (d *decoder) lookup(r *Route, e entry) *Lookup {
-	fs, ok := d.mapping(e.val, "lookup", "request", "found", "absent", "operation_id")
+	fs, ok := d.mapping(e.val, "lookup", "request", "found", "absent", "operation_id", "answer", "settle", "rate", "next")
 	if !ok {
 		return nil
 	}
@@ -33,15 +34,19 @@ func (d *decoder) lookup(r *Route, e entry) *Lookup {
 	if x, ok := fs["absent"]; ok {
 		l.Absent = d.expectation(x, "lookup.absent")
 	}
+	d.lookupExtras(l, fs)
 	return l
 }
 
 func (d *decoder) verify(r *Route, e entry) *Verify {
-	fs, ok := d.mapping(e.val, "verify", "request", "expect", "within", "mode")
+	fs, ok := d.mapping(e.val, "verify", "request", "expect", "within", "mode", "before")
 	if !ok {
 		return nil
 	}
 	v := &Verify{}
+	if x, ok := fs["before"]; ok {
+		v.Before = d.check(r, x, "verify.before")
+	}
 	if x, ok := d.require(e.node, "verify", fs, "request"); ok {
 		v.Request = d.request(r, x, "verify.request", false)
 	}
@@ -107,6 +112,9 @@ func (d *decoder) request(r *Route, e entry, name string, inLookup bool) Request
 	}
 	for _, p := range t.refs() {
 		if msg := d.checkRef(r, p, inLookup); msg != "" {
+			if strings.HasPrefix(name, "verify.before") {
+				msg = strings.Replace(msg, "before the lookup answers", "before the call is sent", 1)
+			}
 			d.errs.add(d.at(e.val, off+p.off), "%s: %s", name, msg)
 		}
 	}
@@ -143,7 +151,7 @@ func (d *decoder) checkRef(r *Route, p tmplPart, inLookup bool) string {
 	return ""
 }
 
-var expectationFields = []string{"status", "body", "contains"}
+var expectationFields = []string{"status", "body", "contains", "present"}
 
 func (d *decoder) expectation(e entry, name string) *Expectation {
 	fs, ok := d.mapping(e.val, name, expectationFields...)
@@ -162,8 +170,11 @@ func (d *decoder) expectation(e entry, name string) *Expectation {
 			d.errorf(c.val, "%s.contains: empty string", name)
 		}
 	}
+	if p, ok := fs["present"]; ok {
+		x.Present = d.paths(p, name+".present")
+	}
 	if len(fs) == 0 {
-		d.errorf(e.node, "%s: empty expectation would match every answer (want status, body or contains)", name)
+		d.errorf(e.node, "%s: empty expectation would match every answer (want status, body, contains or present)", name)
 	}
 	return x
 }
@@ -208,10 +219,48 @@ func (d *decoder) bodyMatches(e entry, name string) []BodyMatch {
 			d.errorf(mv.Key, "%s: invalid gjson path %q: %v", name, path, err)
 			continue
 		}
+		if msg := checkCount(path, val); msg != "" {
+			d.errorf(mv.Value, "%s[%q]: %s", name, path, msg)
+			continue
+		}
 		out = append(out, BodyMatch{Path: path, Value: val})
 	}
 	if len(m.Values) == 0 {
 		d.errorf(e.val, "%s: empty mapping", name)
 	}
 	return out
+}
+
+// check reads a request and its expectation, such as verify.before. Its
+// request is sent before the call, so it may not use what only the call's
+// answer tells ({{operation_id}}, {{response.PATH}}).
+func (d *decoder) check(r *Route, e entry, name string) *Check {
+	fs, ok := d.mapping(e.val, name, "request", "expect")
+	if !ok {
+		return nil
+	}
+	c := &Check{}
+	if x, ok := d.require(e.node, name, fs, "request"); ok {
+		c.Request = d.request(r, x, name+".request", true)
+	}
+	if x, ok := d.require(e.node, name, fs, "expect"); ok {
+		if exp := d.expectation(x, name+".expect"); exp != nil {
+			c.Expect = *exp
+		}
+	}
+	return c
+}
+
+// checkCount refuses a count path ("errors.#") compared with anything but
+// a number: values are matched as equal strings, so ">0" would silently
+// never match.
+func checkCount(path, val string) string {
+	if path != "#" && !strings.HasSuffix(path, ".#") {
+		return ""
+	}
+	if _, err := strconv.ParseUint(val, 10, 32); err == nil {
+		return ""
+	}
+	return fmt.Sprintf("a count is matched as an exact number (got %q); for \"at least one\" use present: [%q]",
+		val, strings.TrimSuffix(strings.TrimSuffix(path, "#"), ".")+".0")
 }

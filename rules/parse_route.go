@@ -13,7 +13,7 @@ import (
 var routeFields = []string{
 	"name", "match", "effect", "key", "native_idempotency", "operation_id",
 	"lookup", "verify", "approval", "redact", "reason", "graphql", "inject",
-	"conditional",
+	"conditional", "outcome",
 }
 
 // route parses one entry of routes; it returns nil when the entry is not
@@ -54,6 +54,9 @@ func (d *decoder) route(api *API, n ast.Node) *Route {
 	}
 	if e, ok := fs["verify"]; ok {
 		r.Verify = d.verify(r, e)
+	}
+	if e, ok := fs["outcome"]; ok {
+		r.Outcome = d.outcome(r, e)
 	}
 	if e, ok := fs["approval"]; ok {
 		d.approval(r, e)
@@ -228,7 +231,7 @@ func scopeStrings(ss []Scope) []string {
 }
 
 func (d *decoder) nativeIdempotency(e entry) *NativeIdempotency {
-	fs, ok := d.mapping(e.val, "native_idempotency", "header", "body")
+	fs, ok := d.mapping(e.val, "native_idempotency", "header", "body", "ttl")
 	if !ok {
 		return nil
 	}
@@ -246,6 +249,9 @@ func (d *decoder) nativeIdempotency(e entry) *NativeIdempotency {
 		}
 	default:
 		d.errorf(e.node, "native_idempotency: want header or body")
+	}
+	if x, ok := fs["ttl"]; ok {
+		ni.TTL = d.duration(x, "native_idempotency.ttl")
 	}
 	return ni
 }

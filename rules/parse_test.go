@@ -100,7 +100,7 @@ func TestLoad(t *testing.T) {
 	for _, a := range set.APIs {
 		names = append(names, a.Name)
 	}
-	if got, want := strings.Join(names, ","), "shop_v2,mail,payments,requestside"; got != want {
+	if got, want := strings.Join(names, ","), "shop_v2,mail,payments,requestside,responses"; got != want {
 		t.Errorf("APIs = %s, want %s", got, want)
 	}
 	if r, _ := set.Match("payments.example.com:443", "POST", "/v1/invoices"); r == nil || r.Name != "create_invoice" {
@@ -118,6 +118,9 @@ func dumpAPI(a *API) string {
 	p("api %s at %s", a.Name, a.Pos)
 	p("hosts %q", a.Hosts)
 	p("credential %q", a.Credential)
+	if a.Errors != (ErrorFormat{}) {
+		p("errors %s template=%q", a.Errors.Style, a.Errors.Template)
+	}
 	for _, r := range a.Routes {
 		p("route %s at %s", r.Name, r.Pos)
 		p("  match %s %s %v", r.Method, r.Pattern, wildcards(r.segs))
@@ -146,6 +149,7 @@ func dumpAPI(a *API) string {
 		}
 		p("  approval_required %v redact=%q", r.ApprovalRequired, r.Redact)
 		dumpExtras(p, r)
+		dumpResponseRules(p, r)
 	}
 	return b.String()
 }

@@ -73,7 +73,10 @@ type API struct {
 	// Credential is the canonical name of the header that carries the
 	// caller's credential; empty means none.
 	Credential string
-	Routes     []*Route
+	// Errors is the shape of toolguard's own refusals on the API's routes;
+	// its zero value is problem+json.
+	Errors ErrorFormat
+	Routes []*Route
 	// File is the path the API was loaded from.
 	File string
 	// Pos is where the api name is declared, for messages.
@@ -98,6 +101,8 @@ type Route struct {
 	OperationID Extractor
 	Lookup      *Lookup // nil: no lookup
 	Verify      *Verify // nil: no verification
+	// Outcome classifies answers by their body; nil classifies by status.
+	Outcome *Outcome
 	// ApprovalRequired holds every new intent for an operator's approval.
 	ApprovalRequired bool
 	// Redact lists paths (in the syntax of KeySpec.Ignore) of request
@@ -156,6 +161,10 @@ type KeySpec struct {
 type NativeIdempotency struct {
 	Header string
 	Body   string // top-level JSON or form field name
+	// TTL is how long the provider remembers a key (Stripe: 24h); past it
+	// since the step was created, recovery never re-sends on the key.
+	// Zero means forever.
+	TTL time.Duration
 }
 
 // Source is where an Extractor reads from.
@@ -182,6 +191,9 @@ type Extractor struct {
 type Request struct {
 	Method string
 	URL    *Template
+	// Query holds parameters set on the expanded URL (a lookup's next-page
+	// cursor); nil for requests as a rule file writes them.
+	Query [][2]string
 }
 
 // Expectation matches an answer. All set parts must hold.
@@ -192,6 +204,9 @@ type Expectation struct {
 	Body []BodyMatch
 	// Contains is a substring of the raw body; empty means no check.
 	Contains string
+	// Present lists gjson paths that must exist, whatever their value
+	// (errors.0: a non-empty GraphQL errors list).
+	Present []string
 }
 
 // BodyMatch is one gjson path → expected value pair, in file order.
@@ -206,6 +221,18 @@ type Lookup struct {
 	Found       *Expectation
 	Absent      *Expectation
 	OperationID Extractor
+	// Answer, when set, makes a found effect answer the agent in the
+	// provider's shape instead of toolguard's evidence body.
+	Answer *RecoveredAnswer
+	// Settle is how long after an interrupted attempt the provider's
+	// search may still miss it: "absent" inside it is inconclusive.
+	Settle time.Duration
+	// Rate is the API's budget for lookups; nil means unlimited.
+	Rate *Rate
+	// Next follows paged answers; nil reads one page.
+	Next *Pagination
+
+	ratePos Pos // of Rate, for messages
 }
 
 // VerifyMode says whether verification delays the agent's answer.
@@ -222,6 +249,16 @@ type Verify struct {
 	Expect  Expectation
 	Within  time.Duration
 	Mode    VerifyMode
+	// Before, when set, is checked before the first send: an answer that
+	// does not meet it (the thing to delete is already gone) makes the
+	// call "already done", and it is not sent. nil checks nothing first.
+	Before *Check
+}
+
+// Check is a request and what its answer must look like.
+type Check struct {
+	Request Request
+	Expect  Expectation
 }
 
 // Pos is a position in a rule file.

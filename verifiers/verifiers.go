@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"time"
 
+	"github.com/tidwall/gjson"
 	"github.com/toolguard/toolguard/rules"
 )
 
@@ -36,6 +37,11 @@ type Result struct {
 	OperationID string
 	Status      int
 	Evidence    string
+	// Recovered is the part of a found lookup's answer that the rule's
+	// lookup.answer names, to answer the agent with; nil when none.
+	Recovered []byte
+	// Body is the answer of a Check that said No; nil otherwise.
+	Body []byte
 }
 
 // Client sends lookups and probes.
@@ -50,25 +56,79 @@ type Client struct {
 }
 
 // Lookup asks whether a call took effect: found → Yes, absent → No,
-// anything else → Unknown.
+// anything else → Unknown. A paged lookup (l.Next) reads pages while the
+// effect is not found and the answer names a next page; running out of
+// l.Next.Pages with pages left is Unknown, never absent.
 func (c *Client) Lookup(ctx context.Context, l *rules.Lookup, v rules.Values, creds http.Header) Result {
-	status, body, ev, err := c.do(ctx, l.Request, v, creds)
-	if err != nil {
-		return Result{Answer: Unknown, Evidence: ev + ": " + err.Error()}
+	rq := l.Request
+	for page := 1; ; page++ {
+		status, body, ev, err := c.do(ctx, rq, v, creds)
+		if err != nil {
+			return Result{Answer: Unknown, Evidence: ev + ": " + err.Error()}
+		}
+		if l.Found != nil && l.Found.Match(status, body) {
+			r := Result{Answer: Yes, Status: status, OperationID: l.OperationID.Extract(nil, body)}
+			r.Evidence = fmt.Sprintf("%s → %d: found%s", ev, status, pageNote(page))
+			r.Recovered = recovered(l.Answer, body)
+			return r
+		}
+		cursor, more := nextPage(l.Next, body)
+		switch {
+		case more && page >= l.Next.Pages:
+			return Result{Answer: Unknown, Status: status, Evidence: fmt.Sprintf("%s → %d: not found in %d pages, and more remain", ev, status, page)}
+		case more:
+			rq = withQuery(rq, l.Next.Param, cursor)
+			continue
+		case l.Absent != nil && l.Absent.Match(status, body):
+			return Result{Answer: No, Status: status, Evidence: fmt.Sprintf("%s → %d: absent%s", ev, status, pageNote(page))}
+		}
+		return Result{Status: status, Evidence: fmt.Sprintf("%s → %d: matched neither found nor absent", ev, status)}
 	}
-	r := Result{Status: status}
-	switch {
-	case l.Found != nil && l.Found.Match(status, body):
-		r.Answer = Yes
-		r.OperationID = l.OperationID.Extract(nil, body)
-		r.Evidence = fmt.Sprintf("%s → %d: found", ev, status)
-	case l.Absent != nil && l.Absent.Match(status, body):
-		r.Answer = No
-		r.Evidence = fmt.Sprintf("%s → %d: absent", ev, status)
-	default:
-		r.Evidence = fmt.Sprintf("%s → %d: matched neither found nor absent", ev, status)
+}
+
+func pageNote(page int) string {
+	if page == 1 {
+		return ""
 	}
-	return r
+	return fmt.Sprintf(" (page %d)", page)
+}
+
+// recovered selects the part of a lookup's answer to answer the agent
+// with; nil when the rule names none or the path selects nothing.
+func recovered(a *rules.RecoveredAnswer, body []byte) []byte {
+	if a == nil {
+		return nil
+	}
+	if a.Body == "" {
+		return append([]byte(nil), body...)
+	}
+	res := gjson.GetBytes(body, a.Body)
+	if !res.Exists() {
+		return nil
+	}
+	return []byte(res.Raw)
+}
+
+// nextPage reports the cursor of the page after this one, if any.
+func nextPage(p *rules.Pagination, body []byte) (string, bool) {
+	if p == nil {
+		return "", false
+	}
+	if p.HasMore != "" && !gjson.GetBytes(body, p.HasMore).Bool() {
+		return "", false
+	}
+	c := gjson.GetBytes(body, p.Cursor)
+	if !c.Exists() || c.Type == gjson.Null || c.String() == "" {
+		return "", false
+	}
+	return c.String(), true
+}
+
+// withQuery is rq with query parameter name set to value on every page.
+func withQuery(rq rules.Request, name, value string) rules.Request {
+	out := rq
+	out.Query = append(append([][2]string(nil), rq.Query...), [2]string{name, value})
+	return out
 }
 
 // Probe asks whether a committed effect is visible: Yes when the answer
@@ -84,6 +144,20 @@ func (c *Client) Probe(ctx context.Context, vr *rules.Verify, v rules.Values, cr
 	return Result{Answer: No, Status: status, Evidence: fmt.Sprintf("%s → %d: not as expected", ev, status)}
 }
 
+// Check asks whether a precondition holds (verify.before): Yes when the
+// answer meets the expectation, No otherwise, Unknown when it could not be
+// asked. A No carries the answer's body in Body, in memory only.
+func (c *Client) Check(ctx context.Context, ch *rules.Check, v rules.Values, creds http.Header) Result {
+	status, body, ev, err := c.do(ctx, ch.Request, v, creds)
+	if err != nil {
+		return Result{Answer: Unknown, Evidence: ev + ": " + err.Error()}
+	}
+	if ch.Expect.Match(status, body) {
+		return Result{Answer: Yes, Status: status, Evidence: fmt.Sprintf("%s → %d: as expected", ev, status)}
+	}
+	return Result{Answer: No, Status: status, Body: body, Evidence: fmt.Sprintf("%s → %d: not as expected", ev, status)}
+}
+
 var errTooLarge = errors.New("response larger than the verifier's limit")
 
 // do sends one templated request. ev describes it without query or body.
@@ -96,6 +170,13 @@ func (c *Client) do(ctx context.Context, rq rules.Request, v rules.Values, creds
 	u, err := url.Parse(raw)
 	if err != nil {
 		return 0, nil, ev, fmt.Errorf("parse request URL: %w", err)
+	}
+	if len(rq.Query) > 0 {
+		q := u.Query()
+		for _, kv := range rq.Query {
+			q.Set(kv[0], kv[1])
+		}
+		u.RawQuery = q.Encode()
 	}
 	ev = rq.Method + " " + u.Scheme + "://" + u.Host + u.Path
 	timeout := c.Timeout
