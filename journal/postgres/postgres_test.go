@@ -1,0 +1,459 @@
+package postgres
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/toolguard/toolguard/internal/pgtest"
+	"github.com/toolguard/toolguard/journal"
+)
+
+func TestMigrateFreshThenIdempotent(t *testing.T) {
+	opts := Options{DSN: pgtest.DSN(t), Schema: pgtest.Schema(t)}
+	from, to, err := Migrate(context.Background(), opts)
+	if err != nil || from != 0 || to != SchemaVersion {
+		t.Fatalf("first Migrate = %d, %d, %v; want 0, %d, nil", from, to, err, SchemaVersion)
+	}
+	from, to, err = Migrate(context.Background(), opts)
+	if err != nil || from != SchemaVersion || to != SchemaVersion {
+		t.Fatalf("second Migrate = %d, %d, %v; want %d, %d, nil", from, to, err, SchemaVersion, SchemaVersion)
+	}
+	j := openTest(t, opts)
+	mustCheck(t, j)
+}
+
+func TestConcurrentOpensMigrateOnce(t *testing.T) {
+	opts := Options{DSN: pgtest.DSN(t), Schema: pgtest.Schema(t), Secret: []byte("0123456789abcdef0123456789abcdef")}
+	const n = 6
+	var wg sync.WaitGroup
+	epochs := make([]uint64, n)
+	errs := make([]error, n)
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			j, err := Open(context.Background(), opts)
+			errs[i] = err
+			if err == nil {
+				epochs[i] = j.Epoch()
+				j.Close()
+			}
+		}()
+	}
+	wg.Wait()
+	seen := map[uint64]bool{}
+	for i := range n {
+		if errs[i] != nil {
+			t.Fatalf("Open %d: %v", i, errs[i])
+		}
+		if epochs[i] == 0 || seen[epochs[i]] {
+			t.Errorf("Open %d: epoch %d is zero or not unique (%v)", i, epochs[i], epochs)
+		}
+		seen[epochs[i]] = true
+	}
+	j := openTest(t, opts)
+	var rows int
+	if err := j.pool.QueryRow(context.Background(), "SELECT count(*) FROM schema_version").Scan(&rows); err != nil {
+		t.Fatal(err)
+	}
+	if rows != SchemaVersion {
+		t.Errorf("schema_version has %d rows, want %d (one per migration)", rows, SchemaVersion)
+	}
+}
+
+func TestNewerSchemaRefused(t *testing.T) {
+	j := openTest(t, Options{})
+	if _, err := j.pool.Exec(context.Background(), "INSERT INTO schema_version (version) VALUES ($1)", SchemaVersion+1); err != nil {
+		t.Fatal(err)
+	}
+	opts := Options{DSN: j.opts.DSN, Schema: j.Schema()}
+	for name, open := range map[string]func() error{
+		"Open":          func() error { _, err := Open(context.Background(), opts); return err },
+		"Open readonly": func() error { o := opts; o.ReadOnly = true; _, err := Open(context.Background(), o); return err },
+		"Migrate":       func() error { _, _, err := Migrate(context.Background(), opts); return err },
+	} {
+		err := open()
+		if !errors.Is(err, ErrSchemaNewer) {
+			t.Errorf("%s: %v, want ErrSchemaNewer", name, err)
+			continue
+		}
+		want := fmt.Sprintf("is at version %d, newer than this toolguard's %d; upgrade toolguard", SchemaVersion+1, SchemaVersion)
+		if !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "\n") {
+			t.Errorf("%s: %q, want one line containing %q", name, err, want)
+		}
+	}
+}
+
+func TestReadOnlyRefusesUnmigrated(t *testing.T) {
+	_, err := Open(context.Background(), Options{DSN: pgtest.DSN(t), Schema: pgtest.Schema(t), ReadOnly: true})
+	if !errors.Is(err, ErrSchemaOlder) {
+		t.Fatalf("read-only Open of an empty schema: %v, want ErrSchemaOlder", err)
+	}
+}
+
+// N writers claim one key at once: exactly one claim commits, every other
+// writer re-reads and sees it.
+func TestApplyRaceOneClaimWins(t *testing.T) {
+	j := openTest(t, Options{})
+	const n = 16
+	var runs, wins atomic.Int32
+	var wg sync.WaitGroup
+	results := make([]journal.Step, n)
+	start := make(chan struct{})
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			s, err := j.Apply(context.Background(), "k", func(cur *journal.Step) (journal.Change, error) {
+				runs.Add(1)
+				ch, err := claim("k", time.Minute)(cur)
+				if err == nil {
+					ch.Step.Path = fmt.Sprintf("/writer/%d", i)
+				}
+				return ch, err
+			})
+			if err != nil {
+				t.Errorf("Apply %d: %v", i, err)
+			}
+			if s.Path == fmt.Sprintf("/writer/%d", i) {
+				wins.Add(1)
+			}
+			results[i] = s
+		}()
+	}
+	close(start)
+	wg.Wait()
+	if wins.Load() != 1 {
+		t.Fatalf("%d writers got their own claim back, want exactly 1", wins.Load())
+	}
+	for i, s := range results {
+		if s.Path != results[0].Path || s.Fence != 1 || s.Revision != 1 {
+			t.Errorf("writer %d saw path %s fence %d revision %d, want the one winner's (path %s, fence 1, revision 1)",
+				i, s.Path, s.Fence, s.Revision, results[0].Path)
+		}
+	}
+	if runs.Load() < n {
+		t.Errorf("mutation ran %d times for %d writers", runs.Load(), n)
+	}
+	evs, err := j.Events(0, 0)
+	if err != nil || len(evs) != 1 || evs[0].KeySeq != 1 || evs[0].Type != "started" {
+		t.Fatalf("events = %+v, %v; want the one started event, key_seq 1", evs, err)
+	}
+	mustCheck(t, j)
+}
+
+// Concurrent changes of one existing key are all applied, one after the
+// other, with gapless per-key numbers.
+func TestApplyRaceSerializesChanges(t *testing.T) {
+	j := openTest(t, Options{})
+	mustApply(t, j, "k", claim("k", 0))
+	const n = 12
+	var wg sync.WaitGroup
+	for range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, err := j.Apply(context.Background(), "k", func(cur *journal.Step) (journal.Change, error) {
+				s := *cur
+				s.Attempt++
+				return journal.Change{Step: s, Event: "attempt"}, nil
+			})
+			if err != nil {
+				t.Errorf("Apply: %v", err)
+			}
+		}()
+	}
+	wg.Wait()
+	s, err := j.Get("k")
+	if err != nil || s.Attempt != n || s.Revision != n+1 {
+		t.Fatalf("Get = attempt %d revision %d, %v; want %d, %d", s.Attempt, s.Revision, err, n, n+1)
+	}
+	evs, _ := j.Events(0, 0)
+	for i, e := range evs {
+		if e.KeySeq != uint64(i+1) || (i > 0 && e.Seq <= evs[i-1].Seq) {
+			t.Errorf("event %d: seq %d key_seq %d; want key_seq %d and increasing seqs", i, e.Seq, e.KeySeq, i+1)
+		}
+	}
+	mustCheck(t, j)
+}
+
+// A replica takes a step over; the first owner's late outcome is refused
+// and changes nothing.
+func TestStaleOwnerFenced(t *testing.T) {
+	a := openTest(t, Options{})
+	b := openTest(t, Options{DSN: a.opts.DSN, Schema: a.Schema()})
+	if a.Epoch() == b.Epoch() {
+		t.Fatalf("two Opens share epoch %d", a.Epoch())
+	}
+	first := mustApply(t, a, "k", claim("k", time.Minute))
+	taken := mustApply(t, b, "k", func(cur *journal.Step) (journal.Change, error) {
+		s := *cur
+		s.Hold, s.HoldReason = journal.HoldNeedsReview, "owner lost"
+		return journal.Change{Step: s, Claim: true, Event: "takeover"}, nil
+	})
+	if taken.Epoch != b.Epoch() || taken.Fence != first.Fence+1 {
+		t.Fatalf("takeover claim = epoch %d fence %d, want %d, %d", taken.Epoch, taken.Fence, b.Epoch(), first.Fence+1)
+	}
+	_, err := a.Apply(context.Background(), "k", commit(first.Epoch, first.Fence, "late"))
+	var fe *journal.FencedError
+	if !errors.As(err, &fe) || fe.Epoch != b.Epoch() || fe.Fence != taken.Fence {
+		t.Fatalf("late outcome: %v, want a FencedError naming the new claim", err)
+	}
+	if err := a.Renew(context.Background(), "k", first.Epoch, first.Fence, time.Minute); !errors.Is(err, journal.ErrFenced) {
+		t.Fatalf("stale Renew: %v, want ErrFenced", err)
+	}
+	got, _ := b.Get("k")
+	if got.Status != journal.StatusStarted || got.Response != nil || got.Revision != taken.Revision {
+		t.Fatalf("step after the stale write = %+v, want the takeover's", got)
+	}
+	mustCheck(t, b)
+}
+
+// Leases run on the database's clock, whatever the replica's; Renew moves
+// them for the owner only.
+func TestLeaseUsesDatabaseClock(t *testing.T) {
+	skewed := func() time.Time { return time.Date(2001, 1, 1, 0, 0, 0, 0, time.UTC) }
+	j := openTest(t, Options{Now: skewed})
+	s := mustApply(t, j, "k", claim("k", 30*time.Second))
+	var dbNow time.Time
+	if err := j.pool.QueryRow(context.Background(), "SELECT now()").Scan(&dbNow); err != nil {
+		t.Fatal(err)
+	}
+	if d := s.LeaseUntil.Sub(dbNow); d < 25*time.Second || d > 31*time.Second {
+		t.Fatalf("LeaseUntil is %v after the database's now, want about 30s (ReadAt %v, skewed stamp %v)", d, s.ReadAt, s.UpdatedAt)
+	}
+	if d := s.LeaseUntil.Sub(s.ReadAt); d < 29*time.Second || d > 31*time.Second {
+		t.Fatalf("LeaseUntil - ReadAt = %v, want about 30s", d)
+	}
+	if !s.UpdatedAt.Equal(skewed()) {
+		t.Fatalf("UpdatedAt = %v, want the Now option's %v", s.UpdatedAt, skewed())
+	}
+	if err := j.Renew(context.Background(), "k", s.Epoch, s.Fence, time.Hour); err != nil {
+		t.Fatalf("Renew: %v", err)
+	}
+	got, err := j.Get("k")
+	if err != nil || got.LeaseUntil.Sub(got.ReadAt) < 59*time.Minute {
+		t.Fatalf("after Renew: lease until %v read at %v, %v; want an hour ahead", got.LeaseUntil, got.ReadAt, err)
+	}
+	// A non-claiming change keeps the lease.
+	done := mustApply(t, j, "k", commit(s.Epoch, s.Fence, "ok"))
+	if !done.LeaseUntil.Equal(got.LeaseUntil) {
+		t.Errorf("outcome changed the lease: %v, want %v", done.LeaseUntil, got.LeaseUntil)
+	}
+	if err := j.Renew(context.Background(), "missing", 1, 1, time.Hour); !errors.Is(err, journal.ErrFenced) {
+		t.Errorf("Renew of a missing step: %v, want ErrFenced", err)
+	}
+}
+
+func TestResponseBodyRoundTrip(t *testing.T) {
+	j := openTest(t, Options{})
+	s := mustApply(t, j, "k", claim("k", 0))
+	body := bytes.Repeat([]byte{0, 1, 2, 0xff}, 1<<16)
+	mustApply(t, j, "k", commit(s.Epoch, s.Fence, string(body)))
+	got, err := j.Get("k")
+	if err != nil || got.Response == nil || !bytes.Equal(got.Response.Body, body) {
+		t.Fatalf("Get: body of %d bytes, %v; want the %d bytes written", len(got.Response.Body), err, len(body))
+	}
+	var inRecord bool
+	if err := j.pool.QueryRow(context.Background(), "SELECT record->'response' ? 'body' FROM steps WHERE key = 'k'").Scan(&inRecord); err != nil || inRecord {
+		t.Fatalf("response body kept in the JSON record (%v, %v); want it only in response_body", inRecord, err)
+	}
+	mustCheck(t, j)
+}
+
+// A transaction that started writing before an Apply but commits after it
+// does not get skipped by a reader following the feed.
+func TestEventsFeedWaitsForLateCommit(t *testing.T) {
+	j := openTest(t, Options{})
+	ctx := context.Background()
+	late, err := j.pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer late.Rollback(ctx)
+	// The late writer gets its transaction id first...
+	if _, err := late.Exec(ctx, "SELECT pg_current_xact_id()"); err != nil {
+		t.Fatal(err)
+	}
+	// ...then an Apply commits...
+	mustApply(t, j, "early", claim("early", 0))
+	evs, err := j.Events(0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cursor uint64
+	for _, e := range evs {
+		cursor = e.Seq
+	}
+	if len(evs) != 0 {
+		t.Fatalf("feed showed %d events while an older transaction was open, want 0", len(evs))
+	}
+	if last, _ := j.LastSeq(); last != cursor {
+		t.Fatalf("LastSeq = %d, want %d (what the feed shows)", last, cursor)
+	}
+	// ...and the late writer records its event and commits last.
+	if _, err := late.Exec(ctx, `INSERT INTO events (seq, xid, key, key_seq, time, type, from_status, to_status, hold,
+		reason, note, epoch, fence) SELECT (pg_current_xact_id()::text::bigint << 10) + 1, pg_current_xact_id(),
+		'late', 1, now(), 'started', 0, 2, 0, '', '', 0, 0`); err != nil {
+		t.Fatal(err)
+	}
+	if err := late.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	evs, err = j.Events(cursor, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var keys []string
+	for _, e := range evs {
+		keys = append(keys, e.Key)
+	}
+	if strings.Join(keys, ",") != "late,early" {
+		t.Fatalf("feed after %d = %v, want late,early (the late commit not skipped, in transaction order)", cursor, keys)
+	}
+}
+
+func TestSecretFingerprintMismatchRefused(t *testing.T) {
+	dsn, schema := pgtest.DSN(t), pgtest.Schema(t)
+	a := openTest(t, Options{DSN: dsn, Schema: schema, Secret: []byte("secret-of-replica-a-0123456789abc")})
+	var stored string
+	if err := a.pool.QueryRow(context.Background(), "SELECT value FROM meta WHERE name = 'secret_fingerprint'").Scan(&stored); err != nil {
+		t.Fatal(err)
+	}
+	if stored != Fingerprint([]byte("secret-of-replica-a-0123456789abc")) || strings.Contains(stored, "replica-a") {
+		t.Fatalf("stored fingerprint %q is not the secret's fingerprint", stored)
+	}
+	openTest(t, Options{DSN: dsn, Schema: schema, Secret: []byte("secret-of-replica-a-0123456789abc")})
+	_, err := Open(context.Background(), Options{DSN: dsn, Schema: schema, Secret: []byte("secret-of-replica-b-0123456789abc")})
+	if !errors.Is(err, ErrSecretMismatch) || strings.Contains(err.Error(), "\n") || !strings.Contains(err.Error(), "journal.secret_file") {
+		t.Fatalf("Open with another secret: %v; want one line wrapping ErrSecretMismatch that names journal.secret_file", err)
+	}
+}
+
+func TestUnreachableIsUnavailable(t *testing.T) {
+	p := newCutProxy(t, "127.0.0.1:1")
+	p.setMode(refuse)
+	_, err := Open(context.Background(), Options{DSN: "postgres://postgres@" + p.addr() + "/test?sslmode=disable", Schema: "unused"})
+	if !errors.Is(err, journal.ErrUnavailable) {
+		t.Fatalf("Open of an unreachable database: %v, want ErrUnavailable", err)
+	}
+}
+
+// openThrough opens a journal whose connections pass through a cutProxy.
+// The pool has one connection, so that a test can prepare the statements
+// on it first.
+func openThrough(t *testing.T) (*Journal, *cutProxy) {
+	cfg, err := pgx.ParseConfig(pgtest.DSN(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := newCutProxy(t, fmt.Sprintf("%s:%d", cfg.Host, cfg.Port))
+	dsn := fmt.Sprintf("postgres://%s@%s/%s?sslmode=disable", cfg.User, p.addr(), cfg.Database)
+	return openTest(t, Options{DSN: dsn, MaxConns: 1}), p
+}
+
+// The database goes away between the read and the write: the claim is
+// refused as unavailable and nothing is written; once it is back, the
+// journal recovers by itself.
+func TestCutBeforeWriteIsUnavailable(t *testing.T) {
+	j, p := openThrough(t)
+	_, err := j.Apply(context.Background(), "k", func(cur *journal.Step) (journal.Change, error) {
+		p.setMode(refuse)
+		j.pool.Reset()
+		return claim("k", 0)(cur)
+	})
+	if !errors.Is(err, journal.ErrUnavailable) {
+		t.Fatalf("Apply with the database gone: %v, want ErrUnavailable", err)
+	}
+	if _, err := j.Get("k"); !errors.Is(err, journal.ErrUnavailable) {
+		t.Fatalf("Get with the database gone: %v, want ErrUnavailable", err)
+	}
+	p.setMode(pass)
+	if _, err := j.Get("k"); !errors.Is(err, journal.ErrNotFound) {
+		t.Fatalf("Get after the database is back: %v, want ErrNotFound (nothing was written)", err)
+	}
+	mustApply(t, j, "k", claim("k", 0))
+}
+
+// The connection breaks after the write was sent but before the server
+// saw it: the outcome is unknown to the caller, and the re-read shows that
+// nothing was written.
+func TestCutRequestIsCommitUnknown(t *testing.T) {
+	j, p := openThrough(t)
+	mustApply(t, j, "warm-up", claim("warm-up", 0))
+	_, err := j.Apply(context.Background(), "k", func(cur *journal.Step) (journal.Change, error) {
+		p.setMode(dropRequests)
+		return claim("k", 0)(cur)
+	})
+	if !errors.Is(err, journal.ErrCommitUnknown) {
+		t.Fatalf("Apply with its request lost: %v, want ErrCommitUnknown", err)
+	}
+	p.setMode(pass)
+	if _, err := j.Get("k"); !errors.Is(err, journal.ErrNotFound) {
+		t.Fatalf("re-read: %v, want ErrNotFound", err)
+	}
+}
+
+// The connection breaks after COMMIT, before its acknowledgement: the
+// caller hears ErrCommitUnknown, never success, and the re-read after
+// reconnecting finds the claim committed.
+func TestCutAfterCommitIsCommitUnknown(t *testing.T) {
+	j, p := openThrough(t)
+	mustApply(t, j, "warm-up", claim("warm-up", 0)) // prepares the statement: next time it executes at once
+	_, err := j.Apply(context.Background(), "k", func(cur *journal.Step) (journal.Change, error) {
+		p.setMode(dropReplies)
+		return claim("k", 0)(cur)
+	})
+	if !errors.Is(err, journal.ErrCommitUnknown) {
+		t.Fatalf("Apply with its acknowledgement lost: %v, want ErrCommitUnknown", err)
+	}
+	p.setMode(pass)
+	s, err := j.Get("k")
+	if err != nil || s.Status != journal.StatusStarted || s.Epoch != j.Epoch() {
+		t.Fatalf("re-read: %+v, %v; want the committed claim", s, err)
+	}
+	mustCheck(t, j)
+}
+
+// A replica's final transition wakes another replica's watcher through
+// NOTIFY.
+func TestWatchWakesOtherReplica(t *testing.T) {
+	a := openTest(t, Options{})
+	b := openTest(t, Options{DSN: a.opts.DSN, Schema: a.Schema()})
+	s := mustApply(t, a, "k", claim("k", 0))
+	ch, stop := b.Watch("k")
+	defer stop()
+	other, stopOther := b.Watch("other")
+	defer stopOther()
+	<-b.watch.listening
+	mustApply(t, a, "k", commit(s.Epoch, s.Fence, "ok"))
+	select {
+	case <-ch:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no wake-up within 10s of another replica's commit")
+	}
+	select {
+	case <-other:
+		t.Fatal("the watcher of another key was woken")
+	default:
+	}
+	// Its own commits wake its own watchers without the database.
+	own, stopOwn := a.Watch("k2")
+	defer stopOwn()
+	mustApply(t, a, "k2", claim("k2", 0))
+	select {
+	case <-own:
+	default:
+		t.Fatal("own write did not wake its watcher")
+	}
+}
