@@ -58,7 +58,7 @@ func flowDeltas(old, s *journal.Step) []flowDelta {
 
 // flowColumns are flowDeltas as the statement's array parameters.
 type flowColumns struct {
-	ids, curStep, curRoute, inputHash, prompt, policy                 []string
+	ids, curStep, curRoute, inputHash, prompt, policy          []string
 	steps, held, started, retryable, verifying, done, prepared []int32
 }
 
