@@ -112,12 +112,12 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, stdout io.W
 	if created {
 		log.Info("created CA", "cert", ca.CertFile)
 	}
-	secret, err := proxy.LoadOrCreateSecret(secretPath(cfg.Journal.Path))
+	secret, err := loadSecret(cfg)
 	if err != nil {
 		return err
 	}
 	metrics := proxy.NewMetrics()
-	j, err := openJournal(cfg, log, metrics)
+	j, err := openJournal(ctx, cfg, log, metrics, secret)
 	if err != nil {
 		return err
 	}
@@ -151,7 +151,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, stdout io.W
 	go func() { errc <- serveOn(adminHTTP, adminLn) }()
 
 	fmt.Fprintf(stdout, "proxy: http://%s\nadmin: http://%s\nca:    %s\n", proxyLn.Addr(), adminLn.Addr(), absPath(ca.CertFile))
-	log.Info("toolguard serving", "proxy", proxyLn.Addr().String(), "admin", adminLn.Addr().String(), "ca", absPath(ca.CertFile), "journal", cfg.Journal.Path)
+	log.Info("toolguard serving", "proxy", proxyLn.Addr().String(), "admin", adminLn.Addr().String(), "ca", absPath(ca.CertFile), "journal", j.Path())
 
 	select {
 	case <-ctx.Done():
@@ -161,11 +161,11 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, stdout io.W
 	return shutdown(cfg, log, srv, admin, proxyHTTP, adminHTTP)
 }
 
-// openJournal checks the journal read-only first (journal.check_on_start),
+// openBolt checks the journal read-only first (journal.check_on_start),
 // so that a damaged file is refused before anything is written to it, then
 // opens it for writing. A file of an older layout cannot be read before its
 // upgrade, which Open makes: it is checked right after.
-func openJournal(cfg config.Config, log *slog.Logger, metrics *proxy.Metrics) (*journal.Bolt, error) {
+func openBolt(cfg config.Config, log *slog.Logger, metrics *proxy.Metrics) (*journal.Bolt, error) {
 	path := cfg.Journal.Path
 	checkAfter := false
 	if fi, err := os.Stat(path); err == nil && cfg.Journal.CheckOnStart.ShouldCheck(fi.Size()) {
@@ -259,7 +259,7 @@ func absPath(p string) string {
 }
 
 // logStartup writes one line summarising what the journal holds.
-func logStartup(log *slog.Logger, j *journal.Bolt, set *rules.Set) {
+func logStartup(log *slog.Logger, j servedJournal, set *rules.Set) {
 	routes := 0
 	for _, a := range set.APIs {
 		routes += len(a.Routes)
@@ -271,7 +271,7 @@ func logStartup(log *slog.Logger, j *journal.Bolt, set *rules.Set) {
 
 // startupCounts reads what the journal holds from its counters: every
 // started step belongs to an earlier epoch now, so it is ambiguous.
-func startupCounts(j *journal.Bolt) (ambiguous, verifying, held int) {
+func startupCounts(j servedJournal) (ambiguous, verifying, held int) {
 	c, err := j.Count()
 	if err != nil {
 		return 0, 0, 0

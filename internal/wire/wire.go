@@ -9,7 +9,6 @@ import (
 	"net/http"
 
 	"github.com/toolguard/toolguard/config"
-	"github.com/toolguard/toolguard/journal"
 	"github.com/toolguard/toolguard/proxy"
 	"github.com/toolguard/toolguard/rules"
 )
@@ -17,7 +16,7 @@ import (
 // Deps are what the proxy needs besides its configuration.
 type Deps struct {
 	Rules   *rules.Set
-	Journal *journal.Bolt
+	Journal proxy.Journal // *journal.Bolt or *postgres.Journal
 	Secret  []byte
 	CA      *proxy.CA
 	Metrics *proxy.Metrics

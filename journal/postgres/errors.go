@@ -18,6 +18,10 @@ import (
 // replicas and duplicates would pass, so Open refuses.
 var ErrSecretMismatch = errors.New("journal secret differs from the one the database was set up with")
 
+// ErrDSN means Options.DSN is neither a libpq URL nor a key/value string.
+// The DSN itself is not repeated: it may hold a password.
+var ErrDSN = errors.New("journal dsn is not a valid libpq URL (postgres://...) or key/value string (host=... dbname=...)")
+
 // classify wraps err, the failure of op, into the journal's sentinels:
 //   - the server could not be reached, or went away, or refused for lack of
 //     resources: journal.ErrUnavailable, unless

@@ -79,7 +79,7 @@ func (o Options) poolConfig() (*pgxpool.Config, error) {
 	cfg, err := pgxpool.ParseConfig(o.DSN)
 	if err != nil {
 		// pgx's message may quote the DSN, password included.
-		return nil, errors.New("parse journal dsn: not a valid libpq URL or key/value string")
+		return nil, ErrDSN
 	}
 	if cfg.ConnConfig.ConnectTimeout == 0 {
 		cfg.ConnConfig.ConnectTimeout = o.ConnectTimeout
@@ -88,6 +88,9 @@ func (o Options) poolConfig() (*pgxpool.Config, error) {
 		cfg.MaxConns = o.MaxConns
 	}
 	cfg.ConnConfig.RuntimeParams["search_path"] = o.Schema
+	if o.ReadOnly {
+		cfg.ConnConfig.RuntimeParams["default_transaction_read_only"] = "on"
+	}
 	return cfg, nil
 }
 
