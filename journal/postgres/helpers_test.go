@@ -16,7 +16,9 @@ import (
 // openTest opens a journal on a fresh schema of the test database; it is
 // closed when the test ends. opts.DSN and opts.Schema default to the test
 // database and a fresh schema.
-func openTest(t *testing.T, opts Options) *Journal {
+func openTest(t *testing.T, opts Options) *Journal { return openTestTB(t, opts) }
+
+func openTestTB(t testing.TB, opts Options) *Journal {
 	t.Helper()
 	if opts.DSN == "" {
 		opts.DSN = pgtest.DSN(t)

@@ -55,6 +55,9 @@ type Options struct {
 	// Now stamps records (CreatedAt, UpdatedAt, event times); nil means the
 	// database's clock. Leases always use the database's clock.
 	Now func() time.Time
+
+	// tracer sees every statement (tests count round trips).
+	tracer pgx.QueryTracer
 }
 
 func (o Options) withDefaults() Options {
@@ -90,6 +93,9 @@ func (o Options) poolConfig() (*pgxpool.Config, error) {
 	cfg.ConnConfig.RuntimeParams["search_path"] = o.Schema
 	if o.ReadOnly {
 		cfg.ConnConfig.RuntimeParams["default_transaction_read_only"] = "on"
+	}
+	if o.tracer != nil {
+		cfg.ConnConfig.Tracer = o.tracer
 	}
 	return cfg, nil
 }

@@ -457,3 +457,42 @@ func TestWatchWakesOtherReplica(t *testing.T) {
 		t.Fatal("own write did not wake its watcher")
 	}
 }
+
+// countingTracer counts the statements sent.
+type countingTracer struct{ n atomic.Int32 }
+
+func (c *countingTracer) TraceQueryStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryStartData) context.Context {
+	c.n.Add(1)
+	return ctx
+}
+
+func (c *countingTracer) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
+
+// A guarded call costs a read and a committing write for its claim, the
+// same for its outcome; a replay costs one read.
+func TestRoundTripsPerCall(t *testing.T) {
+	tr := &countingTracer{}
+	j := openTest(t, Options{tracer: tr})
+	mustApply(t, j, "warm", claim("warm", time.Minute)) // prepares the statements on the connection
+	s := mustApply(t, j, "warm", commit(j.Epoch(), 1, "ok"))
+	for _, tc := range []struct {
+		name string
+		do   func()
+		want int32
+	}{
+		{name: "claim", want: 2, do: func() { s = mustApply(t, j, "k", claim("k", time.Minute)) }},
+		{name: "outcome", want: 2, do: func() { mustApply(t, j, "k", commit(s.Epoch, s.Fence, "ok")) }},
+		{name: "replay", want: 1, do: func() {
+			if _, err := j.Get("k"); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{name: "duplicate claim (no change)", want: 1, do: func() { mustApply(t, j, "k", claim("k", time.Minute)) }},
+	} {
+		before := tr.n.Load()
+		tc.do()
+		if got := tr.n.Load() - before; got != tc.want {
+			t.Errorf("%s: %d statements, want %d", tc.name, got, tc.want)
+		}
+	}
+}
