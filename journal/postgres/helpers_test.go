@@ -2,8 +2,6 @@ package postgres
 
 import (
 	"context"
-	"errors"
-	"io"
 	"net"
 	"sync"
 	"testing"
@@ -181,9 +179,6 @@ func (p *cutProxy) pipe(src, dst net.Conn, cut proxyMode) {
 			}
 		}
 		if err != nil {
-			if !errors.Is(err, io.EOF) {
-				return
-			}
 			return
 		}
 	}
