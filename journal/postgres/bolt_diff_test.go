@@ -56,7 +56,11 @@ func scenario(t *testing.T, s store) {
 	ok := &journal.Response{Status: 201, Body: []byte(`{"id":"x"}`), BodyHash: "b"}
 	set("a", func(s *journal.Step) { s.Workflow = "w1"; s.PromptVersion = "p1" }, false)
 	set("a", func(s *journal.Step) { s.Status = journal.StatusStarted; s.Attempt = 1 }, true)
-	set("b", func(s *journal.Step) { s.Workflow = "w1"; s.Hold = journal.HoldAwaitingApproval; s.PromptVersion = "p2" }, false)
+	set("b", func(s *journal.Step) {
+		s.Workflow = "w1"
+		s.Hold = journal.HoldAwaitingApproval
+		s.PromptVersion = "p2"
+	}, false)
 	set("c", func(s *journal.Step) { s.Status = journal.StatusStarted }, true)
 	set("c", func(s *journal.Step) { s.Hold, s.HoldReason = journal.HoldNeedsReview, "outcome_unknown" }, false,
 		journal.Event{Type: "note", Reason: "extra"})
