@@ -352,14 +352,16 @@ func TestUnreachableIsUnavailable(t *testing.T) {
 // openThrough opens a journal whose connections pass through a cutProxy.
 // The pool has one connection, so that a test can prepare the statements
 // on it first.
-func openThrough(t *testing.T) (*Journal, *cutProxy) {
+func openThrough(t *testing.T) (*Journal, *cutProxy) { return openThroughConns(t, 1) }
+
+func openThroughConns(t *testing.T, conns int32) (*Journal, *cutProxy) {
 	cfg, err := pgx.ParseConfig(pgtest.DSN(t))
 	if err != nil {
 		t.Fatal(err)
 	}
 	p := newCutProxy(t, fmt.Sprintf("%s:%d", cfg.Host, cfg.Port))
 	dsn := fmt.Sprintf("postgres://%s@%s/%s?sslmode=disable", cfg.User, p.addr(), cfg.Database)
-	return openTest(t, Options{DSN: dsn, MaxConns: 1}), p
+	return openTest(t, Options{DSN: dsn, MaxConns: conns}), p
 }
 
 // The database goes away between the read and the write: the claim is
