@@ -1,10 +1,14 @@
 package e2e
 
 import (
+	"bytes"
+	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/toolguard/toolguard/internal/pgtest"
 )
@@ -67,12 +71,20 @@ func TestPostgresReplicaWithOtherSecretRefused(t *testing.T) {
 	pgReplica(t, rules, dsn, writeSecret(t, strings.Repeat("a", 40))).start(t)
 
 	other := pgReplica(t, rules, dsn, writeSecret(t, strings.Repeat("b", 40)))
-	r := tg(t, other.env, "serve", "--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0", "--rules", other.rules,
-		"--ca-dir", filepath.Join(other.dir, "ca"), "--log-format", "json")
-	lines := strings.Split(strings.TrimSpace(r.stderr), "\n")
+	// A serve that wrongly starts is killed after a minute instead of
+	// hanging the test.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, binary, "serve", "--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0",
+		"--rules", other.rules, "--ca-dir", filepath.Join(other.dir, "ca"), "--log-format", "json")
+	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + other.dir}, other.env...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	err := cmd.Run()
+	lines := strings.Split(strings.TrimSpace(stderr.String()), "\n")
 	last := lines[len(lines)-1]
-	if r.code == 0 || !strings.Contains(last, "journal secret differs") || !strings.Contains(last, "journal.secret_file") {
-		t.Fatalf("serve with another secret: exit %d, last line %q; want a refusal naming journal.secret_file", r.code, last)
+	if err == nil || ctx.Err() != nil || !strings.Contains(last, "journal secret differs") || !strings.Contains(last, "journal.secret_file") {
+		t.Fatalf("serve with another secret: %v, last line %q; want a refusal naming journal.secret_file", err, last)
 	}
 }
 
