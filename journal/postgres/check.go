@@ -49,9 +49,10 @@ var invariants = []struct{ name, query string }{
 				count(*) FILTER (WHERE hold = 0 AND (status = 1)) AS prepared
 			FROM steps WHERE workflow <> '' GROUP BY workflow)
 		SELECT 'workflow ' || coalesce(w.id, c.id) || ': counts ' ||
-			coalesce(format('%s/%s/%s/%s/%s/%s/%s', w.steps, w.held, w.started, w.retryable, w.verifying, w.done, w.prepared), 'missing')
-			|| ', steps say ' ||
-			coalesce(format('%s/%s/%s/%s/%s/%s/%s', c.steps, c.held, c.started, c.retryable, c.verifying, c.done, c.prepared), 'none')
+			CASE WHEN w.id IS NULL THEN 'missing' ELSE
+				format('%s/%s/%s/%s/%s/%s/%s', w.steps, w.held, w.started, w.retryable, w.verifying, w.done, w.prepared) END
+			|| ', steps say ' || CASE WHEN c.id IS NULL THEN 'none' ELSE
+				format('%s/%s/%s/%s/%s/%s/%s', c.steps, c.held, c.started, c.retryable, c.verifying, c.done, c.prepared) END
 		FROM workflows w FULL JOIN c ON c.id = w.id
 		WHERE (w.id IS NULL) OR (c.id IS NULL AND w.steps <> 0) OR (c.id IS NOT NULL AND
 			(w.steps, w.held, w.started, w.retryable, w.verifying, w.done, w.prepared) IS DISTINCT FROM
