@@ -88,6 +88,7 @@ func (j *Journal) Apply(ctx context.Context, key string, m journal.Mutation) (jo
 			return journal.Step{}, err
 		}
 		if won {
+			j.commits.Add(1)
 			j.watch.signal(key)
 			return step, nil
 		}
@@ -304,6 +305,7 @@ func (j *Journal) Renew(ctx context.Context, key string, epoch, fence uint64, d 
 		return classify("renew lease of "+key, err, true)
 	}
 	if tag.RowsAffected() == 1 {
+		j.commits.Add(1)
 		return nil
 	}
 	fe := &journal.FencedError{Key: key, HeldEpoch: epoch, HeldFence: fence, Missing: true}

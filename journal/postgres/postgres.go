@@ -90,7 +90,7 @@ func (o Options) poolConfig() (*pgxpool.Config, error) {
 	if o.MaxConns > 0 {
 		cfg.MaxConns = o.MaxConns
 	}
-	cfg.ConnConfig.RuntimeParams["search_path"] = o.Schema
+	cfg.ConnConfig.RuntimeParams["search_path"] = pgx.Identifier{o.Schema}.Sanitize()
 	if o.ReadOnly {
 		cfg.ConnConfig.RuntimeParams["default_transaction_read_only"] = "on"
 	}
@@ -110,6 +110,7 @@ type Journal struct {
 	log      *slog.Logger
 	readOnly bool
 	closed   atomic.Bool
+	commits  atomic.Uint64
 	watch    *watcher
 	sql      statements
 }
@@ -213,6 +214,12 @@ func (j *Journal) Epoch() uint64 { return j.epoch }
 
 // ReadOnly reports whether the journal was opened with Options.ReadOnly.
 func (j *Journal) ReadOnly() bool { return j.readOnly }
+
+// Commits returns the number of transactions this Journal committed since
+// Open (Open's own not counted): one per written Apply, Renew, checkpoint
+// and sweep. Divided by the number of Apply calls it gives the commits per
+// write.
+func (j *Journal) Commits() uint64 { return j.commits.Load() }
 
 // Schema returns the schema that holds the journal's tables.
 func (j *Journal) Schema() string { return j.opts.Schema }

@@ -477,6 +477,7 @@ func TestRoundTripsPerCall(t *testing.T) {
 	j := openTest(t, Options{tracer: tr})
 	mustApply(t, j, "warm", claim("warm", time.Minute)) // prepares the statements on the connection
 	s := mustApply(t, j, "warm", commit(j.Epoch(), 1, "ok"))
+	commitsBefore := j.Commits()
 	for _, tc := range []struct {
 		name string
 		do   func()
@@ -496,5 +497,22 @@ func TestRoundTripsPerCall(t *testing.T) {
 		if got := tr.n.Load() - before; got != tc.want {
 			t.Errorf("%s: %d statements, want %d", tc.name, got, tc.want)
 		}
+	}
+	if got := j.Commits() - commitsBefore; got != 2 {
+		t.Errorf("%d commits for a claim, an outcome, a replay and a duplicate; want 2", got)
+	}
+}
+
+// A schema name that needs quoting (capitals, a dash) is used as given.
+func TestSchemaNameQuoted(t *testing.T) {
+	name := "TG-Quoted_" + strings.TrimPrefix(pgtest.Schema(t), "tg_test_")
+	j := openTest(t, Options{Schema: name})
+	t.Cleanup(func() {
+		_, _ = j.pool.Exec(context.Background(), "DROP SCHEMA IF EXISTS "+pgx.Identifier{name}.Sanitize()+" CASCADE")
+	})
+	mustApply(t, j, "k", claim("k", 0))
+	var n int
+	if err := j.pool.QueryRow(context.Background(), "SELECT count(*) FROM "+pgx.Identifier{name, "steps"}.Sanitize()).Scan(&n); err != nil || n != 1 {
+		t.Fatalf("steps in schema %q: %d, %v", name, n, err)
 	}
 }

@@ -74,6 +74,7 @@ func (j *Journal) Sweep(cutoff time.Time, batch int) (removed int, more bool, er
 	if err != nil {
 		return 0, false, classify(op, err, true)
 	}
+	j.commits.Add(1)
 	return removed, removed == batch || events == int64(batch), nil
 }
 

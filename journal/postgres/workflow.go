@@ -158,6 +158,7 @@ func (j *Journal) PutCheckpoint(id string, ifVersion *uint64, checkpoint json.Ra
 	if err != nil {
 		return journal.Workflow{}, classify(op, err, true)
 	}
+	j.commits.Add(1)
 	return out, nil
 }
 
