@@ -50,6 +50,7 @@ Usage:
   toolguard journal show KEY [--json]
   toolguard journal tail [-f] [--after SEQ] [--json]
   toolguard journal backup FILE | check | export --jsonl | compact --journal FILE
+  toolguard journal migrate [--dsn DSN]          create or upgrade a PostgreSQL journal's schema
   toolguard review ls [--json]
   toolguard review approve KEY [--note T]
   toolguard review resolve KEY --outcome committed|not-executed [--operation-id ID] [--note T]
@@ -61,7 +62,8 @@ Usage:
 
 Inspection commands talk to the running proxy's admin API (--admin URL or
 TOOLGUARD_ADMIN_URL, token from TOOLGUARD_ADMIN_TOKEN), or with
---journal FILE open a stopped proxy's journal read-only.
+--journal FILE open a stopped proxy's journal read-only, or with --dsn DSN
+read a PostgreSQL journal.
 Run 'toolguard COMMAND --help' for a command's flags.
 `
 
