@@ -59,6 +59,13 @@
 // (the listener reconnecting, which wakes every watcher), so callers poll
 // as well: polling is the safety net, NOTIFY only shortens the wait.
 //
+// # Background work
+//
+// Sweep is safe to run on every replica at once: each locks the rows it
+// removes with FOR UPDATE SKIP LOCKED, so replicas share the work. Work
+// that must run once across the replicas calls RunExclusive, which holds
+// a PostgreSQL advisory lock named after the work while it runs.
+//
 // # Faults
 //
 // A database that cannot be reached, or refuses for lack of resources, or
