@@ -41,7 +41,8 @@ func openJournal(ctx context.Context, cfg config.Config, log *slog.Logger, metri
 	}
 	octx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	j, err := postgres.Open(octx, postgres.Options{DSN: cfg.Journal.DSN, Secret: secret, Logger: log})
+	j, err := postgres.Open(octx, postgres.Options{DSN: cfg.Journal.DSN, Secret: secret, Logger: log,
+		OnCommit: metrics.ObserveCommit})
 	if errors.Is(err, postgres.ErrDSN) {
 		return nil, &config.Error{Field: "journal.dsn", Msg: err.Error() + " (or TOOLGUARD_JOURNAL_DSN)"}
 	}

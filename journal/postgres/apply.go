@@ -261,7 +261,11 @@ func (j *Journal) write(ctx context.Context, p *pending) (journal.Step, bool, er
 	}
 	var lease *time.Time
 	var notified int64
+	started := time.Now()
 	err := j.pool.QueryRow(ctx, stmt, args...).Scan(&lease, &notified)
+	if err == nil && j.opts.OnCommit != nil {
+		j.opts.OnCommit(time.Since(started), 1)
+	}
 	switch {
 	case errors.Is(err, pgx.ErrNoRows) || retryState(err):
 		return journal.Step{}, false, nil

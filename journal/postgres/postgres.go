@@ -52,6 +52,10 @@ type Options struct {
 	// Logger receives fencing rejections, migrations and listener
 	// reconnects; nil discards them.
 	Logger *slog.Logger
+	// OnCommit, when set, is called after every committed write of Apply
+	// with its duration (the statement's round trip) and a batch of 1
+	// (metrics). It must not block.
+	OnCommit func(d time.Duration, batch int)
 	// Now stamps records (CreatedAt, UpdatedAt, event times); nil means the
 	// database's clock. Leases always use the database's clock.
 	Now func() time.Time

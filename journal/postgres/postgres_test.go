@@ -474,7 +474,12 @@ func (c *countingTracer) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQuer
 // same for its outcome; a replay costs one read.
 func TestRoundTripsPerCall(t *testing.T) {
 	tr := &countingTracer{}
-	j := openTest(t, Options{tracer: tr})
+	var observed atomic.Int32
+	j := openTest(t, Options{tracer: tr, OnCommit: func(d time.Duration, batch int) {
+		if d > 0 && batch == 1 {
+			observed.Add(1)
+		}
+	}})
 	mustApply(t, j, "warm", claim("warm", time.Minute)) // prepares the statements on the connection
 	s := mustApply(t, j, "warm", commit(j.Epoch(), 1, "ok"))
 	commitsBefore := j.Commits()
@@ -500,6 +505,9 @@ func TestRoundTripsPerCall(t *testing.T) {
 	}
 	if got := j.Commits() - commitsBefore; got != 2 {
 		t.Errorf("%d commits for a claim, an outcome, a replay and a duplicate; want 2", got)
+	}
+	if got := observed.Load(); got != 4 {
+		t.Errorf("OnCommit saw %d commits, want 4 (2 warm-up, claim, outcome)", got)
 	}
 }
 
