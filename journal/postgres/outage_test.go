@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/toolguard/toolguard/internal/pgtest"
 	"github.com/toolguard/toolguard/journal"
 )
 
@@ -67,14 +68,14 @@ func TestOutagesUnderLoad(t *testing.T) {
 		for i := 0; ; i++ {
 			select {
 			case <-done:
-				p.setMode(pass)
+				p.SetMode(pgtest.Pass)
 				return
 			case <-time.After(15 * time.Millisecond):
 			}
 			if i%2 == 0 {
-				p.setMode(refuse)
+				p.SetMode(pgtest.Refuse)
 			} else {
-				p.setMode(pass)
+				p.SetMode(pgtest.Pass)
 			}
 		}
 	}()

@@ -341,9 +341,9 @@ func TestSecretFingerprintMismatchRefused(t *testing.T) {
 }
 
 func TestUnreachableIsUnavailable(t *testing.T) {
-	p := newCutProxy(t, "127.0.0.1:1")
-	p.setMode(refuse)
-	_, err := Open(context.Background(), Options{DSN: "postgres://postgres@" + p.addr() + "/test?sslmode=disable", Schema: "unused"})
+	p := pgtest.NewCutProxy(t, "127.0.0.1:1")
+	p.SetMode(pgtest.Refuse)
+	_, err := Open(context.Background(), Options{DSN: "postgres://postgres@" + p.Addr() + "/test?sslmode=disable", Schema: "unused"})
 	if !errors.Is(err, journal.ErrUnavailable) {
 		t.Fatalf("Open of an unreachable database: %v, want ErrUnavailable", err)
 	}
@@ -352,15 +352,10 @@ func TestUnreachableIsUnavailable(t *testing.T) {
 // openThrough opens a journal whose connections pass through a cutProxy.
 // The pool has one connection, so that a test can prepare the statements
 // on it first.
-func openThrough(t *testing.T) (*Journal, *cutProxy) { return openThroughConns(t, 1) }
+func openThrough(t *testing.T) (*Journal, *pgtest.CutProxy) { return openThroughConns(t, 1) }
 
-func openThroughConns(t *testing.T, conns int32) (*Journal, *cutProxy) {
-	cfg, err := pgx.ParseConfig(pgtest.DSN(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := newCutProxy(t, fmt.Sprintf("%s:%d", cfg.Host, cfg.Port))
-	dsn := fmt.Sprintf("postgres://%s@%s/%s?sslmode=disable", cfg.User, p.addr(), cfg.Database)
+func openThroughConns(t *testing.T, conns int32) (*Journal, *pgtest.CutProxy) {
+	dsn, p := pgtest.Through(t, pgtest.DSN(t))
 	return openTest(t, Options{DSN: dsn, MaxConns: conns}), p
 }
 
@@ -370,7 +365,7 @@ func openThroughConns(t *testing.T, conns int32) (*Journal, *cutProxy) {
 func TestCutBeforeWriteIsUnavailable(t *testing.T) {
 	j, p := openThrough(t)
 	_, err := j.Apply(context.Background(), "k", func(cur *journal.Step) (journal.Change, error) {
-		p.setMode(refuse)
+		p.SetMode(pgtest.Refuse)
 		j.pool.Reset()
 		return claim("k", 0)(cur)
 	})
@@ -380,7 +375,7 @@ func TestCutBeforeWriteIsUnavailable(t *testing.T) {
 	if _, err := j.Get("k"); !errors.Is(err, journal.ErrUnavailable) {
 		t.Fatalf("Get with the database gone: %v, want ErrUnavailable", err)
 	}
-	p.setMode(pass)
+	p.SetMode(pgtest.Pass)
 	if _, err := j.Get("k"); !errors.Is(err, journal.ErrNotFound) {
 		t.Fatalf("Get after the database is back: %v, want ErrNotFound (nothing was written)", err)
 	}
@@ -394,13 +389,13 @@ func TestCutRequestIsCommitUnknown(t *testing.T) {
 	j, p := openThrough(t)
 	mustApply(t, j, "warm-up", claim("warm-up", 0))
 	_, err := j.Apply(context.Background(), "k", func(cur *journal.Step) (journal.Change, error) {
-		p.setMode(dropRequests)
+		p.SetMode(pgtest.DropRequests)
 		return claim("k", 0)(cur)
 	})
 	if !errors.Is(err, journal.ErrCommitUnknown) {
 		t.Fatalf("Apply with its request lost: %v, want ErrCommitUnknown", err)
 	}
-	p.setMode(pass)
+	p.SetMode(pgtest.Pass)
 	if _, err := j.Get("k"); !errors.Is(err, journal.ErrNotFound) {
 		t.Fatalf("re-read: %v, want ErrNotFound", err)
 	}
@@ -413,13 +408,13 @@ func TestCutAfterCommitIsCommitUnknown(t *testing.T) {
 	j, p := openThrough(t)
 	mustApply(t, j, "warm-up", claim("warm-up", 0)) // prepares the statement: next time it executes at once
 	_, err := j.Apply(context.Background(), "k", func(cur *journal.Step) (journal.Change, error) {
-		p.setMode(dropReplies)
+		p.SetMode(pgtest.DropReplies)
 		return claim("k", 0)(cur)
 	})
 	if !errors.Is(err, journal.ErrCommitUnknown) {
 		t.Fatalf("Apply with its acknowledgement lost: %v, want ErrCommitUnknown", err)
 	}
-	p.setMode(pass)
+	p.SetMode(pgtest.Pass)
 	s, err := j.Get("k")
 	if err != nil || s.Status != journal.StatusStarted || s.Epoch != j.Epoch() {
 		t.Fatalf("re-read: %+v, %v; want the committed claim", s, err)
