@@ -53,9 +53,21 @@ func TestPostgresReplicaReplaysOtherReplicasCall(t *testing.T) {
 		t.Fatalf("replica B lists %v, want the one committed step", steps)
 	}
 	// The inspection commands read the database directly.
-	out := tgOK(t, nil, "journal", "ls", "--dsn", dsn, "--json")
-	if !strings.Contains(out, `"committed"`) {
-		t.Fatalf("journal ls --dsn: %s", out)
+	key, _ := stepsOf(t, b, "")[0]["key"].(string)
+	for _, args := range [][]string{
+		{"journal", "ls", "--dsn", dsn, "--json"},
+		{"journal", "show", key, "--dsn", dsn, "--json"},
+		{"journal", "export", "--jsonl", "--dsn", dsn},
+	} {
+		if out := tgOK(t, nil, args...); !strings.Contains(out, key) || !strings.Contains(out, `"committed"`) {
+			t.Fatalf("toolguard %s: %s", strings.Join(args, " "), out)
+		}
+	}
+	if out := tgOK(t, nil, "journal", "tail", "--dsn", dsn); strings.Count(out, key[:12]) != 2 {
+		t.Fatalf("journal tail --dsn: %s; want the step's two events", out)
+	}
+	if r := tg(t, nil, "journal", "backup", "x.db", "--dsn", dsn); r.code != 2 || !strings.Contains(r.stderr, "pg_dump") {
+		t.Fatalf("journal backup --dsn: exit %d, %s; want 2 and a pointer to pg_dump", r.code, r.stderr)
 	}
 	if out := tgOK(t, []string{"TOOLGUARD_JOURNAL_BACKEND=postgres", "TOOLGUARD_JOURNAL_DSN=" + dsn}, "journal", "check"); !strings.Contains(out, "journal check: ok") {
 		t.Fatalf("journal check from the environment's DSN: %s", out)
