@@ -8,7 +8,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"fmt"
+	"net/url"
 	"os"
 	"strings"
 	"testing"
@@ -106,6 +106,15 @@ func Database(t testing.TB) string {
 			t.Errorf("drop test database %s: %v", name, err)
 		}
 	})
-	cfg := conn.Config()
-	return fmt.Sprintf("postgres://%s@%s:%d/%s?sslmode=disable", cfg.User, cfg.Host, cfg.Port, name)
+	return withDatabase(dsn, name)
+}
+
+// withDatabase returns dsn with its database replaced by name, keeping
+// everything else (a password included).
+func withDatabase(dsn, name string) string {
+	if u, err := url.Parse(dsn); err == nil && (u.Scheme == "postgres" || u.Scheme == "postgresql") {
+		u.Path = "/" + name
+		return u.String()
+	}
+	return dsn + " dbname=" + name // key/value: the last setting wins
 }

@@ -277,11 +277,6 @@ func (j *Journal) write(ctx context.Context, p *pending) (journal.Step, bool, er
 	if lease != nil {
 		out.LeaseUntil = lease.UTC()
 	}
-	if out.Response != nil && len(p.body) > 0 {
-		r := *out.Response
-		r.Body = p.body
-		out.Response = &r
-	}
 	return out, true, nil
 }
 

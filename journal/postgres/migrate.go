@@ -115,8 +115,19 @@ func migrate(ctx context.Context, pool *pgxpool.Pool, schema string, log *slog.L
 		}
 	}()
 	ident := pgx.Identifier{schema}.Sanitize()
-	if _, err := conn.Exec(ctx, "CREATE SCHEMA IF NOT EXISTS "+ident+
-		"; CREATE TABLE IF NOT EXISTS "+ident+".schema_version (version integer PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())"); err != nil {
+	// A schema created beforehand (by a DBA, for a role without CREATE on
+	// the database) is used as it is.
+	var exists bool
+	if err := conn.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM pg_namespace WHERE nspname = $1)", schema).Scan(&exists); err != nil {
+		return 0, 0, classify("look up journal schema "+schema, err, false)
+	}
+	if !exists {
+		if _, err := conn.Exec(ctx, "CREATE SCHEMA IF NOT EXISTS "+ident); err != nil {
+			return 0, 0, classify("create journal schema "+schema, err, true)
+		}
+	}
+	if _, err := conn.Exec(ctx, "CREATE TABLE IF NOT EXISTS "+ident+
+		".schema_version (version integer PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())"); err != nil {
 		return 0, 0, classify("create journal schema "+schema, err, true)
 	}
 	from, err = currentVersion(ctx, conn.Conn(), schema)

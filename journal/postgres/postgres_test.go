@@ -519,3 +519,41 @@ func TestSchemaNameQuoted(t *testing.T) {
 		t.Fatalf("steps in schema %q: %d, %v", name, n, err)
 	}
 }
+
+// Regression: Open ran CREATE SCHEMA IF NOT EXISTS, which PostgreSQL
+// refuses to a role without CREATE on the database even when the schema
+// exists. A role that may not create schemas uses the schema a DBA created
+// for it.
+func TestPrecreatedSchemaWithoutCreatePrivilege(t *testing.T) {
+	admin := openTest(t, Options{}) // any connection with rights to set up the role
+	ctx := context.Background()
+	schema := pgtest.Schema(t)
+	role := schema + "_role"
+	for _, q := range []string{
+		"CREATE ROLE " + role + " LOGIN",
+		"CREATE SCHEMA " + schema + " AUTHORIZATION " + role,
+	} {
+		if _, err := admin.pool.Exec(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Cleanup(func() {
+		_, _ = admin.pool.Exec(ctx, "DROP SCHEMA IF EXISTS "+schema+" CASCADE")
+		_, _ = admin.pool.Exec(ctx, "DROP ROLE IF EXISTS "+role)
+	})
+	cfg, err := pgx.ParseConfig(pgtest.DSN(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dsn := fmt.Sprintf("postgres://%s@%s:%d/%s?sslmode=disable", role, cfg.Host, cfg.Port, cfg.Database)
+	var canCreate bool
+	if err := admin.pool.QueryRow(ctx, "SELECT has_database_privilege($1, current_database(), 'CREATE')", role).Scan(&canCreate); err != nil || canCreate {
+		t.Fatalf("the role may create schemas (%v, %v): the test would prove nothing", canCreate, err)
+	}
+	j, err := Open(ctx, Options{DSN: dsn, Schema: schema})
+	if err != nil {
+		t.Fatalf("Open as a role without CREATE on the database: %v", err)
+	}
+	defer j.Close()
+	mustApply(t, j, "k", claim("k", 0))
+}
