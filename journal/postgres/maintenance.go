@@ -1,6 +1,7 @@
 package postgres
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -38,4 +39,16 @@ func (j *Journal) Size() int64 {
 func (j *Journal) Path() string {
 	c := j.pool.Config().ConnConfig
 	return fmt.Sprintf("postgres://%s:%d/%s (schema %s)", c.Host, c.Port, c.Database, j.opts.Schema)
+}
+
+// Ping checks that the database answers, within ctx; an error wraps
+// journal.ErrUnavailable when it cannot be reached (readiness probes).
+func (j *Journal) Ping(ctx context.Context) error {
+	if err := j.begin("ping journal"); err != nil {
+		return err
+	}
+	if err := j.pool.Ping(ctx); err != nil {
+		return classify("ping journal database", err, false)
+	}
+	return nil
 }

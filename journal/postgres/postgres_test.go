@@ -557,3 +557,18 @@ func TestPrecreatedSchemaWithoutCreatePrivilege(t *testing.T) {
 	defer j.Close()
 	mustApply(t, j, "k", claim("k", 0))
 }
+
+func TestPingFollowsTheDatabase(t *testing.T) {
+	j, p := openThrough(t)
+	if err := j.Ping(context.Background()); err != nil {
+		t.Fatalf("Ping: %v", err)
+	}
+	p.SetMode(pgtest.Refuse)
+	if err := j.Ping(context.Background()); !errors.Is(err, journal.ErrUnavailable) {
+		t.Fatalf("Ping with the database down: %v, want ErrUnavailable", err)
+	}
+	p.SetMode(pgtest.Pass)
+	if err := j.Ping(context.Background()); err != nil {
+		t.Fatalf("Ping after the database is back: %v", err)
+	}
+}
