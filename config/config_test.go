@@ -648,9 +648,9 @@ func TestValidate(t *testing.T) {
 			c.Journal.Backend, c.Journal.SecretFile = BackendPostgres, "/run/secrets/s"
 		}},
 		{name: "postgres without secret file", edit: func(c *Config) { c.Journal.Backend, c.Journal.DSN = BackendPostgres, "host=db" },
-			want: "journal.secret_file: required with journal.backend postgres (or TOOLGUARD_JOURNAL_SECRET_FILE): every replica must key intents with the same secret"},
+			want: "journal.secret_file: required when journal.backend is postgres: every replica must key intents with the same secret"},
 		{name: "dsn with bolt", edit: func(c *Config) { c.Journal.DSN = "host=db password=hunter2" },
-			want: "journal.dsn: set, but journal.backend is bolt (or TOOLGUARD_JOURNAL_BACKEND): set journal.backend: postgres to use the database"},
+			want: "journal.dsn: set, but journal.backend is bolt: set journal.backend to postgres to use the database"},
 		{name: "unknown backend", edit: func(c *Config) { c.Journal.Backend = 7 },
 			want: "journal.backend: unknown backend JournalBackend(7) (want bolt or postgres)"},
 		{name: "journal path", edit: func(c *Config) { c.Journal.Path = "" },

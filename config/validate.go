@@ -59,12 +59,12 @@ func (j Journal) validate() error {
 		return err
 	}
 	if j.Backend == BackendPostgres && j.SecretFile == "" {
-		return &Error{Field: "journal.secret_file", Msg: "required with journal.backend postgres (or TOOLGUARD_JOURNAL_SECRET_FILE): " +
+		return &Error{Field: "journal.secret_file", Msg: "required when journal.backend is postgres: " +
 			"every replica must key intents with the same secret"}
 	}
 	if j.Backend == BackendBolt && j.DSN != "" {
-		return &Error{Field: "journal.dsn", Msg: "set, but journal.backend is bolt (or TOOLGUARD_JOURNAL_BACKEND): " +
-			"set journal.backend: postgres to use the database"}
+		return &Error{Field: "journal.dsn", Msg: "set, but journal.backend is bolt: " +
+			"set journal.backend to postgres to use the database"}
 	}
 	return nil
 }

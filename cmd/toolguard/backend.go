@@ -44,7 +44,7 @@ func openJournal(ctx context.Context, cfg config.Config, log *slog.Logger, metri
 	j, err := postgres.Open(octx, postgres.Options{DSN: cfg.Journal.DSN, Secret: secret, Logger: log,
 		OnCommit: metrics.ObserveCommit})
 	if errors.Is(err, postgres.ErrDSN) {
-		return nil, &config.Error{Field: "journal.dsn", Msg: err.Error() + " (or TOOLGUARD_JOURNAL_DSN)"}
+		return nil, &config.Error{Field: "journal.dsn", Msg: err.Error()}
 	}
 	if err != nil {
 		return nil, fmt.Errorf("open journal: %w", err)
