@@ -1,6 +1,7 @@
 package postgres
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -96,12 +97,18 @@ func (j *Journal) Apply(ctx context.Context, key string, m journal.Mutation) (jo
 	}
 }
 
-// run calls m with a private copy of cur, turning a panic into a re-raised
-// panic that carries the key and stack.
+// run calls m with a private, deep copy of cur (so that cur is still the
+// record read when m returns ErrNoChange after changing its copy), turning
+// a panic into a re-raised panic that carries the key and stack.
 func run(key string, m journal.Mutation, cur *journal.Step) (ch journal.Change, err error) {
 	var arg *journal.Step
 	if cur != nil {
 		c := *cur
+		if cur.Response != nil {
+			r := *cur.Response
+			r.Header, r.Body = r.Header.Clone(), bytes.Clone(r.Body)
+			c.Response = &r
+		}
 		arg = &c
 	}
 	defer func() {

@@ -203,3 +203,20 @@ func TestSweepRemovesOnlyFinishedSteps(t *testing.T) {
 	}
 	mustCheck(t, j)
 }
+
+// Regression: the mutation got a shallow copy, so changing its Response and
+// returning ErrNoChange changed the record Apply returned. A mutation that
+// changes its copy in depth and then returns ErrNoChange
+// leaves Apply's answer (the record as stored) untouched.
+func TestNoChangeReturnsTheStoredRecord(t *testing.T) {
+	j := openTest(t, Options{})
+	put(t, j, journal.Step{Key: "k", Status: journal.StatusCommitted,
+		Response: &journal.Response{Status: 201, Body: []byte("stored"), Header: map[string][]string{"X": {"1"}}}})
+	got := mustApply(t, j, "k", func(cur *journal.Step) (journal.Change, error) {
+		cur.Response.Status, cur.Response.Body[0], cur.Response.Header["X"][0] = 500, 'X', "2"
+		return journal.Change{}, journal.ErrNoChange
+	})
+	if got.Response.Status != 201 || string(got.Response.Body) != "stored" || got.Response.Header.Get("X") != "1" {
+		t.Fatalf("Apply returned %+v, want the stored response", got.Response)
+	}
+}
