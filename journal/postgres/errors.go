@@ -29,14 +29,21 @@ var ErrDSN = errors.New("journal dsn is not a valid libpq URL (postgres://...) o
 //     server (pgconn.SafeToRetry is false) and no server error came back:
 //     its commit is unknown, journal.ErrCommitUnknown.
 //
-// A server error (SQLSTATE) means the statement failed and nothing of it
-// was committed.
+// A server error (SQLSTATE) of severity ERROR means the statement failed
+// and nothing of it was committed; one that ends the session (FATAL) after
+// a write leaves the commit unknown.
 func classify(op string, err error, wrote bool) error {
 	if err == nil {
 		return nil
 	}
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) {
+		// A session ended by the server (FATAL: a shutdown, a terminated
+		// backend) may end after its last statement committed and before
+		// the acknowledgement went out.
+		if wrote && (pgErr.Severity == "FATAL" || pgErr.Severity == "PANIC") {
+			return fmt.Errorf("%s: %w: re-read before deciding: %w", op, journal.ErrCommitUnknown, err)
+		}
 		if unavailableState(pgErr.Code) {
 			return fmt.Errorf("%s: %w: %w", op, journal.ErrUnavailable, err)
 		}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/toolguard/toolguard/internal/pgtest"
 	"github.com/toolguard/toolguard/journal"
@@ -570,5 +571,59 @@ func TestPingFollowsTheDatabase(t *testing.T) {
 	p.SetMode(pgtest.Pass)
 	if err := j.Ping(context.Background()); err != nil {
 		t.Fatalf("Ping after the database is back: %v", err)
+	}
+}
+
+// Regression: a write whose session the server ended (FATAL 57P01) was
+// reported as ErrUnavailable (not written), though a session can end after
+// its commit. A backend terminated by the server while it writes: the write's outcome
+// is unknown to the caller, never reported as not written.
+func TestTerminatedBackendIsCommitUnknown(t *testing.T) {
+	j := openTest(t, Options{MaxConns: 1})
+	admin := openTest(t, Options{DSN: j.opts.DSN, Schema: j.Schema()})
+	mustApply(t, j, "warm", claim("warm", 0))
+	var pid uint32
+	if err := j.pool.AcquireFunc(context.Background(), func(c *pgxpool.Conn) error {
+		pid = c.Conn().PgConn().PID()
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	// The write waits for a row lock the test holds; the backend is
+	// terminated meanwhile.
+	tx, err := admin.pool.Begin(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(context.Background())
+	if _, err := tx.Exec(context.Background(), "SELECT 1 FROM steps WHERE key = 'warm' FOR UPDATE"); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := j.Apply(context.Background(), "warm", commit(j.Epoch(), 1, "ok"))
+		done <- err
+	}()
+	eventually(t, func() bool {
+		var waiting bool
+		err := admin.pool.QueryRow(context.Background(),
+			"SELECT wait_event_type = 'Lock' FROM pg_stat_activity WHERE pid = $1", int32(pid)).Scan(&waiting)
+		return err == nil && waiting
+	})
+	if _, err := admin.pool.Exec(context.Background(), "SELECT pg_terminate_backend($1)", int32(pid)); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; !errors.Is(err, journal.ErrCommitUnknown) {
+		t.Fatalf("Apply whose backend was terminated: %v, want ErrCommitUnknown", err)
+	}
+}
+
+// eventually polls cond every 10ms for up to 10s.
+func eventually(t *testing.T, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); !cond(); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not met within 10s")
+		}
 	}
 }
