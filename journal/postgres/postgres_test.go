@@ -627,3 +627,15 @@ func eventually(t *testing.T, cond func() bool) {
 		}
 	}
 }
+
+// After an outage that killed the pool's idle connections, the first read
+// does not fail on a dead connection: reads are tried once more.
+func TestFirstReadAfterOutageSucceeds(t *testing.T) {
+	j, p := openThrough(t)
+	mustApply(t, j, "k", claim("k", 0))
+	p.SetMode(pgtest.Refuse) // kills the idle connection
+	p.SetMode(pgtest.Pass)
+	if _, err := j.Get("k"); err != nil {
+		t.Fatalf("first Get after the outage: %v", err)
+	}
+}

@@ -26,13 +26,22 @@ const stepColumns = "s.revision, s.lease_until, s.record, s.response_body"
 const readStep = "SELECT now(), " + stepColumns + " FROM (VALUES (1)) AS one (x) LEFT JOIN steps s ON s.key = $1"
 
 // read returns the current record of key (nil when there is none) and the
-// database's clock at the read.
+// database's clock at the read. A read that fails on a broken connection
+// is tried once more: after an outage the pool may still hold connections
+// that died with it, and a read is safe to repeat.
 func (j *Journal) read(ctx context.Context, key string) (*journal.Step, time.Time, error) {
 	var now time.Time
 	var rev *int64
 	var lease *time.Time
 	var record, body []byte
-	if err := j.pool.QueryRow(ctx, readStep, key).Scan(&now, &rev, &lease, &record, &body); err != nil {
+	scan := func() error {
+		return j.pool.QueryRow(ctx, readStep, key).Scan(&now, &rev, &lease, &record, &body)
+	}
+	err := scan()
+	if err != nil && ctx.Err() == nil && errors.Is(classify("", err, false), journal.ErrUnavailable) {
+		err = scan()
+	}
+	if err != nil {
 		return nil, time.Time{}, classify("read step "+key, err, false)
 	}
 	now = now.UTC()
