@@ -277,7 +277,7 @@ func (j *Journal) write(ctx context.Context, p *pending) (journal.Step, bool, er
 	case errors.Is(err, pgx.ErrNoRows) || retryState(err):
 		return journal.Step{}, false, nil
 	case err != nil:
-		return journal.Step{}, false, classify("write step "+s.Key, err, true)
+		return journal.Step{}, false, j.fault("write step "+s.Key, err, true)
 	}
 	out := *s
 	out.LeaseUntil = time.Time{}
@@ -308,7 +308,7 @@ func (j *Journal) Renew(ctx context.Context, key string, epoch, fence uint64, d 
 	tag, err := j.pool.Exec(ctx, `UPDATE steps SET lease_until = now() + $4 * interval '1 microsecond'
 		WHERE key = $1 AND epoch = $2 AND fence = $3`, key, int64(epoch), int64(fence), d.Microseconds())
 	if err != nil {
-		return classify("renew lease of "+key, err, true)
+		return j.fault("renew lease of "+key, err, true)
 	}
 	if tag.RowsAffected() == 1 {
 		j.commits.Add(1)

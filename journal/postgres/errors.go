@@ -99,3 +99,18 @@ func isUndefinedTable(err error) bool {
 	var pgErr *pgconn.PgError
 	return errors.As(err, &pgErr) && (pgErr.Code == "42P01" || pgErr.Code == "3F000")
 }
+
+// fault classifies err like classify and, when the connection itself
+// failed, resets the pool: an outage or a failover breaks every
+// connection, and the pool would otherwise hand out the dead ones one by
+// one, failing a call for each.
+func (j *Journal) fault(op string, err error, wrote bool) error {
+	if err == nil {
+		return nil
+	}
+	var pgErr *pgconn.PgError
+	if !errors.As(err, &pgErr) && connectionError(err) {
+		j.pool.Reset()
+	}
+	return classify(op, err, wrote)
+}

@@ -48,7 +48,7 @@ func (j *Journal) Ping(ctx context.Context) error {
 		return err
 	}
 	if err := j.pool.Ping(ctx); err != nil {
-		return classify("ping journal database", err, false)
+		return j.fault("ping journal database", err, false)
 	}
 	return nil
 }

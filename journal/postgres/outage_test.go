@@ -63,8 +63,9 @@ func TestOutagesUnderLoad(t *testing.T) {
 			return err
 		}
 	}
-	done := make(chan struct{})
+	done, stopped := make(chan struct{}), make(chan struct{})
 	go func() { // the outages
+		defer close(stopped)
 		for i := 0; ; i++ {
 			select {
 			case <-done:
@@ -119,6 +120,9 @@ func TestOutagesUnderLoad(t *testing.T) {
 	}
 	wg.Wait()
 	close(done)
+	<-stopped
+	// As a readiness probe would: the journal answers again.
+	eventually(t, func() bool { return j.Ping(context.Background()) == nil })
 	if unavailable.Load() == 0 {
 		t.Fatal("no outage hit a writer: the test did not test anything")
 	}

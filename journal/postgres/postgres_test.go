@@ -639,3 +639,30 @@ func TestFirstReadAfterOutageSucceeds(t *testing.T) {
 		t.Fatalf("first Get after the outage: %v", err)
 	}
 }
+
+// An outage kills every pooled connection; the first write after it does
+// not land on one of the dead ones.
+func TestFirstCallAfterOutageWithManyConnections(t *testing.T) {
+	j, p := openThroughConns(t, 4)
+	var wg sync.WaitGroup
+	for i := range 4 { // fill the pool
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			key := fmt.Sprintf("warm%d", i)
+			mustApply(t, j, key, claim(key, 0))
+		}()
+	}
+	wg.Wait()
+	if n := j.pool.Stat().TotalConns(); n < 2 {
+		t.Logf("the pool holds %d connections only", n)
+	}
+	p.SetMode(pgtest.Refuse)
+	p.SetMode(pgtest.Pass)
+	for i := range 4 {
+		key := fmt.Sprintf("after%d", i)
+		if _, err := j.Apply(context.Background(), key, claim(key, 0)); err != nil {
+			t.Fatalf("call %d after the outage: %v", i, err)
+		}
+	}
+}

@@ -27,8 +27,8 @@ const readStep = "SELECT now(), " + stepColumns + " FROM (VALUES (1)) AS one (x)
 
 // read returns the current record of key (nil when there is none) and the
 // database's clock at the read. A read that fails on a broken connection
-// is tried once more: after an outage the pool may still hold connections
-// that died with it, and a read is safe to repeat.
+// is tried once more, after the pool dropped the connections that died
+// with it (a read is safe to repeat).
 func (j *Journal) read(ctx context.Context, key string) (*journal.Step, time.Time, error) {
 	var now time.Time
 	var rev *int64
@@ -38,11 +38,11 @@ func (j *Journal) read(ctx context.Context, key string) (*journal.Step, time.Tim
 		return j.pool.QueryRow(ctx, readStep, key).Scan(&now, &rev, &lease, &record, &body)
 	}
 	err := scan()
-	if err != nil && ctx.Err() == nil && errors.Is(classify("", err, false), journal.ErrUnavailable) {
+	if err != nil && ctx.Err() == nil && errors.Is(j.fault("", err, false), journal.ErrUnavailable) {
 		err = scan()
 	}
 	if err != nil {
-		return nil, time.Time{}, classify("read step "+key, err, false)
+		return nil, time.Time{}, j.fault("read step "+key, err, false)
 	}
 	now = now.UTC()
 	if rev == nil {
@@ -159,7 +159,7 @@ func (j *Journal) querySteps(ctx context.Context, op, q string, args ...any) ([]
 func (j *Journal) eachStep(ctx context.Context, op, q string, args []any, fn func(journal.Step) error) error {
 	rows, err := j.pool.Query(ctx, q, args...)
 	if err != nil {
-		return classify(op, err, false)
+		return j.fault(op, err, false)
 	}
 	defer rows.Close()
 	for rows.Next() {
@@ -167,7 +167,7 @@ func (j *Journal) eachStep(ctx context.Context, op, q string, args []any, fn fun
 		var lease *time.Time
 		var record, body []byte
 		if err := rows.Scan(&rev, &lease, &record, &body); err != nil {
-			return classify(op, err, false)
+			return j.fault(op, err, false)
 		}
 		s, err := decodeStep(rev, lease, record, body)
 		if err != nil {
@@ -178,7 +178,7 @@ func (j *Journal) eachStep(ctx context.Context, op, q string, args []any, fn fun
 		}
 	}
 	if err := rows.Err(); err != nil {
-		return classify(op, err, false)
+		return j.fault(op, err, false)
 	}
 	return nil
 }
@@ -193,12 +193,12 @@ func (j *Journal) ForEach(fn func(journal.Step) error) error {
 	ctx := context.Background()
 	tx, err := j.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
 	if err != nil {
-		return classify("walk steps", err, false)
+		return j.fault("walk steps", err, false)
 	}
 	defer tx.Rollback(ctx)
 	rows, err := tx.Query(ctx, "SELECT "+stepColumns+" FROM steps s ORDER BY s.created_at, s.key")
 	if err != nil {
-		return classify("walk steps", err, false)
+		return j.fault("walk steps", err, false)
 	}
 	defer rows.Close()
 	for rows.Next() {
@@ -206,7 +206,7 @@ func (j *Journal) ForEach(fn func(journal.Step) error) error {
 		var lease *time.Time
 		var record, body []byte
 		if err := rows.Scan(&rev, &lease, &record, &body); err != nil {
-			return classify("walk steps", err, false)
+			return j.fault("walk steps", err, false)
 		}
 		s, err := decodeStep(rev, lease, record, body)
 		if err != nil {
@@ -216,7 +216,7 @@ func (j *Journal) ForEach(fn func(journal.Step) error) error {
 			return err
 		}
 	}
-	return classify("walk steps", rows.Err(), false)
+	return j.fault("walk steps", rows.Err(), false)
 }
 
 // Count returns the numbers of steps by status and by hold. It counts the
@@ -238,20 +238,20 @@ func (j *Journal) Count() (journal.Counts, error) {
 	defer cancel()
 	rows, err := j.pool.Query(ctx, "SELECT status, hold, count(*) FROM steps GROUP BY status, hold")
 	if err != nil {
-		return c, classify("count steps", err, false)
+		return c, j.fault("count steps", err, false)
 	}
 	defer rows.Close()
 	for rows.Next() {
 		var st, h int16
 		var n int64
 		if err := rows.Scan(&st, &h, &n); err != nil {
-			return c, classify("count steps", err, false)
+			return c, j.fault("count steps", err, false)
 		}
 		c.Status[journal.Status(st)] += int(n)
 		c.Hold[journal.Hold(h)] += int(n)
 		c.Steps += int(n)
 	}
-	return c, classify("count steps", rows.Err(), false)
+	return c, j.fault("count steps", rows.Err(), false)
 }
 
 // feedHorizon is the first seq the feed may not show yet: the oldest
@@ -279,7 +279,7 @@ func (j *Journal) Events(after uint64, limit int) ([]journal.Event, error) {
 		hold, reason, note, epoch, fence FROM events WHERE seq > $1 AND seq < `+feedHorizon+` ORDER BY seq LIMIT $2`,
 		int64(after), limit)
 	if err != nil {
-		return nil, classify("list events", err, false)
+		return nil, j.fault("list events", err, false)
 	}
 	defer rows.Close()
 	var out []journal.Event
@@ -288,13 +288,13 @@ func (j *Journal) Events(after uint64, limit int) ([]journal.Event, error) {
 		var seq, keySeq, epoch, fence int64
 		var from, to, hold int16
 		if err := rows.Scan(&seq, &keySeq, &e.Time, &e.Key, &e.Type, &from, &to, &hold, &e.Reason, &e.Note, &epoch, &fence); err != nil {
-			return nil, classify("list events", err, false)
+			return nil, j.fault("list events", err, false)
 		}
 		e.Seq, e.KeySeq, e.Epoch, e.Fence = uint64(seq), uint64(keySeq), uint64(epoch), uint64(fence)
 		e.From, e.To, e.Hold, e.Time = journal.Status(from), journal.Status(to), journal.Hold(hold), e.Time.UTC()
 		out = append(out, e)
 	}
-	return out, classify("list events", rows.Err(), false)
+	return out, j.fault("list events", rows.Err(), false)
 }
 
 // LastSeq returns the seq of the latest event the feed shows; 0 when there
@@ -312,7 +312,7 @@ func (j *Journal) LastSeq() (uint64, error) {
 		return 0, nil
 	}
 	if err != nil {
-		return 0, classify("read last event seq", err, false)
+		return 0, j.fault("read last event seq", err, false)
 	}
 	return uint64(seq), nil
 }

@@ -72,7 +72,7 @@ func (j *Journal) Sweep(cutoff time.Time, batch int) (removed int, more bool, er
 		return err
 	})
 	if err != nil {
-		return 0, false, classify(op, err, true)
+		return 0, false, j.fault(op, err, true)
 	}
 	j.commits.Add(1)
 	return removed, removed == batch || events == int64(batch), nil

@@ -56,7 +56,7 @@ func (j *Journal) GetWorkflow(id string) (journal.Workflow, error) {
 		return journal.Workflow{}, fmt.Errorf("%s: %w", op, journal.ErrNotFound)
 	}
 	if err != nil {
-		return journal.Workflow{}, classify(op, err, false)
+		return journal.Workflow{}, j.fault(op, err, false)
 	}
 	return w, nil
 }
@@ -74,18 +74,18 @@ func (j *Journal) ListWorkflows(limit int) ([]journal.Workflow, error) {
 	defer cancel()
 	rows, err := j.pool.Query(ctx, "SELECT "+workflowColumns+" FROM workflows ORDER BY id LIMIT $1", limit)
 	if err != nil {
-		return nil, classify(op, err, false)
+		return nil, j.fault(op, err, false)
 	}
 	defer rows.Close()
 	var out []journal.Workflow
 	for rows.Next() {
 		w, err := scanWorkflow(rows)
 		if err != nil {
-			return nil, classify(op, err, false)
+			return nil, j.fault(op, err, false)
 		}
 		out = append(out, w)
 	}
-	return out, classify(op, rows.Err(), false)
+	return out, j.fault(op, rows.Err(), false)
 }
 
 // WorkflowSteps returns every step of a workflow, in key order.
@@ -156,7 +156,7 @@ func (j *Journal) PutCheckpoint(id string, ifVersion *uint64, checkpoint json.Ra
 		return journal.Workflow{}, fmt.Errorf("%s: %w", op, refused)
 	}
 	if err != nil {
-		return journal.Workflow{}, classify(op, err, true)
+		return journal.Workflow{}, j.fault(op, err, true)
 	}
 	j.commits.Add(1)
 	return out, nil
