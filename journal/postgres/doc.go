@@ -72,8 +72,12 @@
 // is shutting down, gives errors wrapping journal.ErrUnavailable; nothing
 // was written. A write whose connection broke after the statement was sent
 // gives journal.ErrCommitUnknown: it may have committed, and the caller
-// must re-read the step before deciding anything. A claim is reported
-// committed only when PostgreSQL acknowledged its commit.
+// must re-read the step before deciding anything; so does a write whose
+// session the server ended (FATAL), which can happen after its commit. A
+// claim is reported committed only when PostgreSQL acknowledged its
+// commit. A connection failure resets the pool, so that the connections an
+// outage killed are dropped together, and a read that failed on one is
+// tried once more.
 //
 // # Indexes
 //
