@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"net/url"
 	"os"
+	"regexp"
 	"strings"
 	"time"
 )
@@ -51,8 +53,18 @@ type Admin struct {
 	AgentTokenFile string `yaml:"agent_token_file" env:"AGENT_TOKEN_FILE"` // file holding AgentToken, read by LoadSecrets
 }
 
-// Journal configures the bbolt journal.
+// Journal configures the journal: an embedded bbolt file (the default) or
+// a PostgreSQL database shared by any number of replicas.
 type Journal struct {
+	Backend JournalBackend `yaml:"backend" env:"BACKEND"` // bolt or postgres
+	// DSN locates the PostgreSQL database (backend postgres): a libpq URL
+	// or key/value string; what it leaves out comes from the PG* variables.
+	// It may hold a password: it is never printed.
+	DSN string `yaml:"dsn" env:"DSN"`
+	// SecretFile holds the HMAC secret that keys the credential part of
+	// every idempotency key; replicas sharing a journal must share it.
+	// Empty means <path>.secret, created on first start (bolt only).
+	SecretFile  string        `yaml:"secret_file" env:"SECRET_FILE"`
 	Path        string        `yaml:"path" env:"PATH"`                 // bbolt file
 	OpenTimeout time.Duration `yaml:"open_timeout" env:"OPEN_TIMEOUT"` // how long to wait for the file lock (bbolt Options.Timeout)
 	Retention   time.Duration `yaml:"retention" env:"RETENTION"`       // how long finished steps are kept; 0 = forever
@@ -311,5 +323,33 @@ func (c Config) Redacted() Config {
 			*s = "REDACTED"
 		}
 	}
+	c.Journal.DSN = RedactDSN(c.Journal.DSN)
 	return c
+}
+
+// dsnPassword finds the password of a key/value DSN.
+var dsnPassword = regexp.MustCompile(`(password\s*=\s*)('(?:[^'\\]|\\.)*'|\S+)`)
+
+// RedactDSN replaces the password of a PostgreSQL DSN, URL or key/value,
+// with REDACTED; a URL that does not parse is redacted whole.
+func RedactDSN(dsn string) string {
+	if dsn == "" {
+		return ""
+	}
+	if strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://") {
+		u, err := url.Parse(dsn)
+		if err != nil {
+			return "REDACTED"
+		}
+		if _, ok := u.User.Password(); ok {
+			u.User = url.UserPassword(u.User.Username(), "REDACTED")
+		}
+		q := u.Query()
+		if q.Has("password") {
+			q.Set("password", "REDACTED")
+			u.RawQuery = q.Encode()
+		}
+		return u.String()
+	}
+	return dsnPassword.ReplaceAllString(dsn, "${1}REDACTED")
 }

@@ -321,6 +321,9 @@ func TestApplyEnv(t *testing.T) {
 				"TOOLGUARD_UPSTREAM_CA_FILE=/roots.pem",
 				"TOOLGUARD_UPSTREAM_TIMEOUT=1m",
 				"TOOLGUARD_UNMATCHED=reject",
+				"TOOLGUARD_JOURNAL_BACKEND=postgres",
+				"TOOLGUARD_JOURNAL_DSN=host=db",
+				"TOOLGUARD_JOURNAL_SECRET_FILE=/s",
 				"TOOLGUARD_MAX_BODY=512KiB",
 				"TOOLGUARD_MAX_STORED_RESPONSE=2048",
 				"TOOLGUARD_IN_FLIGHT_WAIT=5s",
@@ -333,6 +336,7 @@ func TestApplyEnv(t *testing.T) {
 				c.Listen = "0.0.0.0:1"
 				c.Admin = Admin{Listen: "0.0.0.0:2", Token: "t", TokenFile: "/tf", AgentToken: "a", AgentTokenFile: "/af"}
 				c.Journal.Path = "/j.db"
+				c.Journal.Backend, c.Journal.DSN, c.Journal.SecretFile = BackendPostgres, "host=db", "/s"
 				c.Rules.Dir = "/rules"
 				c.CA.Dir = "/ca"
 				c.Upstream.CAFile = "/roots.pem"
@@ -637,6 +641,18 @@ func TestValidate(t *testing.T) {
 		{name: "agent token same as token", edit: func(c *Config) { c.Admin.Token, c.Admin.AgentToken = "t", "t" },
 			want: "admin.agent_token (TOOLGUARD_ADMIN_AGENT_TOKEN): must differ from admin.token"},
 		{name: "both tokens", edit: func(c *Config) { c.Admin.Token, c.Admin.AgentToken = "t", "a" }},
+		{name: "postgres", edit: func(c *Config) {
+			c.Journal.Backend, c.Journal.DSN, c.Journal.SecretFile = BackendPostgres, "postgres://db/tg", "/run/secrets/s"
+		}},
+		{name: "postgres from PG variables", edit: func(c *Config) {
+			c.Journal.Backend, c.Journal.SecretFile = BackendPostgres, "/run/secrets/s"
+		}},
+		{name: "postgres without secret file", edit: func(c *Config) { c.Journal.Backend, c.Journal.DSN = BackendPostgres, "host=db" },
+			want: "journal.secret_file (TOOLGUARD_JOURNAL_SECRET_FILE): required when journal.backend is postgres: every replica must key intents with the same secret"},
+		{name: "dsn with bolt", edit: func(c *Config) { c.Journal.DSN = "host=db password=hunter2" },
+			want: "journal.dsn (TOOLGUARD_JOURNAL_DSN): set, but journal.backend is bolt: set journal.backend to postgres to use the database"},
+		{name: "unknown backend", edit: func(c *Config) { c.Journal.Backend = 7 },
+			want: "journal.backend (TOOLGUARD_JOURNAL_BACKEND): unknown backend JournalBackend(7) (want bolt or postgres)"},
 		{name: "journal path", edit: func(c *Config) { c.Journal.Path = "" },
 			want: `journal.path (TOOLGUARD_JOURNAL_PATH): must not be empty (got "")`},
 		{name: "open timeout", edit: func(c *Config) { c.Journal.OpenTimeout = 0 },
@@ -785,6 +801,21 @@ func TestValidateNeverPrintsTokens(t *testing.T) {
 		}
 		if strings.Contains(err.Error(), "secret") || strings.Contains(err.(*Error).Value, "secret") {
 			t.Errorf("Validate() = %v, prints a token", err)
+		}
+	}
+}
+
+func TestRedactDSN(t *testing.T) {
+	for _, tc := range []struct{ dsn, want string }{
+		{dsn: "", want: ""},
+		{dsn: "postgres://tg:hunter2@db:5432/tg?sslmode=verify-full", want: "postgres://tg:REDACTED@db:5432/tg?sslmode=verify-full"},
+		{dsn: "postgresql://tg@db/tg?password=hunter2", want: "postgresql://tg@db/tg?password=REDACTED"},
+		{dsn: "postgres://db/tg", want: "postgres://db/tg"},
+		{dsn: "host=db password=hunter2 dbname=tg", want: "host=db password=REDACTED dbname=tg"},
+		{dsn: "host=db password = 'hun ter2' dbname=tg", want: "host=db password = REDACTED dbname=tg"},
+	} {
+		if got := RedactDSN(tc.dsn); got != tc.want {
+			t.Errorf("RedactDSN(%q) = %q, want %q", tc.dsn, got, tc.want)
 		}
 	}
 }

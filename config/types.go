@@ -442,3 +442,35 @@ func (s *StartCheck) UnmarshalText(text []byte) error {
 	}
 	return err
 }
+
+// JournalBackend selects where the journal lives. The zero value is
+// BackendBolt.
+type JournalBackend int
+
+// Journal backends.
+const (
+	BackendBolt     JournalBackend = iota // a bbolt file owned by one process
+	BackendPostgres                       // a PostgreSQL database shared by replicas
+)
+
+var backendEnum = enum{"backend", []string{"bolt", "postgres"}}
+
+// ParseJournalBackend parses "bolt" or "postgres".
+func ParseJournalBackend(s string) (JournalBackend, error) {
+	i, err := backendEnum.parse(s)
+	return JournalBackend(i), err
+}
+
+func (b JournalBackend) String() string { return backendEnum.String("JournalBackend", int(b)) }
+
+// MarshalText implements encoding.TextMarshaler.
+func (b JournalBackend) MarshalText() ([]byte, error) { return []byte(b.String()), nil }
+
+// UnmarshalText implements encoding.TextUnmarshaler with ParseJournalBackend.
+func (b *JournalBackend) UnmarshalText(text []byte) error {
+	v, err := ParseJournalBackend(string(text))
+	if err == nil {
+		*b = v
+	}
+	return err
+}

@@ -16,6 +16,7 @@ func (c Config) Validate() error {
 	checks := []error{
 		checkAddr("listen", c.Listen),
 		c.Admin.validate(c.Listen),
+		c.Journal.validate(),
 		nonEmpty("journal.path", c.Journal.Path),
 		positive("journal.open_timeout", c.Journal.OpenTimeout),
 		notNegative("journal.retention", c.Journal.Retention),
@@ -52,6 +53,21 @@ func (c Config) Validate() error {
 		if err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+func (j Journal) validate() error {
+	if err := checkEnum("journal.backend", backendEnum.valid(int(j.Backend)), j.Backend.String(), backendEnum); err != nil {
+		return err
+	}
+	if j.Backend == BackendPostgres && j.SecretFile == "" {
+		return &Error{Field: "journal.secret_file", Msg: "required when journal.backend is postgres: " +
+			"every replica must key intents with the same secret"}
+	}
+	if j.Backend == BackendBolt && j.DSN != "" {
+		return &Error{Field: "journal.dsn", Msg: "set, but journal.backend is bolt: " +
+			"set journal.backend to postgres to use the database"}
 	}
 	return nil
 }

@@ -29,6 +29,10 @@ type Change struct {
 	// out the current owner (an operator's resolve of a step that may still
 	// be in flight) sets Claim.
 	Claim bool
+	// Lease, with Claim, sets Step.LeaseUntil to the journal's now plus
+	// Lease; a backend whose leases live in the process (bbolt) may ignore
+	// it and leave LeaseUntil zero.
+	Lease time.Duration
 }
 
 // Mutation decides a Change from the current record of a key. cur is nil when

@@ -5,7 +5,9 @@ import "time"
 // Event is one entry of the append-only event log. Seq is strictly
 // increasing across the life of the journal.
 type Event struct {
-	Seq    uint64    `json:"seq"`
+	Seq uint64 `json:"seq"`
+	// KeySeq is the per-key number, gapless: 1, 2, 3... per key.
+	KeySeq uint64    `json:"key_seq"`
 	Time   time.Time `json:"time"`
 	Key    string    `json:"key"`
 	Type   string    `json:"type"`

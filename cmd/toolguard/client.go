@@ -28,19 +28,38 @@ type source interface {
 	close() error
 }
 
-// sourceFlags are --admin and --journal, shared by inspection commands.
+// sourceFlags are --admin, --journal and --dsn, shared by inspection
+// commands.
 type sourceFlags struct {
 	admin   string
 	journal string
+	dsn     string
 }
 
 func (f *sourceFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.admin, "admin", "", "admin API `URL` (default $TOOLGUARD_ADMIN_URL or http://127.0.0.1:8481)")
 	fs.StringVar(&f.journal, "journal", "", "read a stopped proxy's journal `file` instead of the admin API")
+	fs.StringVar(&f.dsn, "dsn", "", "read the PostgreSQL journal at `DSN` instead of the admin API "+
+		"(default $TOOLGUARD_JOURNAL_DSN when TOOLGUARD_JOURNAL_BACKEND=postgres)")
 }
 
-func (f *sourceFlags) open() (source, error) {
-	if f.journal != "" {
+// direct opens the journal named by --journal or --dsn (or, when no
+// source flag is given, the environment's DSN) read-only; nil when the
+// admin API is to be used.
+func (f *sourceFlags) direct(ctx context.Context) (readStore, error) {
+	if f.dsn == "" && f.journal == "" && f.admin == "" {
+		f.dsn = envDSN()
+	}
+	switch {
+	case f.journal != "" && f.dsn != "":
+		return nil, usagef("--journal and --dsn name two journals: give one")
+	case f.dsn != "":
+		j, err := openPostgresReadOnly(ctx, f.dsn)
+		if err != nil {
+			return nil, err
+		}
+		return j, nil
+	case f.journal != "":
 		if _, err := os.Stat(f.journal); err != nil {
 			return nil, fmt.Errorf("open journal: %w", err)
 		}
@@ -48,6 +67,17 @@ func (f *sourceFlags) open() (source, error) {
 		if err != nil {
 			return nil, err
 		}
+		return j, nil
+	}
+	return nil, nil
+}
+
+func (f *sourceFlags) open() (source, error) {
+	j, err := f.direct(context.Background())
+	if err != nil {
+		return nil, err
+	}
+	if j != nil {
 		return fileSource{j}, nil
 	}
 	return f.client(), nil
@@ -92,8 +122,8 @@ func adminToken(token, file string) (string, error) {
 	return token, nil
 }
 
-// fileSource reads a journal file opened read-only.
-type fileSource struct{ j *journal.Bolt }
+// fileSource reads a journal opened read-only: a file or a database.
+type fileSource struct{ j readStore }
 
 func (s fileSource) steps(_ context.Context, f journal.Filter) ([]proxy.StepView, error) {
 	steps, err := s.j.List(f)

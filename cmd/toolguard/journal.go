@@ -19,6 +19,11 @@ Commands:
   check [--json]                                                    bbolt's consistency check and toolguard's invariants
   export --jsonl                                                    every step, one JSON object per line
   compact --journal FILE                                            rewrite a stopped proxy's journal without its free pages
+  migrate [--dsn DSN]                                               bring a PostgreSQL journal's schema up to this version
+
+ls, show, tail, check and export read the running proxy's admin API, a
+stopped proxy's file (--journal FILE) or a PostgreSQL journal (--dsn DSN,
+or TOOLGUARD_JOURNAL_DSN when TOOLGUARD_JOURNAL_BACKEND=postgres).
 `
 
 func runJournal(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -41,6 +46,8 @@ func runJournal(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return journalExport(ctx, rest, stdout)
 	case "compact":
 		return journalCompact(rest, stdout)
+	case "migrate":
+		return journalMigrate(ctx, rest, stdout)
 	}
 	return usagef("journal: unknown sub-command %q\n%s", sub, journalHelp)
 }

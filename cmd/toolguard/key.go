@@ -19,8 +19,8 @@ const keyHelp = `Usage: toolguard key explain --method M --url URL [--header 'K:
 
 Prints the route a request matches, the canonical form of its intent and
 its key, exactly as the proxy derives them. With the journal's secret
-(beside --journal) the key equals the proxy's; without it the credential
-part differs.
+($TOOLGUARD_JOURNAL_SECRET_FILE, else beside --journal) the key equals the
+proxy's; without it the credential part differs.
 `
 
 // headerList is a repeatable --header flag.
@@ -131,11 +131,14 @@ func explain(w io.Writer, set *rules.Set, journalPath, method string, u *url.URL
 	return nil
 }
 
-// explainSecret reads the install's HMAC secret without creating one.
+// explainSecret reads the install's HMAC secret without creating one:
+// TOOLGUARD_JOURNAL_SECRET_FILE's when set, else the one beside the
+// journal file.
 func explainSecret(journalPath string) ([]byte, string) {
-	b, err := os.ReadFile(journalPath + ".secret")
+	path := envOr("TOOLGUARD_JOURNAL_SECRET_FILE", journalPath+".secret")
+	b, err := os.ReadFile(path)
 	if err != nil {
-		return nil, "no secret at " + journalPath + ".secret: the credential part (and so the key) differs from the proxy's"
+		return nil, "no secret at " + path + ": the credential part (and so the key) differs from the proxy's"
 	}
 	return b, ""
 }

@@ -141,6 +141,9 @@ func copySecret(src, dst string, force bool) error {
 }
 
 func copyJournal(ctx context.Context, src *sourceFlags, w io.Writer) (int64, error) {
+	if src.dsn != "" {
+		return 0, usagef("journal backup: a PostgreSQL journal is backed up with pg_dump (see docs/operations.md)")
+	}
 	if src.journal != "" {
 		j, err := openReadOnly(src.journal)
 		if err != nil {
@@ -172,18 +175,18 @@ func checkFile(path string, wait time.Duration) ([]error, error) {
 func journalCheck(ctx context.Context, args []string, stdout io.Writer) error {
 	var src sourceFlags
 	var asJSON bool
-	fs := newFlags("journal check", "journal check [--journal FILE] [--json]", stdout)
+	fs := newFlags("journal check", "journal check [--journal FILE | --dsn DSN] [--json]", stdout)
 	src.register(fs)
 	fs.BoolVar(&asJSON, "json", false, "print JSON")
 	if err := parseNoArgs(fs, args); err != nil {
 		return err
 	}
 	var report proxy.CheckReport
-	if src.journal != "" {
-		problems, err := checkFile(src.journal, cliLockWait)
-		if err != nil {
-			return lockHint(err, src.journal)
-		}
+	if j, err := src.direct(ctx); err != nil {
+		return err
+	} else if j != nil {
+		problems := j.Check()
+		j.Close()
 		report = proxy.NewCheckReport(problems)
 	} else if err := src.client().do(ctx, "GET", "/v1/journal/check", nil, &report); err != nil {
 		return err
@@ -207,17 +210,15 @@ func journalCheck(ctx context.Context, args []string, stdout io.Writer) error {
 func journalExport(ctx context.Context, args []string, stdout io.Writer) error {
 	var src sourceFlags
 	var jsonl bool
-	fs := newFlags("journal export", "journal export --jsonl [--journal FILE]", stdout)
+	fs := newFlags("journal export", "journal export --jsonl [--journal FILE | --dsn DSN]", stdout)
 	src.register(fs)
 	fs.BoolVar(&jsonl, "jsonl", true, "one JSON object per line (the only format)")
 	if err := parseNoArgs(fs, args); err != nil {
 		return err
 	}
-	if src.journal != "" {
-		j, err := openReadOnly(src.journal)
-		if err != nil {
-			return err
-		}
+	if j, err := src.direct(ctx); err != nil {
+		return err
+	} else if j != nil {
 		defer j.Close()
 		return j.ForEach(func(st journal.Step) error { return jsonLine(stdout, proxy.ViewOf(&st)) })
 	}

@@ -12,7 +12,7 @@ import (
 var commands = [][]string{
 	{"serve"}, {"exec"}, {"doctor"},
 	{"journal", "ls"}, {"journal", "show"}, {"journal", "tail"}, {"journal", "backup"},
-	{"journal", "check"}, {"journal", "export"}, {"journal", "compact"},
+	{"journal", "check"}, {"journal", "export"}, {"journal", "compact"}, {"journal", "migrate"},
 	{"review", "ls"}, {"review", "approve"}, {"review", "resolve"},
 	{"workflow", "ls"}, {"workflow", "show"}, {"workflow", "resume"},
 	{"rules", "check"}, {"rules", "init"}, {"key", "explain"}, {"ca", "init"}, {"version"},

@@ -55,9 +55,10 @@ Usage:
   toolguard journal show KEY [--json]
   toolguard journal tail [-f] [--after SEQ] [--json]
   toolguard journal backup FILE [--journal SRC] [--force]
-  toolguard journal check [--journal FILE] [--json]
-  toolguard journal export --jsonl [--journal FILE]
+  toolguard journal check [--journal FILE | --dsn DSN] [--json]
+  toolguard journal export --jsonl [--journal FILE | --dsn DSN]
   toolguard journal compact --journal FILE
+  toolguard journal migrate [--dsn DSN]
   toolguard review ls [--limit N] [--json]
   toolguard review approve KEY [--note T]
   toolguard review resolve KEY --outcome committed|not-executed [--operation-id ID] [--note T]
@@ -73,7 +74,8 @@ Usage:
 serve runs the proxy and the admin API. Inspection commands talk to the
 running proxy's admin API (--admin URL or TOOLGUARD_ADMIN_URL, token from
 TOOLGUARD_ADMIN_TOKEN or the file TOOLGUARD_ADMIN_TOKEN_FILE names), or with
---journal FILE open a stopped proxy's journal read-only. A KEY may be
+--journal FILE open a stopped proxy's journal read-only, or with --dsn DSN
+read a PostgreSQL journal. A KEY may be
 abbreviated to a unique prefix of at least 4 characters.
 Run 'toolguard COMMAND --help' for a command's flags.
 `

@@ -132,12 +132,12 @@ func serveWith(ctx context.Context, cfg config.Config, log *slog.Logger, stdout 
 	if created {
 		log.Info("created CA", "cert", ca.CertFile)
 	}
-	secret, err := proxy.LoadOrCreateSecret(secretPath(cfg.Journal.Path))
+	secret, err := loadSecret(cfg)
 	if err != nil {
 		return err
 	}
 	metrics := proxy.NewMetrics()
-	j, err := openJournal(cfg, log, metrics)
+	j, err := openJournal(ctx, cfg, log, metrics, secret)
 	if err != nil {
 		return err
 	}
@@ -176,7 +176,7 @@ func serveWith(ctx context.Context, cfg config.Config, log *slog.Logger, stdout 
 	if ready != nil {
 		ready(serving{proxyAddr: proxyLn.Addr().String(), adminAddr: adminLn.Addr().String(), caFile: absPath(ca.CertFile), metrics: metrics})
 	}
-	log.Info("toolguard serving", "proxy", proxyLn.Addr().String(), "admin", adminLn.Addr().String(), "ca", absPath(ca.CertFile), "journal", cfg.Journal.Path)
+	log.Info("toolguard serving", "proxy", proxyLn.Addr().String(), "admin", adminLn.Addr().String(), "ca", absPath(ca.CertFile), "journal", j.Path())
 
 	select {
 	case <-ctx.Done():
@@ -186,13 +186,13 @@ func serveWith(ctx context.Context, cfg config.Config, log *slog.Logger, stdout 
 	return shutdown(cfg, log, srv, admin, proxyHTTP, adminHTTP)
 }
 
-// openJournal checks the journal read-only first (journal.check_on_start),
+// openBolt checks the journal read-only first (journal.check_on_start),
 // so that a damaged file is refused before anything is written to it, then
 // opens it for writing. A file of an older layout cannot be read before its
 // upgrade, which Open makes: it is checked right after. Each open waits
 // journal.open_timeout for the file lock; the second finds it held only when
 // another process took it in between.
-func openJournal(cfg config.Config, log *slog.Logger, metrics *proxy.Metrics) (*journal.Bolt, error) {
+func openBolt(cfg config.Config, log *slog.Logger, metrics *proxy.Metrics) (*journal.Bolt, error) {
 	path := cfg.Journal.Path
 	// bbolt gives up one lock retry (50 ms) before its Options.Timeout: ask
 	// for that much more, so that the wait is at least the one configured.
@@ -307,7 +307,7 @@ func absPath(p string) string {
 }
 
 // logStartup writes one line summarising what the journal holds.
-func logStartup(log *slog.Logger, j *journal.Bolt, set *rules.Set) {
+func logStartup(log *slog.Logger, j servedJournal, set *rules.Set) {
 	routes := 0
 	for _, a := range set.APIs {
 		routes += len(a.Routes)
@@ -319,7 +319,7 @@ func logStartup(log *slog.Logger, j *journal.Bolt, set *rules.Set) {
 
 // startupCounts reads what the journal holds from its counters: every
 // started step belongs to an earlier epoch now, so it is ambiguous.
-func startupCounts(j *journal.Bolt) (ambiguous, verifying, held int) {
+func startupCounts(j servedJournal) (ambiguous, verifying, held int) {
 	c, err := j.Count()
 	if err != nil {
 		return 0, 0, 0

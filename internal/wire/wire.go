@@ -10,7 +10,6 @@ import (
 	"net/netip"
 
 	"github.com/toolguard/toolguard/config"
-	"github.com/toolguard/toolguard/journal"
 	"github.com/toolguard/toolguard/proxy"
 	"github.com/toolguard/toolguard/rules"
 )
@@ -18,7 +17,7 @@ import (
 // Deps are what the proxy needs besides its configuration.
 type Deps struct {
 	Rules   *rules.Set
-	Journal *journal.Bolt
+	Journal proxy.Journal // *journal.Bolt or *postgres.Journal
 	Secret  []byte
 	CA      *proxy.CA
 	Metrics *proxy.Metrics

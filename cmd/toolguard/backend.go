@@ -1,0 +1,80 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/toolguard/toolguard/config"
+	"github.com/toolguard/toolguard/journal"
+	"github.com/toolguard/toolguard/journal/postgres"
+	"github.com/toolguard/toolguard/proxy"
+)
+
+// servedJournal is what serve needs of a journal, whatever its backend.
+type servedJournal interface {
+	proxy.Store
+	Sweep(cutoff time.Time, batch int) (removed int, more bool, err error)
+	Count() (journal.Counts, error)
+	Check() []error
+	Path() string
+	Close() error
+}
+
+var (
+	_ servedJournal = (*journal.Bolt)(nil)
+	_ servedJournal = (*postgres.Journal)(nil)
+)
+
+// openJournal opens the configured backend for writing.
+func openJournal(ctx context.Context, cfg config.Config, log *slog.Logger, metrics *proxy.Metrics, secret []byte) (servedJournal, error) {
+	if cfg.Journal.Backend != config.BackendPostgres {
+		j, err := openBolt(cfg, log, metrics)
+		if err != nil {
+			return nil, err
+		}
+		return j, nil
+	}
+	octx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	j, err := postgres.Open(octx, postgres.Options{DSN: cfg.Journal.DSN, Secret: secret, Logger: log,
+		OnCommit: metrics.ObserveCommit})
+	if errors.Is(err, postgres.ErrDSN) {
+		return nil, &config.Error{Field: "journal.dsn", Msg: err.Error()}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("open journal: %w", err)
+	}
+	if cfg.Journal.CheckOnStart == config.CheckAlways {
+		started := time.Now()
+		if problems := j.Check(); len(problems) > 0 {
+			j.Close()
+			return nil, fmt.Errorf("journal %s fails its consistency check: %v (%d problems; run toolguard journal check --dsn ...)",
+				j.Path(), problems[0], len(problems))
+		}
+		log.Info("journal checked", "journal", j.Path(), "duration", time.Since(started))
+	}
+	return j, nil
+}
+
+// loadSecret returns the HMAC secret: journal.secret_file's when set (it
+// must exist: replicas share it), else the bbolt journal's own
+// <path>.secret, created on first start.
+func loadSecret(cfg config.Config) ([]byte, error) {
+	if cfg.Journal.SecretFile == "" {
+		return proxy.LoadOrCreateSecret(secretPath(cfg.Journal.Path))
+	}
+	b, err := os.ReadFile(cfg.Journal.SecretFile)
+	if err != nil {
+		return nil, fmt.Errorf("read journal.secret_file: %w", err)
+	}
+	if trimmed := strings.TrimRight(string(b), "\r\n"); len(trimmed) < 32 {
+		return nil, fmt.Errorf("read journal.secret_file %s: %d bytes, want at least 32 (e.g. head -c 32 /dev/urandom > FILE)",
+			cfg.Journal.SecretFile, len(trimmed))
+	}
+	return b, nil
+}

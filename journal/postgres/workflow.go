@@ -1,0 +1,168 @@
+package postgres
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/toolguard/toolguard/journal"
+)
+
+const workflowColumns = `id, status, version, current_step, current_route, input_hash, prompt_version, policy_version,
+	steps, held, started, retryable, verifying, done, prepared, checkpoint, checkpoint_at, created_at, updated_at`
+
+// scanWorkflow decodes a row of workflowColumns.
+func scanWorkflow(row pgx.Row) (journal.Workflow, error) {
+	var w journal.Workflow
+	var version int64
+	var c journal.WorkflowCounts
+	var steps, held, started, retryable, verifying, done, prepared int32
+	var cp []byte
+	var cpAt *time.Time
+	err := row.Scan(&w.ID, &w.Status, &version, &w.CurrentStep, &w.CurrentRoute, &w.InputHash, &w.PromptVersion,
+		&w.PolicyVersion, &steps, &held, &started, &retryable, &verifying, &done, &prepared, &cp, &cpAt,
+		&w.CreatedAt, &w.UpdatedAt)
+	if err != nil {
+		return w, err
+	}
+	c = journal.WorkflowCounts{Held: int(held), Started: int(started), Retryable: int(retryable),
+		Verifying: int(verifying), Done: int(done), Prepared: int(prepared)}
+	w.Version, w.Steps, w.Held, w.Counts = uint64(version), int(steps), int(held), c
+	if cp != nil {
+		w.Checkpoint = json.RawMessage(cp)
+	}
+	if cpAt != nil {
+		w.CheckpointAt = cpAt.UTC()
+	}
+	w.CreatedAt, w.UpdatedAt = w.CreatedAt.UTC(), w.UpdatedAt.UTC()
+	return w, nil
+}
+
+// GetWorkflow returns a workflow's record, or an error wrapping
+// journal.ErrNotFound.
+func (j *Journal) GetWorkflow(id string) (journal.Workflow, error) {
+	op := "get workflow " + id
+	if err := j.begin(op); err != nil {
+		return journal.Workflow{}, err
+	}
+	ctx, cancel := j.opContext()
+	defer cancel()
+	w, err := scanWorkflow(j.pool.QueryRow(ctx, "SELECT "+workflowColumns+" FROM workflows WHERE id = $1", id))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return journal.Workflow{}, fmt.Errorf("%s: %w", op, journal.ErrNotFound)
+	}
+	if err != nil {
+		return journal.Workflow{}, j.fault(op, err, false)
+	}
+	return w, nil
+}
+
+// ListWorkflows returns up to limit workflows (default 1000) in id order.
+func (j *Journal) ListWorkflows(limit int) ([]journal.Workflow, error) {
+	const op = "list workflows"
+	if err := j.begin(op); err != nil {
+		return nil, err
+	}
+	if limit <= 0 {
+		limit = defaultLimit
+	}
+	ctx, cancel := j.opContext()
+	defer cancel()
+	rows, err := j.pool.Query(ctx, "SELECT "+workflowColumns+" FROM workflows ORDER BY id LIMIT $1", limit)
+	if err != nil {
+		return nil, j.fault(op, err, false)
+	}
+	defer rows.Close()
+	var out []journal.Workflow
+	for rows.Next() {
+		w, err := scanWorkflow(rows)
+		if err != nil {
+			return nil, j.fault(op, err, false)
+		}
+		out = append(out, w)
+	}
+	return out, j.fault(op, rows.Err(), false)
+}
+
+// WorkflowSteps returns every step of a workflow, in key order.
+func (j *Journal) WorkflowSteps(id string) ([]journal.Step, error) {
+	op := "list workflow steps " + id
+	if err := j.begin(op); err != nil {
+		return nil, err
+	}
+	ctx, cancel := j.opContext()
+	defer cancel()
+	return j.querySteps(ctx, op, "SELECT "+stepColumns+" FROM steps s WHERE s.workflow = $1 ORDER BY s.key", id)
+}
+
+// PutCheckpoint stores a workflow's checkpoint as a compare-and-swap on its
+// version, in one transaction that locks the workflow's row. ifVersion is
+// the version the caller read; nil is allowed only while the workflow has
+// no checkpoint (journal.ErrPreconditionRequired otherwise). A stale
+// version fails with a *journal.VersionError (journal.ErrVersionMismatch).
+// The workflow is created (status planned) if it does not exist.
+func (j *Journal) PutCheckpoint(id string, ifVersion *uint64, checkpoint json.RawMessage) (journal.Workflow, error) {
+	op := "put checkpoint " + id
+	if j.readOnly {
+		return journal.Workflow{}, fmt.Errorf("%s: %w", op, journal.ErrReadOnly)
+	}
+	if id == "" || len(id) > maxWorkflowLen {
+		return journal.Workflow{}, fmt.Errorf("put checkpoint: %w: workflow id must be 1 to %d bytes", journal.ErrInvalidChange, maxWorkflowLen)
+	}
+	if err := j.begin(op); err != nil {
+		return journal.Workflow{}, err
+	}
+	ctx, cancel := j.opContext()
+	defer cancel()
+	var out journal.Workflow
+	var refused error
+	err := pgx.BeginFunc(ctx, j.pool, func(tx pgx.Tx) error {
+		var now time.Time
+		if err := tx.QueryRow(ctx, "SELECT now()").Scan(&now); err != nil {
+			return err
+		}
+		if j.opts.Now != nil {
+			now = j.opts.Now()
+		}
+		now = now.UTC()
+		if _, err := tx.Exec(ctx, `INSERT INTO workflows (id, version, created_at, updated_at) VALUES ($1, 0, $2, $2)
+			ON CONFLICT (id) DO NOTHING`, id, now); err != nil {
+			return err
+		}
+		var version int64
+		var has bool
+		if err := tx.QueryRow(ctx, "SELECT version, checkpoint IS NOT NULL FROM workflows WHERE id = $1 FOR UPDATE", id).Scan(&version, &has); err != nil {
+			return err
+		}
+		switch {
+		case ifVersion == nil && has:
+			refused = journal.ErrPreconditionRequired
+		case ifVersion != nil && *ifVersion != uint64(version):
+			refused = &journal.VersionError{ID: id, Want: *ifVersion, Current: uint64(version)}
+		}
+		if refused != nil {
+			return refused // rolls back the row this transaction may have created
+		}
+		var err error
+		out, err = scanWorkflow(tx.QueryRow(ctx, `UPDATE workflows SET checkpoint = $2, checkpoint_at = $3,
+			version = version + 1, updated_at = $3 WHERE id = $1 RETURNING `+workflowColumns, id, []byte(checkpoint), now))
+		return err
+	})
+	if refused != nil {
+		return journal.Workflow{}, fmt.Errorf("%s: %w", op, refused)
+	}
+	if err != nil {
+		return journal.Workflow{}, j.fault(op, err, true)
+	}
+	j.commits.Add(1)
+	return out, nil
+}
+
+// opContext bounds an operation of the journal's context-free methods.
+func (j *Journal) opContext() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), j.opts.OpTimeout)
+}
