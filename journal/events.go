@@ -5,10 +5,13 @@ import "time"
 // Event is one entry of the append-only event log. Seq is strictly
 // increasing across the life of the journal.
 type Event struct {
-	Seq    uint64    `json:"seq"`
+	Seq uint64 `json:"seq"`
+	// KeySeq is the event's number among its key's events: 1, 2, 3...
+	// without gaps (events recorded before it existed have 0).
+	KeySeq uint64    `json:"key_seq"`
 	Time   time.Time `json:"time"`
 	Key    string    `json:"key"`
-	Type   string    `json:"type"`
+	Type   EventType `json:"type"`
 	From   Status    `json:"from,omitempty"`
 	To     Status    `json:"to,omitempty"`
 	Hold   Hold      `json:"hold,omitempty"`

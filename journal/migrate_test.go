@@ -94,6 +94,7 @@ func seedForMigration(t *testing.T, path string) []Step {
 	if err != nil {
 		t.Fatal(err)
 	}
+	b.anyTransition = true // seeds states directly
 	seed(t, b,
 		Step{Key: "c", Status: StatusStarted, Workflow: "a"},
 		Step{Key: "a", Status: StatusCommitted, Workflow: "ab"},

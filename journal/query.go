@@ -16,6 +16,7 @@ const defaultLimit = 1000
 func (b *Bolt) Get(key string) (Step, error) {
 	if !b.closed.Load() {
 		if s, ok := b.cache.get(key); ok {
+			s.ReadAt = b.now().UTC()
 			return s, nil
 		}
 	}
@@ -31,6 +32,7 @@ func (b *Bolt) Get(key string) (Step, error) {
 	if err == nil && cacheable {
 		b.cache.put(gen, &s)
 	}
+	s.ReadAt = b.now().UTC()
 	return s, err
 }
 

@@ -253,12 +253,12 @@ func (s *Server) changeFor(c *call, cur *journal.Step, d Decision, now time.Time
 	}
 	switch d.Action {
 	case ActionForward:
-		ev := "started"
+		ev := journal.EventStarted
 		switch {
 		case d.Recovered:
-			ev = "resent"
+			ev = journal.EventResent
 		case cur != nil && cur.Status == journal.StatusFailed:
-			ev = "retried"
+			ev = journal.EventRetried
 		}
 		st.Status = journal.StatusStarted
 		st.Hold, st.HoldReason = journal.HoldNone, ""

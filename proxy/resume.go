@@ -111,15 +111,11 @@ type ResumePacket struct {
 // and the loaded rules. It works on a read-only journal too (the CLI's
 // offline `workflow resume --journal`).
 func (s *Server) ResumePacket(id string) (ResumePacket, error) {
-	ws, ok := s.journal.(WorkflowStore)
-	if !ok {
-		return ResumePacket{}, fmt.Errorf("resume %s: the journal keeps no workflows", id)
-	}
-	wf, err := ws.GetWorkflow(id)
+	wf, err := s.journal.GetWorkflow(id)
 	if err != nil {
 		return ResumePacket{}, err
 	}
-	steps, err := ws.WorkflowSteps(id)
+	steps, err := s.journal.WorkflowSteps(id)
 	if err != nil {
 		return ResumePacket{}, err
 	}
@@ -224,7 +220,8 @@ func pickAction(actions []string, steps int) string {
 }
 
 // mountWorkflows adds the workflow endpoints to the admin API.
-func (s *Server) mountWorkflows(mux *http.ServeMux, auth func(Role, http.HandlerFunc) http.HandlerFunc, ws WorkflowStore, cp checkpointer) {
+func (s *Server) mountWorkflows(mux *http.ServeMux, auth func(Role, http.HandlerFunc) http.HandlerFunc) {
+	ws := s.journal
 	mux.HandleFunc("GET /v1/workflows", auth(RoleAgent, func(w http.ResponseWriter, r *http.Request) {
 		list, err := ws.ListWorkflows(0)
 		if err != nil {
@@ -254,7 +251,7 @@ func (s *Server) mountWorkflows(mux *http.ServeMux, auth func(Role, http.Handler
 		writeJSON(w, http.StatusOK, p)
 	}))
 	mux.HandleFunc("PUT /v1/workflows/{id}/checkpoint", auth(RoleAgent, func(w http.ResponseWriter, r *http.Request) {
-		putCheckpoint(w, r, cp)
+		putCheckpoint(w, r, s.journal)
 	}))
 }
 
@@ -265,12 +262,7 @@ func nonNilList[T any](s []T) []T {
 	return s
 }
 
-// checkpointer stores checkpoints as a compare-and-swap on the version.
-type checkpointer interface {
-	PutCheckpoint(id string, ifVersion *uint64, checkpoint json.RawMessage) (journal.Workflow, error)
-}
-
-func putCheckpoint(w http.ResponseWriter, r *http.Request, cp checkpointer) {
+func putCheckpoint(w http.ResponseWriter, r *http.Request, cp Store) {
 	data, err := io.ReadAll(io.LimitReader(r.Body, maxCheckpointBytes+1))
 	if err != nil {
 		adminProblem(w, http.StatusBadRequest, "bad-request", "read body: "+err.Error())
@@ -344,14 +336,7 @@ func workflowError(w http.ResponseWriter, err error) {
 }
 
 // WorkflowAdmin returns the hook that mounts the workflow endpoints on the
-// admin API, or nil when the journal keeps no workflows.
+// admin API.
 func (s *Server) WorkflowAdmin() func(*http.ServeMux, func(Role, http.HandlerFunc) http.HandlerFunc) {
-	ws, ok := s.journal.(WorkflowStore)
-	cp, ok2 := s.journal.(checkpointer)
-	if !ok || !ok2 {
-		return nil
-	}
-	return func(mux *http.ServeMux, auth func(Role, http.HandlerFunc) http.HandlerFunc) {
-		s.mountWorkflows(mux, auth, ws, cp)
-	}
+	return s.mountWorkflows
 }

@@ -15,24 +15,9 @@ import (
 	"github.com/elazarl/goproxy"
 	"golang.org/x/sync/semaphore"
 
-	"github.com/toolguard/toolguard/journal"
 	"github.com/toolguard/toolguard/rules"
 	"github.com/toolguard/toolguard/verifiers"
 )
-
-// Journal is the durable store the pipeline writes through. Implementations
-// must make Apply durable before returning (see journal.Bolt).
-type Journal interface {
-	// Apply runs m exactly once against the key's current record and
-	// commits the resulting change durably.
-	Apply(ctx context.Context, key string, m journal.Mutation) (journal.Step, error)
-	// Get returns the key's record or an error wrapping journal.ErrNotFound.
-	Get(key string) (journal.Step, error)
-	// Epoch identifies this process incarnation.
-	Epoch() uint64
-}
-
-var _ Journal = (*journal.Bolt)(nil)
 
 // Unmatched is the policy for calls that no route matches.
 type Unmatched string
@@ -46,7 +31,10 @@ const (
 // Options configure a Server. Zero values take the documented defaults.
 type Options struct {
 	Rules   *rules.Set
-	Journal Journal
+	Journal Store
+	// Maintainer is the journal's optional file maintenance (bbolt); nil
+	// when the backend has none.
+	Maintainer Maintainer
 	// Secret keys the credential HMAC in idempotency keys.
 	Secret []byte
 	// CA signs leaf certificates for intercepted hosts.
@@ -104,7 +92,7 @@ type Options struct {
 type Server struct {
 	opts     Options
 	rules    *rules.Set
-	journal  Journal
+	journal  Store
 	deriver  *rules.Deriver
 	certs    *certCache
 	upstream http.RoundTripper
@@ -121,17 +109,11 @@ type Server struct {
 	bg      context.Context
 	stopBg  context.CancelFunc
 	bgWork  sync.WaitGroup
-	store   lister
 	metrics *Metrics
 	egress  *egress
 	parked  parking
 	// now is the clock of leases; tests replace it.
 	now func() time.Time
-}
-
-// lister is the part of the journal that background work reads.
-type lister interface {
-	List(f journal.Filter) ([]journal.Step, error)
 }
 
 // activity counts work in progress; idle returns a channel closed when the
@@ -205,14 +187,9 @@ func New(opts Options) (*Server, error) {
 	}
 	s.now = time.Now
 	s.bg, s.stopBg = context.WithCancel(context.Background())
-	if l, ok := opts.Journal.(lister); ok {
-		s.store = l
-	}
 	s.metrics = opts.Metrics
 	s.egress = newEgress(opts.AllowHosts, opts.ConnectPorts, opts.SelfAddrs)
-	if src, ok := opts.Journal.(StateSource); ok {
-		s.metrics.watchState(s, src)
-	}
+	s.metrics.watchState(s, opts.Journal, opts.Maintainer)
 	if opts.CA != nil {
 		s.certs = newCertCache(opts.CA, opts.CertCacheSize)
 	}

@@ -129,7 +129,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, stdout io.W
 	if err != nil {
 		return err
 	}
-	srv, err := wire.Proxy(cfg, wire.Deps{Rules: set, Journal: j, Secret: secret, CA: ca, Metrics: metrics, Logger: log,
+	srv, err := wire.Proxy(cfg, wire.Deps{Rules: set, Journal: j, Maintainer: j, Secret: secret, CA: ca, Metrics: metrics, Logger: log,
 		SelfAddrs: []string{proxyLn.Addr().String(), adminLn.Addr().String()}})
 	if err != nil {
 		proxyLn.Close()
@@ -137,13 +137,13 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, stdout io.W
 		return err
 	}
 	defer srv.Close()
-	srv.StartSweeper(j, 0)
+	srv.StartSweeper(0)
 	if n, err := srv.ResumeVerifications(); err != nil {
 		return fmt.Errorf("resume verifications: %w", err)
 	} else if n > 0 {
 		log.Info("resumed pending verifications", "count", n)
 	}
-	admin := proxy.NewAdmin(proxy.AdminOptions{Store: j, Token: cfg.Admin.Token, AgentToken: cfg.Admin.AgentToken, Logger: log,
+	admin := proxy.NewAdmin(proxy.AdminOptions{Store: j, Maintainer: j, Token: cfg.Admin.Token, AgentToken: cfg.Admin.AgentToken, Logger: log,
 		Metrics: metrics.Handler(), Extra: srv.WorkflowAdmin()})
 	proxyHTTP, adminHTTP := wire.HTTPServer(cfg, srv.Handler(), log), wire.HTTPServer(cfg, admin, log)
 	errc := make(chan error, 2)

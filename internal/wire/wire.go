@@ -9,7 +9,6 @@ import (
 	"net/http"
 
 	"github.com/toolguard/toolguard/config"
-	"github.com/toolguard/toolguard/journal"
 	"github.com/toolguard/toolguard/proxy"
 	"github.com/toolguard/toolguard/rules"
 )
@@ -17,7 +16,10 @@ import (
 // Deps are what the proxy needs besides its configuration.
 type Deps struct {
 	Rules   *rules.Set
-	Journal *journal.Bolt
+	Journal proxy.Store
+	// Maintainer is the journal's optional file maintenance (backups, the
+	// size gauge); nil for a backend without a file.
+	Maintainer proxy.Maintainer
 	Secret  []byte
 	CA      *proxy.CA
 	Metrics *proxy.Metrics
@@ -37,7 +39,7 @@ func Proxy(cfg config.Config, d Deps) (*proxy.Server, error) {
 		ports = []int{} // configured empty: tunnels only to hosts rules name
 	}
 	return proxy.New(proxy.Options{
-		Rules: d.Rules, Journal: d.Journal, Secret: d.Secret, CA: d.CA, Transport: transport,
+		Rules: d.Rules, Journal: d.Journal, Maintainer: d.Maintainer, Secret: d.Secret, CA: d.CA, Transport: transport,
 		Unmatched:         proxy.Unmatched(cfg.Unmatched.String()),
 		AllowHosts:        cfg.Upstream.AllowHosts,
 		ConnectPorts:      ports,
