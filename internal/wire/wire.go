@@ -20,10 +20,10 @@ type Deps struct {
 	// Maintainer is the journal's optional file maintenance (backups, the
 	// size gauge); nil for a backend without a file.
 	Maintainer proxy.Maintainer
-	Secret  []byte
-	CA      *proxy.CA
-	Metrics *proxy.Metrics
-	Logger  *slog.Logger
+	Secret     []byte
+	CA         *proxy.CA
+	Metrics    *proxy.Metrics
+	Logger     *slog.Logger
 	// SelfAddrs are toolguard's own listen addresses, refused as targets.
 	SelfAddrs []string
 }
