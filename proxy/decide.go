@@ -75,6 +75,9 @@ const (
 	ReasonRetryBudget     = "retry_budget_exhausted"
 	ReasonVersionChanged  = "version_changed"
 	ReasonResolvedPending = "resolved"
+	// ReasonAbandoned: a started step nobody came back for, whose outcome
+	// the background resolver could not establish (see abandon.go).
+	ReasonAbandoned = "abandoned"
 )
 
 // Situation is everything the recovery table looks at.

@@ -51,6 +51,14 @@ type Options struct {
 	MaxStoredResponse int64
 	// InFlightWait bounds how long a duplicate waits (default 30s).
 	InFlightWait time.Duration
+	// Lease is how long a claim lasts on a journal whose leases are shared
+	// between replicas (default 15s); a call renews it every Lease/3 while
+	// it runs. bbolt keeps leases in the process and ignores it.
+	Lease time.Duration
+	// AbandonAfter is how long a started step may stay untouched, and not
+	// in flight, before the background resolver settles it (default 10m;
+	// see StartResolver).
+	AbandonAfter time.Duration
 	// UpstreamTimeout bounds a guarded upstream call (default 30s).
 	UpstreamTimeout time.Duration
 	// VerifyMaxInterval caps the wait between verification probes
@@ -223,6 +231,12 @@ func setDefaults(o *Options) {
 	}
 	if o.InFlightWait <= 0 {
 		o.InFlightWait = 30 * time.Second
+	}
+	if o.Lease <= 0 {
+		o.Lease = 15 * time.Second
+	}
+	if o.AbandonAfter <= 0 {
+		o.AbandonAfter = 10 * time.Minute
 	}
 	if o.UpstreamTimeout <= 0 {
 		o.UpstreamTimeout = 30 * time.Second
