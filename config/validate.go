@@ -38,6 +38,7 @@ func (c Config) Validate() error {
 		atLeast("limits.max_in_flight", c.Limits.MaxInFlight, 1),
 		atLeast("limits.max_connections", c.Limits.MaxConnections, 1),
 		atLeast("retry.max_attempts", c.Retry.MaxAttempts, 1),
+		positive("recovery.abandon_after", c.Recovery.AbandonAfter),
 		positive("verify.max_interval", c.Verify.MaxInterval),
 		checkEnum("workflows.on_version_change", versionEnum.valid(int(c.Workflows.OnVersionChange)),
 			c.Workflows.OnVersionChange.String(), versionEnum),

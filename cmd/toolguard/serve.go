@@ -138,6 +138,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, stdout io.W
 	}
 	defer srv.Close()
 	srv.StartSweeper(0)
+	srv.StartResolver(0)
 	if n, err := srv.ResumeVerifications(); err != nil {
 		return fmt.Errorf("resume verifications: %w", err)
 	} else if n > 0 {

@@ -52,6 +52,7 @@ func Proxy(cfg config.Config, d Deps) (*proxy.Server, error) {
 		InFlightWait:      cfg.Limits.InFlightWait,
 		UpstreamTimeout:   cfg.Upstream.Timeout,
 		MaxAttempts:       cfg.Retry.MaxAttempts,
+		AbandonAfter:      cfg.Recovery.AbandonAfter,
 		VerifyMaxInterval: cfg.Verify.MaxInterval,
 		OnVersionChange:   proxy.VersionPolicy(cfg.Workflows.OnVersionChange.String()),
 		Metrics:           d.Metrics,
