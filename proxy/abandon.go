@@ -127,7 +127,7 @@ func (s *Server) abandon(r *resolver, st journal.Step, now time.Time) bool {
 	if route != nil {
 		within = verifyWithin(route)
 	}
-	rev, updated := st.Revision, st.UpdatedAt
+	rev, updated, epoch := st.Revision, st.UpdatedAt, s.journal.Epoch()
 	got, err := s.journal.Apply(s.bg, st.Key, journal.Fenced(st.Epoch, st.Fence, func(cur *journal.Step) (journal.Change, error) {
 		if cur.Revision != rev || !cur.UpdatedAt.Equal(updated) {
 			return journal.Change{}, journal.ErrNoChange // it moved on since the pass read it
@@ -136,7 +136,7 @@ func (s *Server) abandon(r *resolver, st journal.Step, now time.Time) bool {
 		if !ok {
 			return journal.Change{}, journal.ErrNoChange
 		}
-		return ch, nil
+		return withTakeover(ch, cur, epoch, s.lease()), nil
 	}))
 	if err != nil || got.Revision == rev {
 		if err != nil && s.bg.Err() == nil {

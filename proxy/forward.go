@@ -63,6 +63,8 @@ func (s *Server) forward(c *call, st journal.Step, fl *flight, d Decision) (*ans
 	}
 	if errors.Is(err, journal.ErrFenced) {
 		res.discard()
+		s.log.Warn("outcome not recorded: the step was taken over (fenced) while its call ran; answering from the journal",
+			slog.String(logKey, st.Key), slog.Any("error", err))
 		return nil, err
 	}
 	if err != nil {

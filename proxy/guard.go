@@ -283,15 +283,18 @@ func (s *Server) changeFor(c *call, cur *journal.Step, d Decision, now time.Time
 	if cur == nil {
 		fresh = s.newStep(c)
 	}
+	var ch journal.Change
 	switch d.Action {
 	case ActionForward:
-		return claimChange(cur, fresh, d, why, c.versionChange, s.lease()), true
+		ch = claimChange(cur, fresh, d, why, c.versionChange, s.lease())
 	case ActionHold:
-		return holdChange(cur, fresh, d, why, c.lookupEvidence), true
+		ch = holdChange(cur, fresh, d, why, c.lookupEvidence)
 	case ActionRecordFound:
-		return recordFoundChange(*cur, *c.lookupFound, why, verifyWithin(c.route), now), true
+		ch = recordFoundChange(*cur, *c.lookupFound, why, verifyWithin(c.route), now)
+	default:
+		return journal.Change{}, false
 	}
-	return journal.Change{}, false
+	return withTakeover(ch, cur, s.journal.Epoch(), s.lease()), true
 }
 
 // verifyWithin is the route's verification window; zero when it has none.

@@ -15,7 +15,7 @@ import (
 // checks every change against its allowlist (journal.Allowed).
 //
 //	claim         new/prepared/failed/started → started (claimed: epoch, fence, lease)
-//	takeover      a claim of a started step from another owner whose lease lapsed
+//	takeover      any of these on a started step whose owner's lease lapsed: claimed (withTakeover)
 //	hold          any → held (awaiting_approval, needs_review)
 //	record found  started → committed (a lookup found the effect)
 //	outcome       started → committed | failed | started (outcome unknown)
@@ -27,8 +27,7 @@ import (
 
 // claimChange claims a step for a send: it becomes started with a new
 // attempt, the claim's lease, and no hold. fresh is the first record of a
-// new key (cur nil). A claim of a step another owner held records a
-// takeover event after the claim's own.
+// new key (cur nil).
 func claimChange(cur *journal.Step, fresh journal.Step, d Decision, why, versionChange string, lease time.Duration) journal.Change {
 	st := fresh
 	ev := journal.EventStarted
@@ -49,9 +48,21 @@ func claimChange(cur *journal.Step, fresh journal.Step, d Decision, why, version
 	if cur == nil && versionChange != "" {
 		ch.Extra = append(ch.Extra, journal.Event{Type: journal.EventVersionChanged, Reason: versionChange + " (allowed by policy)"})
 	}
-	if cur != nil && cur.Status == journal.StatusStarted && !cur.LeaseUntil.IsZero() {
-		ch.Extra = append(ch.Extra, takeoverEvent(cur))
+	return ch
+}
+
+// withTakeover makes ch a takeover when cur is a started step whose owner's
+// lease lapsed (another replica that died or lost the journal): the change
+// claims the step, so that the old owner's late writes are refused
+// (journal.ErrFenced), and records whose claim it ended. Whatever the
+// recovery table decided (a lookup's finding, a hold, a re-send), it is
+// written under the new claim; a takeover never sends blindly.
+func withTakeover(ch journal.Change, cur *journal.Step, epoch uint64, lease time.Duration) journal.Change {
+	if cur == nil || !leaseLapsed(cur, epoch) {
+		return ch
 	}
+	ch.Claim, ch.Lease = true, lease
+	ch.Extra = append(ch.Extra, takeoverEvent(cur))
 	return ch
 }
 

@@ -46,8 +46,6 @@ func TestClaimChange(t *testing.T) {
 		{name: "approved", cur: stepIn(journal.StatusPrepared, func(s *journal.Step) { s.Attempt, s.ApprovedBodyHash = 0, "b" }), d: Decision{Action: ActionForward}, event: journal.EventStarted, attempt: 1},
 		{name: "retry", cur: stepIn(journal.StatusFailed, func(s *journal.Step) { s.Retryable = true }), d: Decision{Action: ActionForward}, event: journal.EventRetried, attempt: 2},
 		{name: "recovered re-send", cur: stepIn(journal.StatusStarted, nil), d: Decision{Action: ActionForward, Recovered: true}, event: journal.EventResent, attempt: 2},
-		{name: "takeover of a lapsed lease", cur: stepIn(journal.StatusStarted, func(s *journal.Step) { s.LeaseUntil, s.ReadAt = testNow, testNow.Add(time.Second) }),
-			d: Decision{Action: ActionForward, Recovered: true}, event: journal.EventResent, extra: []journal.EventType{journal.EventTakenOver}, attempt: 2},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -64,6 +62,42 @@ func TestClaimChange(t *testing.T) {
 				if e.Type != tc.extra[i] {
 					t.Fatalf("extra event %d is %s, want %s", i, e.Type, tc.extra[i])
 				}
+			}
+		})
+	}
+}
+
+// TestTakeover: a change to a started step whose owner's lease lapsed
+// claims it (fencing the old owner out) and records the takeover; any
+// other change is left as it is.
+func TestTakeover(t *testing.T) {
+	lapsed := stepIn(journal.StatusStarted, func(s *journal.Step) { s.Epoch, s.LeaseUntil, s.ReadAt = 9, testNow, testNow.Add(time.Second) })
+	running := stepIn(journal.StatusStarted, func(s *journal.Step) { s.Epoch, s.LeaseUntil, s.ReadAt = 9, testNow.Add(time.Second), testNow })
+	hold := Decision{Action: ActionHold, Hold: journal.HoldNeedsReview, Reason: ReasonOutcomeUnknown}
+	changes := map[string]func(cur *journal.Step) journal.Change{
+		"re-send": func(cur *journal.Step) journal.Change {
+			return claimChange(cur, journal.Step{}, Decision{Action: ActionForward, Recovered: true}, "why", "", time.Second)
+		},
+		"hold": func(cur *journal.Step) journal.Change { return holdChange(cur, journal.Step{}, hold, "why", "") },
+		"record found": func(cur *journal.Step) journal.Change {
+			return recordFoundChange(*cur, lookupResult{operationID: "op", evidence: "found"}, "why", 0, testNow)
+		},
+		"abandon": func(cur *journal.Step) journal.Change {
+			ch, _ := abandonChange(*cur, LookupNotAsked, nil, "", 0, testNow)
+			return ch
+		},
+	}
+	for name, change := range changes {
+		t.Run(name, func(t *testing.T) {
+			ch := withTakeover(change(lapsed), lapsed, 1, 15*time.Second)
+			allowed(t, lapsed, ch)
+			last := ch.Extra[len(ch.Extra)-1]
+			if !ch.Claim || ch.Lease != 15*time.Second || last.Type != journal.EventTakenOver {
+				t.Fatalf("takeover = %+v", ch)
+			}
+			plain := change(running)
+			if got := withTakeover(plain, running, 1, 15*time.Second); got.Claim != plain.Claim || len(got.Extra) != len(plain.Extra) {
+				t.Fatalf("a running lease was taken over: %+v", got)
 			}
 		})
 	}
