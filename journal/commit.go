@@ -163,7 +163,10 @@ func (b *Bolt) commit(batch []*request) {
 	}
 	for _, r := range batch {
 		if err != nil {
-			r.step, r.err = Step{}, fmt.Errorf("apply step %s: commit journal: %w", r.key, err)
+			// The file could not be written (a full disk, an I/O error):
+			// nothing of the batch is stored, and the journal cannot
+			// write until that is fixed.
+			r.step, r.err = Step{}, fmt.Errorf("apply step %s: commit journal: %w: %w", r.key, ErrUnavailable, err)
 		} else if r.wrote {
 			b.watch.signal(r.key)
 		}

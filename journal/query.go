@@ -50,6 +50,7 @@ func (b *Bolt) List(f Filter) ([]Step, error) {
 		limit = defaultLimit
 	}
 	var out []Step
+	now := b.now().UTC()
 	err := b.view("list steps", func(bk *buckets) error {
 		return bk.walk(f, func(key []byte) (bool, error) {
 			s, err := bk.getStep(string(key))
@@ -57,6 +58,7 @@ func (b *Bolt) List(f Filter) ([]Step, error) {
 				return false, fmt.Errorf("step %s in index: %w", key, err)
 			}
 			if f.match(s) {
+				s.ReadAt = now
 				out = append(out, *s)
 			}
 			return len(out) < limit, nil

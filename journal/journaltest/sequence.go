@@ -164,6 +164,9 @@ func testReadYourWrites(t *testing.T, open Opener) {
 	if err != nil || len(lst) != 1 || lst[0].LastError != keyOf("err", 19) {
 		t.Fatalf("List after writes: %+v, %v", lst, err)
 	}
+	if lst[0].ReadAt.IsZero() {
+		t.Fatal("List left ReadAt zero")
+	}
 }
 
 // testNoLostUpdates: concurrent read-modify-write mutations of one key
