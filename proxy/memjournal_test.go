@@ -197,7 +197,9 @@ func (r *memReplica) List(f journal.Filter) ([]journal.Step, error) {
 	r.m.mu.Lock()
 	defer r.m.mu.Unlock()
 	var out []journal.Step
+	now := r.m.now()
 	for _, st := range r.m.steps {
+		st.ReadAt = now
 		if (f.Status == 0 || st.Status == f.Status) && (!f.HoldSet || st.Hold == f.Hold) && (!f.VerifyPending || !st.VerifyBy.IsZero()) {
 			out = append(out, st)
 		}

@@ -18,16 +18,27 @@ import (
 	"github.com/toolguard/toolguard/rules"
 )
 
-// replica is a proxy on one memReplica of a shared memJournal.
+// replica is a proxy on one memReplica of a shared memJournal, or on
+// another Store.
 type replica struct {
 	srv     *Server
 	j       *memReplica
+	store   Store
 	client  *http.Client
 	logs    *bytes.Buffer
 	baseURL string
 }
 
 func newReplica(t *testing.T, mem *memJournal, route string, tr http.RoundTripper, opts Options) *replica {
+	t.Helper()
+	j := mem.replica()
+	r := newProxyOn(t, j, mem.now, route, tr, opts)
+	r.j = j
+	return r
+}
+
+// newProxyOn runs a proxy on store with the clock now.
+func newProxyOn(t *testing.T, store Store, now func() time.Time, route string, tr http.RoundTripper, opts Options) *replica {
 	t.Helper()
 	api, err := rules.Parse("test.yaml", []byte("api: test\nhosts: [\"api.test\"]\ncredential: {header: Authorization}\nroutes:\n"+route))
 	if err != nil {
@@ -39,23 +50,22 @@ func newReplica(t *testing.T, mem *memJournal, route string, tr http.RoundTrippe
 	}
 	logs := &bytes.Buffer{}
 	log := slog.New(slog.NewTextHandler(lockedWriter{&sync.Mutex{}, logs}, nil))
-	j := mem.replica()
-	opts.Rules, opts.Journal, opts.Transport, opts.Logger, opts.Secret = set, j, tr, log, []byte("0123456789abcdef0123456789abcdef")
+	opts.Rules, opts.Journal, opts.Transport, opts.Logger, opts.Secret = set, store, tr, log, []byte("0123456789abcdef0123456789abcdef")
 	srv, err := New(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv.now = mem.now
+	srv.now = now
 	ts := httptest.NewServer(srv.Handler())
 	t.Cleanup(ts.Close)
 	t.Cleanup(srv.Close)
 	t.Cleanup(func() {
 		if t.Failed() {
-			t.Logf("replica %d log:\n%s", j.epoch, logs.String())
+			t.Logf("replica %d log:\n%s", store.Epoch(), logs.String())
 		}
 	})
 	pu, _ := url.Parse(ts.URL)
-	return &replica{srv: srv, j: j, logs: logs, baseURL: "http://api.test:80",
+	return &replica{srv: srv, store: store, logs: logs, baseURL: "http://api.test:80",
 		client: &http.Client{Transport: &http.Transport{Proxy: http.ProxyURL(pu)}}}
 }
 
@@ -84,6 +94,16 @@ func (r *replica) postAsync(t *testing.T, body string) <-chan reply {
 	return ch
 }
 
+// releaser returns a function that closes gate once; it also runs when
+// the test ends (before the servers close), so a test that fails while a
+// call is held does not hang.
+func releaser(t *testing.T, gate chan struct{}) func() {
+	var once sync.Once
+	release := func() { once.Do(func() { close(gate) }) }
+	t.Cleanup(release)
+	return release
+}
+
 const irreversibleRoute = `  - name: create
     match: POST /v1/things
     effect: irreversible
@@ -102,11 +122,12 @@ func TestReplicaDuplicateWaitsAndReplays(t *testing.T) {
 	mem := newMemJournal(time.Now)
 	a := newReplica(t, mem, irreversibleRoute, tr, Options{})
 	b := newReplica(t, mem, irreversibleRoute, tr, Options{})
+	release := releaser(t, tr.gates[0])
 	first := a.postAsync(t, `{"n":1}`)
 	<-tr.reached[0]
 	second := b.postAsync(t, `{"n":1}`)
 	<-mem.watched // b waits for the step to change
-	close(tr.gates[0])
+	release()
 	ra, rb := <-first, <-second
 	if ra.resp.StatusCode != 201 || rb.resp.StatusCode != 201 || ra.body != rb.body {
 		t.Fatalf("answers differ: %d %s / %d %s", ra.resp.StatusCode, ra.body, rb.resp.StatusCode, rb.body)
@@ -130,13 +151,14 @@ func TestReplicaDuplicateGivesUp(t *testing.T) {
 	mem := newMemJournal(time.Now)
 	a := newReplica(t, mem, irreversibleRoute, tr, Options{})
 	b := newReplica(t, mem, irreversibleRoute, tr, Options{InFlightWait: 100 * time.Millisecond})
+	release := releaser(t, tr.gates[0])
 	first := a.postAsync(t, `{"n":1}`)
 	<-tr.reached[0]
 	rb := b.post(t, `{"n":1}`)
 	if rb.resp.StatusCode != http.StatusConflict || !strings.Contains(rb.body, ProblemInProgress) || rb.resp.Header.Get("Retry-After") == "" {
 		t.Fatalf("duplicate: %d %s (Retry-After %q), want 409 in-progress with Retry-After", rb.resp.StatusCode, rb.body, rb.resp.Header.Get("Retry-After"))
 	}
-	close(tr.gates[0])
+	release()
 	<-first
 	if n := tr.calls.Load(); n != 1 {
 		t.Fatalf("upstream calls = %d, want 1", n)
@@ -155,6 +177,7 @@ func TestReplicaHeartbeatKeepsLease(t *testing.T) {
 	const lease = 60 * time.Millisecond
 	a := newReplica(t, mem, nativeRoute, tr, Options{Lease: lease})
 	b := newReplica(t, mem, nativeRoute, tr, Options{Lease: lease})
+	release := releaser(t, tr.gates[0])
 	first := a.postAsync(t, `{"n":1}`)
 	<-tr.reached[0]
 	second := b.postAsync(t, `{"n":1}`)
@@ -162,7 +185,7 @@ func TestReplicaHeartbeatKeepsLease(t *testing.T) {
 	for range 6 { // two leases' worth of renewals
 		<-mem.renewed
 	}
-	close(tr.gates[0])
+	release()
 	ra, rb := <-first, <-second
 	if n := tr.calls.Load(); n != 1 {
 		t.Fatalf("upstream calls = %d, want 1: the lease lapsed although it was renewed", n)
@@ -206,6 +229,7 @@ func TestReplicaLapsedLeaseTakeover(t *testing.T) {
 				}
 				return nil
 			}
+			release := releaser(t, tr.gates[0])
 			first := a.postAsync(t, `{"n":1}`)
 			<-tr.reached[0]
 			steps, _ := b.j.List(journal.Filter{}) // the claim is written before the call is sent
@@ -220,7 +244,7 @@ func TestReplicaLapsedLeaseTakeover(t *testing.T) {
 			if rb.resp.StatusCode != tc.status || rb.resp.Header.Get(HeaderOutcome) != tc.outcome {
 				t.Fatalf("retry on the other replica: %d %q %s, want %d %s", rb.resp.StatusCode, rb.resp.Header.Get(HeaderOutcome), rb.body, tc.status, tc.outcome)
 			}
-			close(tr.gates[0]) // the old owner's call returns now
+			release() // the old owner's call returns now
 			<-first
 			st, _ := b.j.Get(key)
 			if st.Epoch != b.j.epoch || st.Hold != tc.hold {
