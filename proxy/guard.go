@@ -211,7 +211,9 @@ type decided struct {
 // journal transaction, making the change it calls for. The mutation may run
 // more than once (journal.Mutation): the flight it registers for a forward
 // is this call's own on every run, and is released after Apply unless the
-// change that was written is this call's claim.
+// change that was written is this call's claim. It reads this process's
+// flights inside the mutation on purpose: a duplicate whose mutation runs
+// after the claim's, in the same commit, must find the claim's flight.
 func (s *Server) decide(c *call) (decided, error) {
 	key := c.intent.Key
 	now := s.now()

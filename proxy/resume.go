@@ -159,7 +159,7 @@ func (s *Server) resumePacket(w journal.Workflow, steps []journal.Step) ResumePa
 func (s *Server) nextAction(st *journal.Step, now time.Time) string {
 	route := s.routeOf(st.API, st.Route)
 	sit := Situation{Step: st, BodyHash: st.BodyHash, MaxAttempts: s.opts.MaxAttempts,
-		InFlight: s.flights.live(st.Key, now) != nil, Settling: now.Before(s.settleBy(st))}
+		InFlight: s.flights.live(st.Key, now) != nil || inFlightElsewhere(st, s.journal.Epoch()), Settling: now.Before(s.settleBy(st))}
 	if route != nil {
 		sit.Strategy, sit.Effect, sit.Approval = strategyOf(route), route.Effect, route.ApprovalRequired
 	} else {
@@ -178,6 +178,8 @@ func (s *Server) nextAction(st *journal.Step, now time.Time) string {
 			return "operator review needed: " + name + " effect not visible"
 		case ReasonRetryBudget:
 			return "operator review needed: " + name + " failed on every attempt"
+		case ReasonAbandoned:
+			return "operator review needed: " + name + " was interrupted and nobody retried it; outcome unknown"
 		}
 		return "operator review needed: " + name + " outcome unknown"
 	case ActionWait:
