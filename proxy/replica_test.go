@@ -335,9 +335,12 @@ func TestJournalUnavailable(t *testing.T) {
 	}
 }
 
-// Mutations may run more than once (an optimistic backend runs them again
-// after losing a race): concurrent duplicates still make one upstream call,
-// all get its answer, and no flight is left registered.
+// Regression: decide's mutation registered a new flight each time it ran,
+// so a second run (an optimistic backend runs a mutation again after
+// losing a race) found the first run's flight, waited on itself, and left
+// a flight nobody finished. Mutations may run more than once: concurrent
+// duplicates still make one upstream call, all get its answer, and no
+// flight is left registered.
 func TestMutationsRunTwice(t *testing.T) {
 	gate, reached := make(chan struct{}), make(chan struct{})
 	var calls atomic.Int64
