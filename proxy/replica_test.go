@@ -335,12 +335,9 @@ func TestJournalUnavailable(t *testing.T) {
 	}
 }
 
-// Regression: decide's mutation registered a new flight each time it ran,
-// so a second run (an optimistic backend runs a mutation again after
-// losing a race) found the first run's flight, waited on itself, and left
-// a flight nobody finished. Mutations may run more than once: concurrent
-// duplicates still make one upstream call, all get its answer, and no
-// flight is left registered.
+// Mutations may run more than once (an optimistic backend runs them again
+// after losing a race): concurrent duplicates still make one upstream call,
+// all get its answer, and no flight is left registered.
 func TestMutationsRunTwice(t *testing.T) {
 	gate, reached := make(chan struct{}), make(chan struct{})
 	var calls atomic.Int64
@@ -369,6 +366,40 @@ func TestMutationsRunTwice(t *testing.T) {
 	}
 	if got := calls.Load(); got != 1 {
 		t.Fatalf("upstream calls = %d, want 1", got)
+	}
+	if c := p.srv.flights.count(); c != 0 {
+		t.Fatalf("%d flights left registered", c)
+	}
+}
+
+// Regression: decide's mutation registered a new flight each time it ran,
+// so its second run (an optimistic backend runs a mutation again after
+// losing a race) found the flight of its first run, waited on itself and
+// answered 409 in-progress, leaving a flight nobody finished. A retry of
+// a started step on a native route is re-sent once, and no flight is left.
+func TestMutationsRunTwiceRecovery(t *testing.T) {
+	var calls atomic.Int64
+	tr := roundTripFunc(func(req *http.Request) (*http.Response, error) {
+		status, body := 201, `{"id":"one"}`
+		if calls.Add(1) == 1 {
+			status, body = 502, `{}` // sent, outcome unknown
+		}
+		return &http.Response{StatusCode: status, Status: http.StatusText(status), Header: http.Header{}, Body: io.NopCloser(strings.NewReader(body)), Request: req}, nil
+	})
+	mem := newMemJournal(time.Now)
+	p := newReplica(t, mem, nativeRoute, tr, Options{InFlightWait: time.Second})
+	if r := p.post(t, `{"n":1}`); r.resp.StatusCode != http.StatusGatewayTimeout {
+		t.Fatalf("first call: %d %s, want 504 outcome-unknown", r.resp.StatusCode, r.body)
+	}
+	mem.mu.Lock()
+	mem.runTwice = true
+	mem.mu.Unlock()
+	r := p.post(t, `{"n":1}`)
+	if r.resp.StatusCode != 201 || r.resp.Header.Get(HeaderOutcome) != OutcomeRecovered {
+		t.Fatalf("retry: %d %q %s, want 201 recovered", r.resp.StatusCode, r.resp.Header.Get(HeaderOutcome), r.body)
+	}
+	if got := calls.Load(); got != 2 {
+		t.Fatalf("upstream calls = %d, want 2 (the call, then one re-send)", got)
 	}
 	if c := p.srv.flights.count(); c != 0 {
 		t.Fatalf("%d flights left registered", c)
