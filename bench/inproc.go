@@ -68,12 +68,12 @@ func startInproc(dir, rulesDir, upstreamCAFile string) (*inproc, error) {
 	if err != nil {
 		return nil, err
 	}
-	srv, err := wire.Proxy(cfg, wire.Deps{Rules: set, Journal: j, Secret: secret, CA: ca, Metrics: metrics, Logger: log})
+	srv, err := wire.Proxy(cfg, wire.Deps{Rules: set, Journal: j, Maintainer: j, Secret: secret, CA: ca, Metrics: metrics, Logger: log})
 	if err != nil {
 		j.Close()
 		return nil, err
 	}
-	srv.StartSweeper(j, 0)
+	srv.StartSweeper(0)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		srv.Close()

@@ -34,6 +34,7 @@ type Config struct {
 	Unmatched Unmatched `yaml:"unmatched" env:"UNMATCHED"`
 	Limits    Limits    `yaml:"limits"` // no prefix: TOOLGUARD_MAX_BODY
 	Retry     Retry     `yaml:"retry" envPrefix:"RETRY_"`
+	Recovery  Recovery  `yaml:"recovery" envPrefix:"RECOVERY_"`
 	Verify    Verify    `yaml:"verify" envPrefix:"VERIFY_"`
 	Workflows Workflows `yaml:"workflows"` // no prefix: TOOLGUARD_ON_VERSION_CHANGE
 	Log       Log       `yaml:"log" envPrefix:"LOG_"`
@@ -144,6 +145,15 @@ type Retry struct {
 	MaxAttempts int `yaml:"max_attempts" env:"MAX_ATTEMPTS"`
 }
 
+// Recovery configures the background resolver of abandoned steps.
+type Recovery struct {
+	// AbandonAfter is how long a started step may stay untouched, with no
+	// call in flight, before the resolver settles it: through the route's
+	// lookup, or else by holding it for review (reason abandoned). It never
+	// sends the call again.
+	AbandonAfter time.Duration `yaml:"abandon_after" env:"ABANDON_AFTER"`
+}
+
 // Verify configures verification probes.
 type Verify struct {
 	MaxInterval time.Duration `yaml:"max_interval" env:"MAX_INTERVAL"` // longest wait between two probes of one step
@@ -200,6 +210,7 @@ func Default() Config {
 			BodyMinRate:       1 * KiB,
 		},
 		Retry:     Retry{MaxAttempts: 3},
+		Recovery:  Recovery{AbandonAfter: 10 * time.Minute},
 		Verify:    Verify{MaxInterval: 30 * time.Second},
 		Workflows: Workflows{OnVersionChange: VersionStop},
 		Log:       Log{Level: LevelInfo, Format: FormatAuto},

@@ -42,6 +42,7 @@ func (c Config) Validate() error {
 		positive("limits.body_read_timeout", c.Limits.BodyReadTimeout),
 		notNegative("limits.body_min_rate", c.Limits.BodyMinRate),
 		atLeast("retry.max_attempts", c.Retry.MaxAttempts, 1),
+		positive("recovery.abandon_after", c.Recovery.AbandonAfter),
 		positive("verify.max_interval", c.Verify.MaxInterval),
 		checkEnum("workflows.on_version_change", versionEnum.valid(int(c.Workflows.OnVersionChange)),
 			c.Workflows.OnVersionChange.String(), versionEnum),

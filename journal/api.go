@@ -13,9 +13,9 @@ type Change struct {
 	// Schema, CreatedAt and UpdatedAt itself; whatever the mutation put there
 	// is overwritten.
 	Step Step
-	// Event is the event type recorded for this transition, e.g. "started";
-	// empty means the name of the new status.
-	Event string
+	// Event is the event type recorded for this transition, e.g.
+	// EventStarted; empty means the name of the new status.
+	Event EventType
 	// Reason and Note are carried into the event.
 	Reason string
 	Note   string
@@ -29,17 +29,23 @@ type Change struct {
 	// out the current owner (an operator's resolve of a step that may still
 	// be in flight) sets Claim.
 	Claim bool
-	// Lease, with Claim, sets Step.LeaseUntil to the journal's now plus
-	// Lease; a backend whose leases live in the process (bbolt) may ignore
-	// it and leave LeaseUntil zero.
+	// Lease, with Claim, is how long the claim lasts without a Renew: the
+	// backend sets Step.LeaseUntil to its clock's now plus Lease. Backends
+	// that keep leases in the process (bbolt) ignore it and leave
+	// LeaseUntil zero.
 	Lease time.Duration
 }
 
 // Mutation decides a Change from the current record of a key. cur is nil when
 // the key has no step yet; otherwise it is a private copy the mutation may
-// modify and return. A Mutation runs exactly once, inside the write
-// transaction, after every earlier Apply of the same key has been applied; it
-// must not block, and must not call the journal. Returning an error writes
+// modify and return, with ReadAt set to the journal's clock. A Mutation runs
+// after every earlier Apply of the same key has been applied, and may run
+// more than once (a backend that writes optimistically runs it again on the
+// newer record when it lost a race): it must be a pure function of cur and
+// of values captured before Apply, and its effects outside the returned
+// Change must be idempotent or done after Apply returns. It must not block,
+// and must not call the journal. Every backend refuses a Change that
+// Allowed rejects. Returning an error writes
 // nothing and makes Apply return that error; returning ErrNoChange writes
 // nothing and makes Apply return the current record. A panic in a mutation
 // writes nothing and is re-raised in the goroutine that called Apply.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime/debug"
+	"time"
 
 	bolt "go.etcd.io/bbolt"
 )
@@ -71,12 +72,16 @@ func (b *Bolt) applyOne(bk *buckets, r *request) (wrote bool, err error) {
 		r.err = fmt.Errorf("apply step %s: %w", r.key, err)
 		return false, nil
 	}
+	if cur != nil {
+		cur.ReadAt = b.now().UTC()
+	}
 	ch, err := r.run(cur)
 	if errors.Is(err, ErrNoChange) {
 		// Decode again: the mutation may have modified its copy in depth.
 		cur, err = bk.getStep(r.key)
 		if err == nil {
 			r.step = *cur
+			r.step.ReadAt = b.now().UTC()
 		}
 		r.err = wrapKey(r.key, err)
 		return false, nil
@@ -99,6 +104,8 @@ func (b *Bolt) applyOne(bk *buckets, r *request) (wrote bool, err error) {
 		return true, fmt.Errorf("write step %s: %w", r.key, err)
 	}
 	r.step = w.step
+	r.step.ReadAt = w.step.UpdatedAt
+	r.wrote = true
 	return true, nil
 }
 
@@ -144,18 +151,30 @@ func (b *Bolt) prepare(bk *buckets, key string, cur *Step, ch Change) (*pending,
 	if err := validate(key, &s); err != nil {
 		return nil, err
 	}
+	if err := AllowedChange(cur, &ch); err != nil && !b.anyTransition {
+		return nil, err
+	}
 	now := b.now().UTC()
 	s.Schema = SchemaVersion
 	s.CreatedAt, s.UpdatedAt = now, now
-	s.Epoch, s.Fence = 0, 0
+	s.Epoch, s.Fence, s.Revision = 0, 0, 0
+	// bbolt keeps leases in the process (see flights in package proxy).
+	s.LeaseUntil, s.ReadAt = time.Time{}, time.Time{}
 	var from Status
 	if cur != nil {
-		s.CreatedAt, s.Epoch, s.Fence = cur.CreatedAt, cur.Epoch, cur.Fence
+		s.CreatedAt, s.Epoch, s.Fence, s.Revision = cur.CreatedAt, cur.Epoch, cur.Fence, cur.Revision
 		from = cur.Status
 	}
 	if ch.Claim {
 		s.Epoch, s.Fence = b.epoch, getUint(bk.meta, keyFence)+1
 	}
+	typ := ch.Event
+	if typ == "" {
+		typ = EventType(s.Status.String())
+	}
+	// The events are numbered per key from the revision the step had.
+	rev := s.Revision
+	s.Revision += uint64(1 + len(ch.Extra))
 	data, err := s.marshal()
 	if err != nil {
 		return nil, fmt.Errorf("%w: encode step: %v", ErrInvalidChange, err)
@@ -163,15 +182,12 @@ func (b *Bolt) prepare(bk *buckets, key string, cur *Step, ch Change) (*pending,
 	if int64(len(data)) > bolt.MaxValueSize {
 		return nil, fmt.Errorf("%w: step record is %d bytes", ErrInvalidChange, len(data))
 	}
-	typ := ch.Event
-	if typ == "" {
-		typ = s.Status.String()
-	}
 	p := &pending{old: cur, step: s, data: data, claimed: ch.Claim, event: Event{
-		Time: now, Key: key, Type: typ, From: from, To: s.Status, Hold: s.Hold,
+		KeySeq: rev + 1, Time: now, Key: key, Type: typ, From: from, To: s.Status, Hold: s.Hold,
 		Reason: ch.Reason, Note: ch.Note, Epoch: s.Epoch, Fence: s.Fence,
 	}}
-	for _, e := range ch.Extra {
+	for i, e := range ch.Extra {
+		e.KeySeq = rev + 2 + uint64(i)
 		e.Time, e.Key, e.Epoch, e.Fence = now, key, s.Epoch, s.Fence
 		e.From, e.To, e.Hold = s.Status, s.Status, s.Hold
 		p.extra = append(p.extra, e)

@@ -41,6 +41,12 @@ type Bolt struct {
 	stopped chan struct{} // closed when the committer has returned
 	// cache holds steps Get decoded (cache.go).
 	cache readCache
+	// watch wakes the callers of Watch after commits (lease.go).
+	watch watchers
+	// anyTransition lets the package's own tests of indexes, counters and
+	// file layout seed any state without the allowlist (Allowed), which
+	// the conformance suite (journaltest) tests on its own.
+	anyTransition bool
 
 	// stopDrop ends dropResidentLoop (resident.go); dropStopped is closed
 	// when it has returned.

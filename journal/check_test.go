@@ -93,6 +93,7 @@ func TestCheckFindsProblems(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			b.anyTransition = true // seeds states directly
 			defer b.Close()
 			mustApply(t, b, "a", func(*Step) (Change, error) {
 				return Change{Claim: true, Step: Step{Key: "a", Status: StatusCommitted, Hold: HoldNeedsReview,

@@ -55,6 +55,8 @@ type request struct {
 	step  Step
 	err   error
 	panic *panicError
+	// wrote is set when the request's change is part of the commit.
+	wrote bool
 }
 
 // errNothingWritten rolls back a batch in which no request wrote, saving
@@ -161,7 +163,12 @@ func (b *Bolt) commit(batch []*request) {
 	}
 	for _, r := range batch {
 		if err != nil {
-			r.step, r.err = Step{}, fmt.Errorf("apply step %s: commit journal: %w", r.key, err)
+			// The file could not be written (a full disk, an I/O error):
+			// nothing of the batch is stored, and the journal cannot
+			// write until that is fixed.
+			r.step, r.err = Step{}, fmt.Errorf("apply step %s: commit journal: %w: %w", r.key, ErrUnavailable, err)
+		} else if r.wrote {
+			b.watch.signal(r.key)
 		}
 		close(r.done)
 	}

@@ -203,8 +203,8 @@ func TestGroupCommitFailure(t *testing.T) {
 	b.db.MaxSize = 0
 
 	for i, r := range res {
-		if !errors.Is(r.err, berrors.ErrMaxSizeReached) {
-			t.Errorf("apply %d: err = %v, want the commit's error", i, r.err)
+		if !errors.Is(r.err, berrors.ErrMaxSizeReached) || !errors.Is(r.err, ErrUnavailable) {
+			t.Errorf("apply %d: err = %v, want the commit's error, as ErrUnavailable", i, r.err)
 		}
 	}
 	if want := map[string]int{"a": 1, "big": 1, "before": 1}; fmt.Sprint(calls) != fmt.Sprint(want) {

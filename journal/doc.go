@@ -2,7 +2,8 @@
 // idempotency key, an append-only event log of every transition, and the
 // queries operators use to inspect them. The default backend is a bbolt file
 // whose commits are fsynced and shared between concurrent callers (group
-// commit); the Bolt type is the only backend today.
+// commit). Every backend provides the same method set and passes the
+// conformance suite in package journaltest.
 //
 // # Write-ahead
 //
@@ -25,10 +26,20 @@
 // writes nothing and affects only its own caller.
 //
 // Nothing is retried. When a commit fails, every Apply of its batch returns
-// the error and none of it is written. Unlike bbolt's db.Batch, which may
-// run a function again after a failed batch, a Mutation runs exactly once:
-// its result is a decision its caller acts on (such as "send the request
-// now"), so running it twice could decide twice.
+// the error (wrapping ErrUnavailable) and none of it is written. Bolt runs
+// each mutation once; the Mutation contract nevertheless allows a backend
+// to run it again (an optimistic writer that lost a race), so mutations are
+// pure and their callers act only on what Apply returned.
+//
+// # Transitions
+//
+// Event types are the EventType constants. Every backend checks each
+// Change against the allowlist (Allowed, AllowedChange) inside Apply: a
+// committed or verified effect is never sent or failed again, a held step
+// changes status only when an operator releases it, and a step enters
+// started only with a claim. Each change numbers its events per key
+// (Event.KeySeq, 1, 2, 3... without gaps) and leaves the step's Revision at
+// the last of them.
 //
 // # Fencing
 //
@@ -36,7 +47,9 @@
 // stamps the step with the current epoch and a fresh, strictly increasing
 // fencing token; a later writer that still holds an older token is refused
 // with ErrFenced (see Fenced). After a restart, every "started" step of an
-// older epoch is known to be not in flight.
+// older epoch is known to be not in flight: bbolt keeps leases in the
+// process (Step.LeaseUntil stays zero, Renew only checks the claim), and
+// Watch wakes the callers waiting on a key after each of its commits.
 //
 // # Queries
 //

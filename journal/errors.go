@@ -39,6 +39,14 @@ var (
 	ErrInvalidChange = errors.New("invalid change")
 	// ErrReadOnly means the journal was opened with Options.ReadOnly.
 	ErrReadOnly = errors.New("journal is read-only")
+	// ErrTransition means a Change asks for a move between states that the
+	// allowlist (Allowed) refuses; nothing was written.
+	ErrTransition = errors.New("transition not allowed")
+	// ErrCommitUnknown means a commit's acknowledgement was lost (the
+	// connection broke after the commit was sent): the change may or may
+	// not be stored. The caller must read the step again before deciding
+	// anything, and must never send on the strength of that claim.
+	ErrCommitUnknown = errors.New("journal commit outcome unknown")
 )
 
 // Checkpoints (PutCheckpoint).
@@ -49,6 +57,8 @@ var (
 	// ErrPreconditionRequired means the workflow has a checkpoint and the
 	// caller named no version to replace.
 	ErrPreconditionRequired = errors.New("workflow has a checkpoint: name the version you read")
+	// ErrVersion is ErrVersionMismatch under the name the backends share.
+	ErrVersion = ErrVersionMismatch
 )
 
 // Reads.
@@ -59,6 +69,9 @@ var (
 
 // Any operation.
 var (
+	// ErrUnavailable means the store cannot be reached or cannot write (a
+	// full disk, a database that is down). Nothing was written; retry later.
+	ErrUnavailable = errors.New("journal unavailable")
 	// ErrClosed means the journal was closed.
 	ErrClosed = errors.New("journal is closed")
 	// ErrCorrupt means a record or bucket the journal needs is missing or

@@ -6,11 +6,12 @@ import "time"
 // increasing across the life of the journal.
 type Event struct {
 	Seq uint64 `json:"seq"`
-	// KeySeq is the per-key number, gapless: 1, 2, 3... per key.
+	// KeySeq is the event's number among its key's events: 1, 2, 3...
+	// without gaps (events recorded before it existed have 0).
 	KeySeq uint64    `json:"key_seq"`
 	Time   time.Time `json:"time"`
 	Key    string    `json:"key"`
-	Type   string    `json:"type"`
+	Type   EventType `json:"type"`
 	From   Status    `json:"from,omitempty"`
 	To     Status    `json:"to,omitempty"`
 	Hold   Hold      `json:"hold,omitempty"`

@@ -46,6 +46,7 @@ func mustOpenPath(t testing.TB, path string, opts Options) *Bolt {
 	if err != nil {
 		t.Fatalf("open %s: %v", path, err)
 	}
+	b.anyTransition = !opts.ReadOnly
 	t.Cleanup(func() {
 		if err := b.Close(); err != nil {
 			t.Errorf("close %s: %v", path, err)

@@ -16,6 +16,7 @@ const defaultLimit = 1000
 func (b *Bolt) Get(key string) (Step, error) {
 	if !b.closed.Load() {
 		if s, ok := b.cache.get(key); ok {
+			s.ReadAt = b.now().UTC()
 			return s, nil
 		}
 	}
@@ -31,6 +32,7 @@ func (b *Bolt) Get(key string) (Step, error) {
 	if err == nil && cacheable {
 		b.cache.put(gen, &s)
 	}
+	s.ReadAt = b.now().UTC()
 	return s, err
 }
 
@@ -48,6 +50,7 @@ func (b *Bolt) List(f Filter) ([]Step, error) {
 		limit = defaultLimit
 	}
 	var out []Step
+	now := b.now().UTC()
 	err := b.view("list steps", func(bk *buckets) error {
 		return bk.walk(f, func(key []byte) (bool, error) {
 			s, err := bk.getStep(string(key))
@@ -55,6 +58,7 @@ func (b *Bolt) List(f Filter) ([]Step, error) {
 				return false, fmt.Errorf("step %s in index: %w", key, err)
 			}
 			if f.match(s) {
+				s.ReadAt = now
 				out = append(out, *s)
 			}
 			return len(out) < limit, nil

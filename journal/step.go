@@ -121,6 +121,15 @@ type Step struct {
 	// Epoch and Fence identify the owner of the latest claim (see package doc).
 	Epoch uint64 `json:"epoch"`
 	Fence uint64 `json:"fence"`
+	// Revision counts the events recorded for this key; each change's events are numbered
+	// Revision+1.. and the step's Revision becomes the last of them. Backends use it as the
+	// step's optimistic-concurrency version.
+	Revision uint64 `json:"revision"`
+	// LeaseUntil is when the claim of a started step lapses, by the journal's clock (on PostgreSQL
+	// the database's now()); zero when the backend keeps leases in the process (bbolt).
+	LeaseUntil time.Time `json:"lease_until,omitzero"`
+	// ReadAt is the journal's clock when this record was read; not stored.
+	ReadAt time.Time `json:"-"`
 
 	// Method, Host and Path describe the target; the query string is not
 	// kept because APIs put secrets there.
@@ -158,16 +167,6 @@ type Step struct {
 	// VerifyBy is the deadline of a pending verification; zero when none is
 	// pending.
 	VerifyBy time.Time `json:"verify_by,omitzero"`
-
-	// Revision counts the events recorded for this key; each change's events are numbered
-	// Revision+1.. and the step's Revision becomes the last of them. Backends use it as the
-	// step's optimistic-concurrency version.
-	Revision uint64 `json:"revision"`
-	// LeaseUntil is when the claim of a started step lapses, by the journal's clock (on PostgreSQL
-	// the database's now()); zero when the backend keeps leases in the process (bbolt).
-	LeaseUntil time.Time `json:"lease_until,omitzero"`
-	// ReadAt is the journal's clock when this record was read; not stored.
-	ReadAt time.Time `json:"-"`
 }
 
 // Response is an upstream answer as stored for replay. Header holds only

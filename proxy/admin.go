@@ -14,16 +14,12 @@ import (
 	"github.com/toolguard/toolguard/journal"
 )
 
-// Store is what the admin API reads and writes.
-type Store interface {
-	Journal
-	List(f journal.Filter) ([]journal.Step, error)
-	Events(after uint64, limit int) ([]journal.Event, error)
-}
-
 // AdminOptions configure the admin API.
 type AdminOptions struct {
 	Store Store
+	// Maintainer serves backups of the journal file; nil when the backend
+	// has none (the backup endpoint then says so).
+	Maintainer Maintainer
 	// Token is the operator's bearer token; empty means no auth (only
 	// allowed on loopback, which the config enforces).
 	Token string
@@ -84,9 +80,7 @@ func NewAdmin(opts AdminOptions) *Admin {
 	if opts.Metrics != nil {
 		m.HandleFunc("GET /metrics", a.auth(RoleAgent, opts.Metrics.ServeHTTP))
 	}
-	if mt, ok := opts.Store.(Maintainer); ok {
-		mountMaintenance(m, a.auth, mt)
-	}
+	mountMaintenance(m, a.auth, a.log, opts.Store, opts.Maintainer)
 	if opts.Extra != nil {
 		opts.Extra(m, a.auth)
 	}

@@ -35,6 +35,8 @@ func adminProblemFor(err error) (p *Problem, internal bool) {
 		return newProblem(ProblemAdminNotFound, "", err.Error()), false
 	case errors.Is(err, journal.ErrNotFound):
 		return newProblem(ProblemAdminNotFound, "", "not found"), false
+	case errors.Is(err, ErrNoFileBackup):
+		return newProblem(ProblemAdminNotSupported, "", err.Error()), false
 	case errors.Is(err, ErrAmbiguousKey):
 		return newProblem(ProblemAdminAmbiguousKey, "", err.Error()), false
 	case errors.Is(err, errNotHeld):

@@ -83,6 +83,9 @@ const (
 	ReasonKeyExpired = "native_key_expired"
 	// ReasonLookupRate: an ActionSettle because the lookup budget is spent.
 	ReasonLookupRate = "lookup_rate"
+	// ReasonAbandoned: a started step nobody came back for, whose outcome
+	// the background resolver could not establish (see abandon.go).
+	ReasonAbandoned = "abandoned"
 )
 
 // Situation is everything the recovery table looks at.

@@ -10,12 +10,17 @@
 // business intent, records the step as started in the journal before a byte
 // goes upstream, forwards it (with the key in the provider's idempotency
 // header where the rule names one), records the outcome, and only then
-// answers the agent. A duplicate is answered from the journal. A step whose
-// outcome is unknown is resolved by the recovery table (Decide, in
-// decide.go), never by blindly sending it again.
+// answers the agent. A duplicate is answered from the journal, or waits for
+// the call in flight (in this process, or on another replica sharing the
+// journal). A step whose outcome is unknown is resolved by the recovery
+// table (Decide, decide.go), never by blindly sending it again; a step
+// nobody comes back for is settled in the background (abandon.go). Every
+// change a step goes through is a pure function in transitions.go.
 //
 // # Dependencies
 //
-// The package consumes the journal through the small Journal interface and
-// rules through *rules.Set; neither knows about this package.
+// The package consumes the journal through one interface, Store (store.go),
+// with compile-time checks and no run-time discovery; file maintenance
+// (backups) is the optional Maintainer. It consumes rules through
+// *rules.Set; neither knows about this package.
 package proxy

@@ -15,7 +15,9 @@ type flight struct {
 
 // flights registers the calls in flight by key. Registration happens inside
 // the journal mutation that claims the step, so a duplicate that reads the
-// step as started always finds the flight.
+// step as started always finds the flight; it is idempotent (reserve), as a
+// mutation may run more than once, and released after Apply unless the
+// claim was written.
 type flights struct {
 	mu sync.Mutex
 	m  map[string]*flight
@@ -34,12 +36,27 @@ func (f *flights) live(key string, now time.Time) *flight {
 	return fl
 }
 
-// start registers a new flight for key, replacing an expired one.
-func (f *flights) start(key string, deadline time.Time) *flight {
-	fl := &flight{done: make(chan struct{}), deadline: deadline}
+// liveOther is live, except that it ignores mine (the caller's own
+// flight, registered by an earlier run of its mutation).
+func (f *flights) liveOther(key string, now time.Time, mine *flight) *flight {
+	fl := f.live(key, now)
+	if fl == mine {
+		return nil
+	}
+	return fl
+}
+
+// reserve registers a flight for key, replacing an expired one, and
+// returns it; when mine is still the key's flight it is returned as it is,
+// so a mutation that runs again registers nothing new.
+func (f *flights) reserve(key string, mine *flight, deadline time.Time) *flight {
 	f.mu.Lock()
+	defer f.mu.Unlock()
+	if mine != nil && f.m[key] == mine {
+		return mine
+	}
+	fl := &flight{done: make(chan struct{}), deadline: deadline}
 	f.m[key] = fl
-	f.mu.Unlock()
 	return fl
 }
 

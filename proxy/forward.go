@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"net/http/httptrace"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -52,13 +53,21 @@ func (s *Server) forward(c *call, st journal.Step, fl *flight, d Decision) (*ans
 	if a, done, err := s.checkBefore(c, st, d); done {
 		return a, err
 	}
+	stop := s.heartbeat(st)
 	res := s.send(c)
+	stop()
 	ans := s.readAnswer(c, res)
+	at, now := attemptOf(c, res, ans), time.Now()
 	rec, err := s.journal.Apply(context.Background(), st.Key, journal.Fenced(st.Epoch, st.Fence, func(cur *journal.Step) (journal.Change, error) {
-		return s.outcomeChange(c, cur, res, ans), nil
+		return outcomeChange(*cur, at, now), nil
 	}))
+	if errors.Is(err, journal.ErrCommitUnknown) {
+		rec, err = s.reread(st, err)
+	}
 	if errors.Is(err, journal.ErrFenced) {
 		res.discard()
+		s.log.Warn("outcome not recorded: the step was taken over (fenced) while its call ran; answering from the journal",
+			slog.String(logKey, st.Key), slog.Any("error", err))
 		return nil, err
 	}
 	if err != nil {
@@ -99,6 +108,54 @@ func (s *Server) forward(c *call, st journal.Step, fl *flight, d Decision) (*ans
 	return a, nil
 }
 
+// reread reads a step again after a commit of its outcome was lost: the
+// outcome is the stored one if it was written under the caller's claim,
+// otherwise it stays unknown (err is returned).
+func (s *Server) reread(st journal.Step, err error) (journal.Step, error) {
+	got, gerr := s.journal.Get(st.Key)
+	if gerr == nil && got.Epoch == st.Epoch && got.Fence == st.Fence && got.Status != journal.StatusStarted {
+		return got, nil
+	}
+	return journal.Step{}, err
+}
+
+// heartbeat renews the claim's lease every Lease/3 while the upstream
+// call runs, on journals that share leases between replicas (st has a
+// LeaseUntil); it returns the function that stops it. A renewal refused
+// as fenced means another owner took the step over: the call cannot be
+// recalled, and its outcome write will be refused the same way.
+func (s *Server) heartbeat(st journal.Step) (stop func()) {
+	if st.LeaseUntil.IsZero() {
+		return func() {}
+	}
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		t := time.NewTicker(max(s.opts.Lease/3, time.Millisecond))
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+			}
+			ctx, cancel := context.WithTimeout(s.bg, s.opts.Lease/3)
+			err := s.journal.Renew(ctx, st.Key, st.Epoch, st.Fence, s.opts.Lease)
+			cancel()
+			if errors.Is(err, journal.ErrFenced) {
+				s.log.Warn("lease renewal refused: the step was taken over while its call ran", slog.String(logKey, st.Key), slog.Any("error", err))
+				return
+			}
+			if err != nil {
+				s.log.Warn("renew lease", slog.String(logKey, st.Key), slog.Any("error", err))
+			}
+		}
+	}()
+	return func() { close(done); wg.Wait() }
+}
+
 // streamWhole gives the first answer of an oversized response the whole
 // body as received — the stored copy keeps only its hash — streaming the
 // unread remainder, and records the hash once the stream has ended.
@@ -116,14 +173,10 @@ func (s *Server) streamWhole(resp *http.Response, rec *journal.Step, res result)
 	key, epoch, fence := rec.Key, rec.Epoch, rec.Fence
 	resp.Body = &hashingBody{r: r, h: h, release: res.release, done: func(sum string) {
 		_, err := s.journal.Apply(context.Background(), key, journal.Fenced(epoch, fence, func(cur *journal.Step) (journal.Change, error) {
-			if cur.Response == nil || !cur.Response.Truncated || cur.Response.BodyHash != "" {
-				return journal.Change{}, journal.ErrNoChange
+			if ch, ok := responseHashChange(*cur, sum); ok {
+				return ch, nil
 			}
-			st := *cur
-			resp := *cur.Response
-			resp.BodyHash = sum
-			st.Response = &resp
-			return journal.Change{Step: st, Event: "response_hashed", Reason: "oversized response streamed whole"}, nil
+			return journal.Change{}, journal.ErrNoChange
 		}))
 		if err != nil && !errors.Is(err, journal.ErrNoChange) {
 			s.log.Warn("record the hash of a streamed response", slog.String(logKey, key), slog.Any("error", err))
@@ -275,67 +328,14 @@ func (s *Server) readAnswer(c *call, res result) answerRecord {
 	return a
 }
 
-// commits reports whether an answer below 500 commits the step.
-func commits(code int, kind rules.OutcomeKind) bool {
-	switch kind {
-	case rules.OutcomeAccepted, rules.OutcomeAlreadyDone:
-		return true
-	case rules.OutcomeFailure, rules.OutcomeRetryable:
-		return false
+// attemptOf captures what outcomeChange needs to know of an attempt.
+func attemptOf(c *call, res result, ans answerRecord) attempt {
+	a := attempt{err: res.err, sent: res.sent, native: c.route.NativeIdempotency != nil,
+		answer: ans, verifyWithin: verifyWithin(c.route)}
+	if res.resp != nil {
+		a.status, a.statusText = res.resp.StatusCode, res.resp.Status
 	}
-	return code < 400
-}
-
-// outcomeChange classifies an attempt into the step's next record; ans is
-// readAnswer's record of the answer.
-func (s *Server) outcomeChange(c *call, st *journal.Step, res result, ans answerRecord) journal.Change {
-	next := *st
-	switch {
-	case res.err != nil && !res.sent:
-		next.Status, next.Retryable = journal.StatusFailed, true
-		next.LastError = "not executed: " + res.err.Error()
-		return journal.Change{Step: next, Event: "failed", Reason: "upstream unreachable; nothing was sent"}
-	case res.err != nil:
-		next.LastError = res.err.Error()
-		return journal.Change{Step: next, Event: "outcome_unknown", Reason: "sent, no answer: " + res.err.Error()}
-	case res.resp.StatusCode >= 500:
-		next.LastError = "upstream answered " + res.resp.Status
-		return journal.Change{Step: next, Event: "outcome_unknown", Reason: "upstream " + strconv.Itoa(res.resp.StatusCode) + " after the request was sent"}
-	case res.resp.StatusCode == http.StatusConflict && c.route.NativeIdempotency != nil && ans.kind == rules.OutcomeByStatus:
-		// Providers answer 409 while another request with the same
-		// idempotency key is still executing (Stripe does): the outcome is
-		// that request's, not known yet. The next retry re-sends the key.
-		next.LastError = "upstream answered " + res.resp.Status + " (idempotency key in use)"
-		return journal.Change{Step: next, Event: "outcome_unknown", Reason: "idempotency key in use at the provider"}
-	}
-	next.Response = ans.response
-	next.LastError = ""
-	answered := "upstream answered " + res.resp.Status
-	if !commits(res.resp.StatusCode, ans.kind) {
-		next.Status = journal.StatusFailed
-		switch ans.kind {
-		case rules.OutcomeFailure:
-			next.Retryable, answered = false, answered+" (outcome rule: failure)"
-		case rules.OutcomeRetryable:
-			next.Retryable, answered = true, answered+" (outcome rule: retryable)"
-		default:
-			next.Retryable = ans.signals.retryable(res.resp.StatusCode)
-		}
-		return journal.Change{Step: next, Event: "failed", Reason: answered}
-	}
-	next.Status, next.Retryable = journal.StatusCommitted, false
-	next.OperationID = ans.operationID
-	switch ans.kind {
-	case rules.OutcomeAlreadyDone:
-		answered = "already done: " + answered + " (outcome rule: already_done)"
-	case rules.OutcomeAccepted:
-		answered = "accepted: " + answered + " (outcome rule: accepted; to be verified)"
-	}
-	next.Evidence = answered
-	if v := c.route.Verify; v != nil {
-		next.VerifyBy = time.Now().Add(v.Within)
-	}
-	return journal.Change{Step: next, Event: "committed", Reason: answered}
+	return a
 }
 
 // retryableStatus reports 4xx answers that mean "not done, try again".

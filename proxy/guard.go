@@ -102,19 +102,27 @@ func (s *Server) prepare(c *call) *answer {
 func (s *Server) run(c *call) *answer {
 	key := c.intent.Key
 	waitUntil := c.start.Add(s.opts.InFlightWait)
+	unknown := 0
 	for {
 		if st, err := s.journal.Get(key); err == nil && st.Terminal() && !st.Held() {
 			return s.replay(c, &st, OutcomeReplayed, Decision{Action: ActionReplay, Why: "outcome stored"})
 		}
-		d, st, fl, wait, err := s.decide(c)
+		dd, err := s.decide(c)
+		if errors.Is(err, journal.ErrCommitUnknown) && unknown < maxCommitUnknown {
+			// The claim may or may not be stored: read the step again
+			// and decide afresh; nothing was sent on its strength.
+			unknown++
+			continue
+		}
 		if err != nil {
 			return s.journalFailure(c, err)
 		}
+		d, st := dd.d, dd.st
 		switch d.Action {
 		case ActionReplay:
 			return s.replay(c, &st, OutcomeReplayed, d)
 		case ActionForward:
-			a, err := s.forward(c, st, fl, d)
+			a, err := s.forward(c, st, dd.fl, d)
 			if errors.Is(err, journal.ErrFenced) {
 				continue // someone took the step over: answer from its record
 			}
@@ -123,7 +131,7 @@ func (s *Server) run(c *call) *answer {
 			}
 			return a
 		case ActionWait:
-			if !s.await(wait, waitUntil) {
+			if !s.await(key, dd.wait, waitUntil) {
 				p := newProblem(ProblemInProgress, key, "a call with this key is still in flight; retry later")
 				p.RetryAfter = time.Second
 				return s.problem(c, p)
@@ -150,13 +158,37 @@ func (s *Server) run(c *call) *answer {
 	}
 }
 
+// maxCommitUnknown bounds the re-reads after commits whose outcome was
+// lost, before the call is answered 503.
+const maxCommitUnknown = 3
+
+// decideResult is what decide found and did.
+type decideResult struct {
+	d  Decision
+	st journal.Step
+	// fl is this call's flight when it claimed the step to forward it.
+	fl *flight
+	// wait is the flight in this process to wait for; nil with ActionWait
+	// means the step is in flight on another replica.
+	wait *flight
+}
+
 // decide applies the recovery table to the key's current record inside one
-// journal transaction, making the change it calls for.
-func (s *Server) decide(c *call) (d Decision, st journal.Step, fl *flight, wait *flight, err error) {
+// journal transaction, making the change it calls for. The mutation may run
+// more than once (journal.Mutation): the flight it registers for a forward
+// is this call's own on every run, and is released after Apply unless the
+// change that was written is this call's claim. It reads this process's
+// flights inside the mutation on purpose: a duplicate whose mutation runs
+// after the claim's, in the same commit, must find the claim's flight.
+func (s *Server) decide(c *call) (decideResult, error) {
 	key := c.intent.Key
 	now := s.now()
+	epoch := s.journal.Epoch()
 	c.versionChange = s.versionChange(c)
-	st, err = s.journal.Apply(c.in.Context(), key, func(cur *journal.Step) (journal.Change, error) {
+	var out decideResult
+	var mine *flight
+	st, err := s.journal.Apply(c.in.Context(), key, func(cur *journal.Step) (journal.Change, error) {
+		out = decideResult{}
 		sit := Situation{
 			Step:        cur,
 			Strategy:    strategyOf(c.route),
@@ -165,10 +197,9 @@ func (s *Server) decide(c *call) (d Decision, st journal.Step, fl *flight, wait 
 			BodyHash:    c.intent.BodyHash,
 			MaxAttempts: s.opts.MaxAttempts,
 		}
-		wait = nil
 		if cur != nil {
-			wait = s.flights.live(key, now)
-			sit.InFlight = wait != nil
+			out.wait = s.flights.liveOther(key, now, mine)
+			sit.InFlight = out.wait != nil || inFlightElsewhere(cur, epoch)
 			if c.lookup != LookupNotAsked && c.lookupFence == cur.Fence {
 				sit.Lookup = c.lookup
 			}
@@ -177,25 +208,30 @@ func (s *Server) decide(c *call) (d Decision, st journal.Step, fl *flight, wait 
 			sit.HasLookup = c.route.Lookup != nil
 			sit.Backoff = backoff(cur, now)
 		}
-		d = Decide(sit)
+		out.d = Decide(sit)
 		if cur == nil {
-			d = s.applyVersionPolicy(c, d)
+			out.d = s.applyVersionPolicy(c, out.d)
 		}
-		ch, ok := s.changeFor(c, cur, d, now)
+		ch, ok := s.changeFor(c, cur, out.d, now)
 		if !ok {
 			return journal.Change{}, journal.ErrNoChange
 		}
-		if d.Action == ActionForward {
-			fl = s.flights.start(key, now.Add(s.opts.UpstreamTimeout+leaseGrace))
+		if out.d.Action == ActionForward {
+			mine = s.flights.reserve(key, mine, now.Add(s.opts.UpstreamTimeout+leaseGrace))
+			out.fl = mine
 		}
 		return ch, nil
 	})
-	if err != nil && fl != nil {
-		s.flights.finish(key, fl)
-		fl = nil
+	out.st = st
+	if mine != nil && (err != nil || out.fl == nil || st.Epoch != epoch || st.Status != journal.StatusStarted) {
+		s.flights.finish(key, mine)
+		out.fl = nil
 	}
-	return d, st, fl, wait, err
+	return out, err
 }
+
+// lease is how long a claim lasts in a journal that shares leases.
+func (s *Server) lease() time.Duration { return s.opts.Lease }
 
 // settleBy is when a started step's last attempt can no longer land at the
 // provider: an upstream timeout after it was last written.
@@ -210,57 +246,36 @@ func (s *Server) settleBy(st *journal.Step) time.Time {
 const leaseGrace = 5 * time.Second
 
 // changeFor builds the journal change a decision calls for; ok is false
-// when the decision changes nothing.
+// when the decision changes nothing. It is pure: see transitions.go.
 func (s *Server) changeFor(c *call, cur *journal.Step, d Decision, now time.Time) (journal.Change, bool) {
-	var st journal.Step
 	why := d.Why
 	if c.lookupEvidence != "" {
 		why += " (" + c.lookupEvidence + ")"
 	}
-	if cur != nil {
-		st = *cur
-	} else {
-		st = s.newStep(c)
+	var fresh journal.Step
+	if cur == nil {
+		fresh = s.newStep(c)
 	}
+	var ch journal.Change
 	switch d.Action {
 	case ActionForward:
-		ev := "started"
-		switch {
-		case d.Recovered:
-			ev = "resent"
-		case cur != nil && cur.Status == journal.StatusFailed:
-			ev = "retried"
-		}
-		st.Status = journal.StatusStarted
-		st.Hold, st.HoldReason = journal.HoldNone, ""
-		st.ApprovedBodyHash = ""
-		st.Attempt++
-		ch := journal.Change{Step: st, Event: ev, Reason: why, Claim: true}
-		if cur == nil && c.versionChange != "" {
-			ch.Extra = []journal.Event{{Type: "version_changed", Reason: c.versionChange + " (allowed by policy)"}}
-		}
-		return ch, true
+		ch = claimChange(cur, fresh, d, why, c.versionChange, s.lease())
 	case ActionHold:
-		if cur == nil {
-			st.Status = journal.StatusPrepared
-		}
-		st.Hold, st.HoldReason = d.Hold, d.Reason
-		if c.lookupEvidence != "" {
-			st.LastError = c.lookupEvidence
-		}
-		return journal.Change{Step: st, Event: "held", Reason: why}, true
+		ch = holdChange(cur, fresh, d, why, c.lookupEvidence)
 	case ActionRecordFound:
-		lf := c.lookupFound
-		st.Status = journal.StatusCommitted
-		st.OperationID = lf.operationID
-		st.Evidence = lf.evidence
-		st.Response = recoveredResponse(c.route, lf)
-		if v := c.route.Verify; v != nil && st.OperationID != "" {
-			st.VerifyBy = now.Add(v.Within)
-		}
-		return journal.Change{Step: st, Event: "recovered", Reason: why}, true
+		ch = recordFoundChange(*cur, *c.lookupFound, why, verifyWithin(c.route), now)
+	default:
+		return journal.Change{}, false
 	}
-	return journal.Change{}, false
+	return withTakeover(ch, cur, s.journal.Epoch(), s.lease()), true
+}
+
+// verifyWithin is the route's verification window; zero when it has none.
+func verifyWithin(r *rules.Route) time.Duration {
+	if r.Verify == nil {
+		return 0
+	}
+	return r.Verify.Within
 }
 
 // newStep is the first record of a key.
@@ -280,21 +295,46 @@ func (s *Server) newStep(c *call) journal.Step {
 	}
 }
 
-func (s *Server) await(fl *flight, until time.Time) bool {
-	if fl == nil {
-		return true
-	}
+// await waits for the call in flight with the step's key: for fl, this
+// process's flight, to finish; or, when fl is nil (the call runs on
+// another replica), for the step to change (a hint from Watch, or a poll).
+// It reports false when until passed first.
+func (s *Server) await(key string, fl *flight, until time.Time) bool {
 	t := time.NewTimer(time.Until(until))
 	defer t.Stop()
-	select {
-	case <-fl.done:
-		return true
-	case <-t.C:
+	if fl != nil {
+		select {
+		case <-fl.done:
+			return true
+		case <-t.C:
+			return false
+		}
+	}
+	if !time.Now().Before(until) {
 		return false
 	}
+	changed, stop := s.journal.Watch(key)
+	defer stop()
+	poll := time.NewTimer(min(remotePoll, time.Until(until)))
+	defer poll.Stop()
+	select {
+	case <-changed:
+	case <-poll.C:
+	case <-t.C:
+	}
+	return true
 }
+
+// remotePoll is how often a duplicate of a call in flight on another
+// replica reads the step again when no wake-up arrives.
+const remotePoll = 200 * time.Millisecond
 
 func (s *Server) journalFailure(c *call, err error) *answer {
 	s.log.Error("journal write failed; nothing was sent", slog.String("key", c.intent.Key), slog.Any("error", err))
-	return s.problem(c, newProblem(ProblemUnavailable, c.intent.Key, "the journal could not record the call, so it was not sent; retry later"))
+	p := newProblem(ProblemUnavailable, c.intent.Key, "the journal could not record the call, so it was not sent; retry later")
+	p.RetryAfter = time.Second
+	if errors.Is(err, journal.ErrUnavailable) {
+		p.RetryAfter = 5 * time.Second
+	}
+	return s.problem(c, p)
 }

@@ -23,16 +23,16 @@ type journalHealth struct {
 	log      *slog.Logger
 }
 
-// healthyJournal is a Journal whose Apply results feed a journalHealth.
+// healthyJournal is a Store whose Apply results feed a journalHealth.
 type healthyJournal struct {
-	Journal
+	Store
 	h *journalHealth
 }
 
-// Apply implements Journal, recording whether the journal could write.
+// Apply implements Store, recording whether the journal could write.
 func (j healthyJournal) Apply(ctx context.Context, key string, m journal.Mutation) (journal.Step, error) {
 	var merr error
-	st, err := j.Journal.Apply(ctx, key, func(cur *journal.Step) (journal.Change, error) {
+	st, err := j.Store.Apply(ctx, key, func(cur *journal.Step) (journal.Change, error) {
 		ch, err := m(cur)
 		merr = err // read after Apply returned, which orders it
 		return ch, err

@@ -19,6 +19,9 @@ type lookupResult struct {
 	// answer is the found object to answer the agent with (lookup.answer);
 	// nil answers with toolguard's evidence body.
 	answer []byte
+	// response is answer as the step's stored response (see
+	// recoveredResponse); nil when there is none.
+	response *journal.Response
 }
 
 // recoveredResponse is the stored response of a step a lookup found: the
@@ -74,6 +77,7 @@ func (s *Server) lookupFor(c *call, st *journal.Step) {
 	case verifiers.Yes:
 		c.lookup = LookupFound
 		c.lookupFound = &lookupResult{operationID: res.OperationID, evidence: "lookup " + res.Evidence, answer: res.Recovered}
+		c.lookupFound.response = recoveredResponse(c.route, c.lookupFound)
 	case verifiers.No:
 		c.lookup = LookupAbsent
 	default:

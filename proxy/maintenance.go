@@ -3,23 +3,17 @@ package proxy
 import (
 	"bufio"
 	"encoding/json"
-	"io"
+	"errors"
+	"log/slog"
 	"net/http"
 	"strconv"
 
 	"github.com/toolguard/toolguard/journal"
 )
 
-// Maintainer is the part of the journal that operators' tools use.
-type Maintainer interface {
-	// WriteTo writes a consistent copy of the journal file.
-	WriteTo(w io.Writer) (int64, error)
-	// Check verifies the file and toolguard's invariants.
-	Check() []error
-	// ForEach walks every step in one consistent snapshot.
-	ForEach(fn func(journal.Step) error) error
-	Size() int64
-}
+// ErrNoFileBackup is the answer to a backup request when the journal
+// backend keeps no file (no Maintainer).
+var ErrNoFileBackup = errors.New("this journal backend has no file to back up: back up its database with the database's own tools (pg_dump), see docs/operations.md")
 
 // CheckReport is the answer of GET /v1/journal/check.
 type CheckReport struct {
@@ -38,21 +32,27 @@ func NewCheckReport(errs []error) CheckReport {
 
 // mountMaintenance adds backup, check and export to the admin API; all
 // three need the operator token (a backup holds every stored response).
-func mountMaintenance(mux *http.ServeMux, auth func(Role, http.HandlerFunc) http.HandlerFunc, m Maintainer) {
+// Backups need the optional Maintainer; without one (a database backend)
+// the endpoint answers 501 and names the database's own tools.
+func mountMaintenance(mux *http.ServeMux, auth func(Role, http.HandlerFunc) http.HandlerFunc, log *slog.Logger, st Store, m Maintainer) {
 	mux.HandleFunc("GET /v1/journal/backup", auth(RoleOperator, func(w http.ResponseWriter, r *http.Request) {
+		if m == nil {
+			adminError(w, log, ErrNoFileBackup)
+			return
+		}
 		w.Header().Set("Content-Type", "application/octet-stream")
 		w.Header().Set("Content-Disposition", `attachment; filename="toolguard.db"`)
 		w.Header().Set("X-Journal-Size", strconv.FormatInt(m.Size(), 10))
 		m.WriteTo(w) // a failure mid-stream truncates the body; the CLI checks the copy
 	}))
 	mux.HandleFunc("GET /v1/journal/check", auth(RoleOperator, func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, http.StatusOK, NewCheckReport(m.Check()))
+		writeJSON(w, http.StatusOK, NewCheckReport(st.Check()))
 	}))
 	mux.HandleFunc("GET /v1/journal/export", auth(RoleOperator, func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/x-ndjson")
 		bw := bufio.NewWriter(w)
 		enc := json.NewEncoder(bw)
-		m.ForEach(func(st journal.Step) error { return enc.Encode(ViewOf(&st)) })
+		st.ForEach(func(s journal.Step) error { return enc.Encode(ViewOf(&s)) })
 		bw.Flush()
 	}))
 }

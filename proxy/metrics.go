@@ -114,15 +114,10 @@ func (m *Metrics) journalWriteFailed() {
 	}
 }
 
-// StateSource is what the state gauges read at scrape time.
-type StateSource interface {
-	Count() (journal.Counts, error)
-	Size() int64
-}
-
 // watchState registers gauges read at scrape time: calls in flight, held
-// steps by hold, and the journal's size.
-func (m *Metrics) watchState(s *Server, src StateSource) {
+// steps by hold, and the journal file's size when the backend has a file
+// (mt is nil otherwise).
+func (m *Metrics) watchState(s *Server, src Store, mt Maintainer) {
 	if m == nil {
 		return
 	}
@@ -138,8 +133,10 @@ func (m *Metrics) watchState(s *Server, src StateSource) {
 			return float64(c.Hold[h])
 		}))
 	}
-	m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "toolguard_journal_size_bytes",
-		Help: "Size of the journal file."}, func() float64 { return float64(src.Size()) }))
+	if mt != nil {
+		m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "toolguard_journal_size_bytes",
+			Help: "Size of the journal file."}, func() float64 { return float64(mt.Size()) }))
+	}
 }
 
 // Handler serves the metrics in the Prometheus text format.

@@ -16,7 +16,7 @@ import (
 // failingJournal fails every write while fail is set, as a full disk
 // does: the mutation never runs and nothing is written.
 type failingJournal struct {
-	Journal
+	Store
 	fail atomic.Bool
 }
 
@@ -24,14 +24,14 @@ func (f *failingJournal) Apply(ctx context.Context, key string, m journal.Mutati
 	if f.fail.Load() {
 		return journal.Step{}, fmt.Errorf("write step %s: %w", key, syscall.ENOSPC)
 	}
-	return f.Journal.Apply(ctx, key, m)
+	return f.Store.Apply(ctx, key, m)
 }
 
 // Regression: /readyz stayed 200 while every guarded call got 503 because
 // the journal could not write.
 func TestReadyzFollowsJournalWrites(t *testing.T) {
 	fj := &failingJournal{}
-	h := startHarness(t, harnessConfig{Routes: invoiceRoute, WrapJournal: func(j Journal) Journal { fj.Journal = j; return fj }})
+	h := startHarness(t, harnessConfig{Routes: invoiceRoute, WrapJournal: func(j Store) Store { fj.Store = j; return fj }})
 	ready := func() int {
 		resp, err := http.Get(h.adminURL + "/readyz")
 		if err != nil {

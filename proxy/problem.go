@@ -41,6 +41,7 @@ const (
 	ProblemAdminIfMatchRequired    = "urn:toolguard:admin:if-match-required"
 	ProblemAdminJournal            = "urn:toolguard:admin:journal"
 	ProblemAdminAmbiguousKey       = "urn:toolguard:admin:ambiguous-key"
+	ProblemAdminNotSupported       = "urn:toolguard:admin:not-supported"
 )
 
 var problemInfo = map[string]struct {
@@ -73,6 +74,7 @@ var problemInfo = map[string]struct {
 	ProblemAdminIfMatchRequired:    {http.StatusPreconditionRequired, "Precondition Required"},
 	ProblemAdminJournal:            {http.StatusInternalServerError, "Internal Server Error"},
 	ProblemAdminAmbiguousKey:       {http.StatusConflict, "Conflict"},
+	ProblemAdminNotSupported:       {http.StatusNotImplemented, "Not Implemented"},
 }
 
 // Problem is an RFC 9457 problem body.

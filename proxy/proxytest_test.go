@@ -109,7 +109,7 @@ type harnessConfig struct {
 	// logger are filled in.
 	Options Options
 	// WrapJournal, when set, wraps the journal the proxy writes through.
-	WrapJournal func(Journal) Journal
+	WrapJournal func(Store) Store
 	// ConnectToUpstream lets tunnels reach the provider's port, for rule
 	// files that do not name it.
 	ConnectToUpstream bool

@@ -111,15 +111,11 @@ type ResumePacket struct {
 // and the loaded rules. It works on a read-only journal too (the CLI's
 // offline `workflow resume --journal`).
 func (s *Server) ResumePacket(id string) (ResumePacket, error) {
-	ws, ok := s.opts.Journal.(WorkflowStore)
-	if !ok {
-		return ResumePacket{}, fmt.Errorf("resume %s: the journal keeps no workflows", id)
-	}
-	wf, err := ws.GetWorkflow(id)
+	wf, err := s.journal.GetWorkflow(id)
 	if err != nil {
 		return ResumePacket{}, err
 	}
-	steps, err := ws.WorkflowSteps(id)
+	steps, err := s.journal.WorkflowSteps(id)
 	if err != nil {
 		return ResumePacket{}, err
 	}
@@ -174,7 +170,7 @@ func (s *Server) resumePacket(w journal.Workflow, steps []journal.Step) ResumePa
 func (s *Server) nextAction(st *journal.Step, now time.Time) string {
 	route := s.routeOf(st.API, st.Route)
 	sit := Situation{Step: st, BodyHash: st.BodyHash, MaxAttempts: s.opts.MaxAttempts,
-		InFlight: s.flights.live(st.Key, now) != nil, Settling: now.Before(s.settleBy(st))}
+		InFlight: s.flights.live(st.Key, now) != nil || inFlightElsewhere(st, s.journal.Epoch()), Settling: now.Before(s.settleBy(st))}
 	if route != nil {
 		sit.Strategy, sit.Effect, sit.Approval = strategyOf(route), route.Effect, route.ApprovalRequired
 		sit.NativeExpired, sit.HasLookup = nativeExpired(route, st, now), route.Lookup != nil
@@ -195,6 +191,8 @@ func (s *Server) nextAction(st *journal.Step, now time.Time) string {
 			return "operator review needed: " + name + " effect not visible"
 		case ReasonRetryBudget:
 			return "operator review needed: " + name + " failed on every attempt"
+		case ReasonAbandoned:
+			return "operator review needed: " + name + " was interrupted and nobody retried it; outcome unknown"
 		}
 		return "operator review needed: " + name + " outcome unknown"
 	case ActionWait:
@@ -240,7 +238,8 @@ func pickAction(actions []string, steps int) string {
 }
 
 // mountWorkflows adds the workflow endpoints to the admin API.
-func (s *Server) mountWorkflows(mux *http.ServeMux, auth func(Role, http.HandlerFunc) http.HandlerFunc, ws WorkflowStore, cp checkpointer) {
+func (s *Server) mountWorkflows(mux *http.ServeMux, auth func(Role, http.HandlerFunc) http.HandlerFunc) {
+	ws := s.journal
 	mux.HandleFunc("GET /v1/workflows", auth(RoleAgent, func(w http.ResponseWriter, r *http.Request) {
 		list, err := ws.ListWorkflows(0)
 		if err != nil {
@@ -270,7 +269,7 @@ func (s *Server) mountWorkflows(mux *http.ServeMux, auth func(Role, http.Handler
 		writeJSON(w, http.StatusOK, p)
 	}))
 	mux.HandleFunc("PUT /v1/workflows/{id}/checkpoint", auth(RoleAgent, func(w http.ResponseWriter, r *http.Request) {
-		wf, err := putCheckpoint(r, cp)
+		wf, err := putCheckpoint(r, s.journal)
 		if err != nil {
 			adminError(w, s.log, notFoundAs(err, errNoWorkflow))
 			return
@@ -287,13 +286,8 @@ func nonNilList[T any](s []T) []T {
 	return s
 }
 
-// checkpointer stores checkpoints as a compare-and-swap on the version.
-type checkpointer interface {
-	PutCheckpoint(id string, ifVersion *uint64, checkpoint json.RawMessage) (journal.Workflow, error)
-}
-
 // putCheckpoint validates a checkpoint body and stores it.
-func putCheckpoint(r *http.Request, cp checkpointer) (journal.Workflow, error) {
+func putCheckpoint(r *http.Request, cp Store) (journal.Workflow, error) {
 	data, err := io.ReadAll(io.LimitReader(r.Body, maxCheckpointBytes+1))
 	if err != nil {
 		return journal.Workflow{}, badRequest(fmt.Errorf("read body: %w", err))
@@ -332,14 +326,7 @@ func parseIfMatch(v string) (*uint64, error) {
 }
 
 // WorkflowAdmin returns the hook that mounts the workflow endpoints on the
-// admin API, or nil when the journal keeps no workflows.
+// admin API.
 func (s *Server) WorkflowAdmin() func(*http.ServeMux, func(Role, http.HandlerFunc) http.HandlerFunc) {
-	ws, ok := s.opts.Journal.(WorkflowStore)
-	cp, ok2 := s.opts.Journal.(checkpointer)
-	if !ok || !ok2 {
-		return nil
-	}
-	return func(mux *http.ServeMux, auth func(Role, http.HandlerFunc) http.HandlerFunc) {
-		s.mountWorkflows(mux, auth, ws, cp)
-	}
+	return s.mountWorkflows
 }

@@ -94,23 +94,7 @@ func (a *Admin) approve(w http.ResponseWriter, r *http.Request) {
 // ApproveMutation releases a step held for approval: it becomes prepared
 // and bound to the body the operator saw. Approving again is a no-op.
 func ApproveMutation(note string) journal.Mutation {
-	return func(cur *journal.Step) (journal.Change, error) {
-		if cur == nil {
-			return journal.Change{}, journal.ErrNotFound
-		}
-		if cur.Hold != journal.HoldAwaitingApproval {
-			if cur.Decision == DecisionApproved {
-				return journal.Change{}, journal.ErrNoChange
-			}
-			return journal.Change{}, fmt.Errorf("%w: approve: step %s is %s (hold %q); only steps awaiting approval can be approved", errNotHeld, cur.Key, cur.Status, cur.Hold)
-		}
-		st := *cur
-		st.Hold, st.HoldReason = journal.HoldNone, ""
-		st.Status = journal.StatusPrepared
-		st.ApprovedBodyHash = cur.BodyHash
-		st.Decision = DecisionApproved
-		return journal.Change{Step: st, Event: "approved", Reason: "operator approved", Note: note, Claim: true}, nil
-	}
+	return func(cur *journal.Step) (journal.Change, error) { return approveChange(cur, note) }
 }
 
 func (a *Admin) resolve(w http.ResponseWriter, r *http.Request) {
@@ -145,35 +129,7 @@ func ResolveMutation(res Resolution) (journal.Mutation, error) {
 	default:
 		return nil, fmt.Errorf("outcome: want committed or not_executed (got %q)", res.Outcome)
 	}
-	return func(cur *journal.Step) (journal.Change, error) {
-		if cur == nil {
-			return journal.Change{}, journal.ErrNotFound
-		}
-		if !cur.Held() {
-			if cur.Decision == decision {
-				return journal.Change{}, journal.ErrNoChange
-			}
-			return journal.Change{}, fmt.Errorf("%w: resolve: step %s is %s and not held; nothing to resolve", errNotHeld, cur.Key, cur.Status)
-		}
-		st := *cur
-		st.Hold, st.HoldReason, st.Decision = journal.HoldNone, "", decision
-		st.VerifyBy = time.Time{}
-		st.Evidence = "operator: " + res.Note
-		if decision == DecisionResolvedCommitted {
-			if st.Status != journal.StatusVerified {
-				st.Status = journal.StatusCommitted
-			}
-			st.Retryable = false
-			if res.OperationID != "" {
-				st.OperationID = res.OperationID
-			}
-		} else {
-			st.Status = journal.StatusPrepared
-			st.Response = nil
-			st.ApprovedBodyHash = cur.BodyHash
-		}
-		return journal.Change{Step: st, Event: "resolved", Reason: "operator resolved: " + res.Outcome, Note: res.Note, Claim: true}, nil
-	}, nil
+	return func(cur *journal.Step) (journal.Change, error) { return resolveChange(cur, decision, res) }, nil
 }
 
 // decodeOptional decodes a JSON body if there is one, refusing unknown

@@ -16,24 +16,9 @@ import (
 	"github.com/elazarl/goproxy"
 	"golang.org/x/sync/semaphore"
 
-	"github.com/toolguard/toolguard/journal"
 	"github.com/toolguard/toolguard/rules"
 	"github.com/toolguard/toolguard/verifiers"
 )
-
-// Journal is the durable store the pipeline writes through. Implementations
-// must make Apply durable before returning (see journal.Bolt).
-type Journal interface {
-	// Apply runs m exactly once against the key's current record and
-	// commits the resulting change durably.
-	Apply(ctx context.Context, key string, m journal.Mutation) (journal.Step, error)
-	// Get returns the key's record or an error wrapping journal.ErrNotFound.
-	Get(key string) (journal.Step, error)
-	// Epoch identifies this process incarnation.
-	Epoch() uint64
-}
-
-var _ Journal = (*journal.Bolt)(nil)
 
 // Unmatched is the policy for calls that no route matches.
 type Unmatched string
@@ -47,7 +32,10 @@ const (
 // Options configure a Server. Zero values take the documented defaults.
 type Options struct {
 	Rules   *rules.Set
-	Journal Journal
+	Journal Store
+	// Maintainer is the journal's optional file maintenance (bbolt); nil
+	// when the backend has none.
+	Maintainer Maintainer
 	// Secret keys the credential HMAC in idempotency keys.
 	Secret []byte
 	// CA signs leaf certificates for intercepted hosts.
@@ -64,6 +52,14 @@ type Options struct {
 	MaxStoredResponse int64
 	// InFlightWait bounds how long a duplicate waits (default 30s).
 	InFlightWait time.Duration
+	// Lease is how long a claim lasts on a journal whose leases are shared
+	// between replicas (default 15s); a call renews it every Lease/3 while
+	// it runs. bbolt keeps leases in the process and ignores it.
+	Lease time.Duration
+	// AbandonAfter is how long a started step may stay untouched, and not
+	// in flight, before the background resolver settles it (default 10m;
+	// see StartResolver).
+	AbandonAfter time.Duration
 	// UpstreamTimeout bounds a guarded upstream call (default 30s).
 	UpstreamTimeout time.Duration
 	// VerifyMaxInterval caps the wait between verification probes
@@ -121,7 +117,7 @@ type Options struct {
 type Server struct {
 	opts     Options
 	rules    *rules.Set
-	journal  Journal
+	journal  Store
 	deriver  *rules.Deriver
 	certs    *certCache
 	upstream http.RoundTripper
@@ -138,7 +134,6 @@ type Server struct {
 	bg      context.Context
 	stopBg  context.CancelFunc
 	bgWork  sync.WaitGroup
-	store   lister
 	metrics *Metrics
 	egress  *egress
 	parked  parking
@@ -148,11 +143,6 @@ type Server struct {
 	now func() time.Time
 	// lookupBudget enforces lookup.rate.
 	lookupBudget lookupBudget
-}
-
-// lister is the part of the journal that background work reads.
-type lister interface {
-	List(f journal.Filter) ([]journal.Step, error)
 }
 
 // activity counts work in progress; idle returns a channel closed when the
@@ -226,16 +216,11 @@ func New(opts Options) (*Server, error) {
 	}
 	s.now = time.Now
 	s.bg, s.stopBg = context.WithCancel(context.Background())
-	if l, ok := opts.Journal.(lister); ok {
-		s.store = l
-	}
 	s.metrics = opts.Metrics
 	s.metrics.precreateRoutes(opts.Rules)
 	s.health.metrics, s.health.log = opts.Metrics, s.log
-	s.journal = healthyJournal{Journal: opts.Journal, h: &s.health}
-	if src, ok := opts.Journal.(StateSource); ok {
-		s.metrics.watchState(s, src)
-	}
+	s.journal = healthyJournal{Store: opts.Journal, h: &s.health}
+	s.metrics.watchState(s, opts.Journal, opts.Maintainer)
 	if opts.CA != nil {
 		s.certs = newCertCache(opts.CA, opts.CertCacheSize)
 	}
@@ -278,6 +263,12 @@ func setDefaults(o *Options) {
 	}
 	if o.InFlightWait <= 0 {
 		o.InFlightWait = 30 * time.Second
+	}
+	if o.Lease <= 0 {
+		o.Lease = 15 * time.Second
+	}
+	if o.AbandonAfter <= 0 {
+		o.AbandonAfter = 10 * time.Minute
 	}
 	if o.UpstreamTimeout <= 0 {
 		o.UpstreamTimeout = 30 * time.Second

@@ -5,11 +5,6 @@ import (
 	"time"
 )
 
-// Sweeper is the part of the journal retention needs.
-type Sweeper interface {
-	Sweep(cutoff time.Time, batch int) (removed int, more bool, err error)
-}
-
 // sweepBatch bounds one sweep transaction, so requests never wait long
 // behind it.
 const sweepBatch = 500
@@ -17,8 +12,8 @@ const sweepBatch = 500
 // StartSweeper removes finished steps older than the retention every
 // interval, in small batches, until Close. It does nothing when the
 // retention is zero (keep forever).
-func (s *Server) StartSweeper(j Sweeper, interval time.Duration) {
-	if s.opts.Retention <= 0 || j == nil {
+func (s *Server) StartSweeper(interval time.Duration) {
+	if s.opts.Retention <= 0 {
 		return
 	}
 	if interval <= 0 {
@@ -30,7 +25,7 @@ func (s *Server) StartSweeper(j Sweeper, interval time.Duration) {
 		t := time.NewTicker(interval)
 		defer t.Stop()
 		for {
-			s.sweepOnce(j)
+			s.sweepOnce()
 			select {
 			case <-s.bg.Done():
 				return
@@ -41,11 +36,11 @@ func (s *Server) StartSweeper(j Sweeper, interval time.Duration) {
 }
 
 // sweepOnce runs batches until nothing old is left, yielding between them.
-func (s *Server) sweepOnce(j Sweeper) {
+func (s *Server) sweepOnce() {
 	cutoff := time.Now().Add(-s.opts.Retention)
 	total := 0
 	for s.bg.Err() == nil {
-		n, more, err := j.Sweep(cutoff, sweepBatch)
+		n, more, err := s.journal.Sweep(cutoff, sweepBatch)
 		if err != nil {
 			s.log.Error("retention sweep", slog.Any("error", err))
 			return

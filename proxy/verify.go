@@ -93,20 +93,12 @@ func (s *Server) awaitCredential(ctx context.Context, v *verification) bool {
 }
 
 func (s *Server) finishVerify(v verification, res verifiers.Result, visible bool) {
+	within := v.route.Verify.Within
 	_, err := s.journal.Apply(context.Background(), v.step.Key, journal.Fenced(v.step.Epoch, v.step.Fence, func(cur *journal.Step) (journal.Change, error) {
-		if cur.Status != journal.StatusCommitted || cur.VerifyBy.IsZero() {
-			return journal.Change{}, journal.ErrNoChange
+		if ch, ok := verifyFinishChange(*cur, visible, res.Evidence, within); ok {
+			return ch, nil
 		}
-		st := *cur
-		st.VerifyBy = time.Time{}
-		if visible {
-			st.Status = journal.StatusVerified
-			st.Evidence = "verify " + res.Evidence
-			return journal.Change{Step: st, Event: "verified", Reason: "verify " + res.Evidence}, nil
-		}
-		st.Hold, st.HoldReason = journal.HoldNeedsReview, ReasonNotVisible
-		st.LastError = "effect not visible within " + v.route.Verify.Within.String() + ": verify " + res.Evidence
-		return journal.Change{Step: st, Event: "held", Reason: st.LastError}, nil
+		return journal.Change{}, journal.ErrNoChange
 	}))
 	switch {
 	case errors.Is(err, journal.ErrFenced):
@@ -126,10 +118,7 @@ func (s *Server) finishVerify(v verification, res verifiers.Result, visible bool
 // for its caller's next guarded request to lend it (see parking). It
 // returns how many it resumed.
 func (s *Server) ResumeVerifications() (int, error) {
-	if s.store == nil {
-		return 0, nil
-	}
-	steps, err := s.store.List(journal.Filter{VerifyPending: true, Limit: 100000})
+	steps, err := s.journal.List(journal.Filter{VerifyPending: true, Limit: 100000})
 	if err != nil {
 		return 0, err
 	}

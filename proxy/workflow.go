@@ -7,13 +7,6 @@ import (
 	"github.com/toolguard/toolguard/journal"
 )
 
-// WorkflowStore is what workflow features read and write.
-type WorkflowStore interface {
-	GetWorkflow(id string) (journal.Workflow, error)
-	ListWorkflows(limit int) ([]journal.Workflow, error)
-	WorkflowSteps(id string) ([]journal.Step, error)
-}
-
 // VersionPolicy says what a prompt or policy version change in the middle
 // of a workflow does.
 type VersionPolicy string
@@ -30,11 +23,10 @@ const (
 // none (or nothing to compare).
 func (s *Server) versionChange(c *call) string {
 	id := c.in.Header.Get(HeaderWorkflow)
-	ws, ok := s.opts.Journal.(WorkflowStore)
-	if id == "" || !ok {
+	if id == "" {
 		return ""
 	}
-	w, err := ws.GetWorkflow(id)
+	w, err := s.journal.GetWorkflow(id)
 	if err != nil {
 		return ""
 	}

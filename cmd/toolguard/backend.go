@@ -18,11 +18,16 @@ import (
 // servedJournal is what serve needs of a journal, whatever its backend.
 type servedJournal interface {
 	proxy.Store
-	Sweep(cutoff time.Time, batch int) (removed int, more bool, err error)
-	Count() (journal.Counts, error)
-	Check() []error
 	Path() string
-	Close() error
+}
+
+// maintainerOf is the journal's file maintenance (online backups, the size
+// gauge): bbolt's; a PostgreSQL journal has none (pg_dump backs it up).
+func maintainerOf(j servedJournal) proxy.Maintainer {
+	if b, ok := j.(*journal.Bolt); ok {
+		return b
+	}
+	return nil
 }
 
 var (

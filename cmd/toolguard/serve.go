@@ -142,6 +142,7 @@ func serveWith(ctx context.Context, cfg config.Config, log *slog.Logger, stdout 
 		return err
 	}
 	defer j.Close()
+	maint := maintainerOf(j)
 	logStartup(log, j, set)
 
 	// Listen first: the proxy refuses requests aimed at its own listeners.
@@ -149,7 +150,7 @@ func serveWith(ctx context.Context, cfg config.Config, log *slog.Logger, stdout 
 	if err != nil {
 		return err
 	}
-	srv, err := wire.Proxy(cfg, wire.Deps{Rules: set, Journal: j, Secret: secret, CA: ca, Metrics: metrics, Logger: log,
+	srv, err := wire.Proxy(cfg, wire.Deps{Rules: set, Journal: j, Maintainer: maint, Secret: secret, CA: ca, Metrics: metrics, Logger: log,
 		SelfAddrs: []string{proxyLn.Addr().String(), adminLn.Addr().String()}})
 	if err != nil {
 		proxyLn.Close()
@@ -157,13 +158,14 @@ func serveWith(ctx context.Context, cfg config.Config, log *slog.Logger, stdout 
 		return err
 	}
 	defer srv.Close()
-	srv.StartSweeper(j, 0)
+	srv.StartSweeper(0)
+	srv.StartResolver(0)
 	if n, err := srv.ResumeVerifications(); err != nil {
 		return fmt.Errorf("resume verifications: %w", err)
 	} else if n > 0 {
 		log.Info("resumed pending verifications", "count", n)
 	}
-	admin := proxy.NewAdmin(proxy.AdminOptions{Store: j, Token: cfg.Admin.Token, AgentToken: cfg.Admin.AgentToken, Logger: log,
+	admin := proxy.NewAdmin(proxy.AdminOptions{Store: j, Maintainer: maint, Token: cfg.Admin.Token, AgentToken: cfg.Admin.AgentToken, Logger: log,
 		Metrics: metrics.Handler(), Extra: srv.WorkflowAdmin(), Ready: srv.Ready,
 		UI: console.Handler(console.Options{Version: version})})
 	proxyHTTP, adminHTTP := wire.HTTPServer(cfg, srv.Handler(), log), wire.HTTPServer(cfg, admin, log)

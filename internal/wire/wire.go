@@ -17,11 +17,14 @@ import (
 // Deps are what the proxy needs besides its configuration.
 type Deps struct {
 	Rules   *rules.Set
-	Journal proxy.Journal // *journal.Bolt or *postgres.Journal
-	Secret  []byte
-	CA      *proxy.CA
-	Metrics *proxy.Metrics
-	Logger  *slog.Logger
+	Journal proxy.Store // *journal.Bolt or *postgres.Journal
+	// Maintainer is the journal's optional file maintenance (backups, the
+	// size gauge); nil for a backend without a file.
+	Maintainer proxy.Maintainer
+	Secret     []byte
+	CA         *proxy.CA
+	Metrics    *proxy.Metrics
+	Logger     *slog.Logger
 	// SelfAddrs are toolguard's own listen addresses, refused as targets.
 	SelfAddrs []string
 }
@@ -45,7 +48,7 @@ func Proxy(cfg config.Config, d Deps) (*proxy.Server, error) {
 		minRate = -1 // configured 0: no minimum rate
 	}
 	return proxy.New(proxy.Options{
-		Rules: d.Rules, Journal: d.Journal, Secret: d.Secret, CA: d.CA, Transport: transport,
+		Rules: d.Rules, Journal: d.Journal, Maintainer: d.Maintainer, Secret: d.Secret, CA: d.CA, Transport: transport,
 		Unmatched:         proxy.Unmatched(cfg.Unmatched.String()),
 		AllowHosts:        cfg.Upstream.AllowHosts,
 		ConnectPorts:      ports,
@@ -61,6 +64,7 @@ func Proxy(cfg config.Config, d Deps) (*proxy.Server, error) {
 		InFlightWait:      cfg.Limits.InFlightWait,
 		UpstreamTimeout:   cfg.Upstream.Timeout,
 		MaxAttempts:       cfg.Retry.MaxAttempts,
+		AbandonAfter:      cfg.Recovery.AbandonAfter,
 		VerifyMaxInterval: cfg.Verify.MaxInterval,
 		OnVersionChange:   proxy.VersionPolicy(cfg.Workflows.OnVersionChange.String()),
 		Metrics:           d.Metrics,

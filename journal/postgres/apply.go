@@ -137,7 +137,7 @@ func (j *Journal) prepare(key string, cur *journal.Step, ch journal.Change, read
 	if err := validate(key, &s); err != nil {
 		return nil, err
 	}
-	if err := allowed(cur, &s); err != nil {
+	if err := journal.AllowedChange(cur, &ch); err != nil && !j.anyTransition {
 		return nil, err
 	}
 	now := readAt
@@ -161,7 +161,7 @@ func (j *Journal) prepare(key string, cur *journal.Step, ch journal.Change, read
 	}
 	typ := ch.Event
 	if typ == "" {
-		typ = s.Status.String()
+		typ = journal.EventType(s.Status.String())
 	}
 	p := &pending{old: cur, claimed: ch.Claim, lease: ch.Lease}
 	p.events = append(p.events, journal.Event{Time: now, Key: key, Type: typ, From: from, To: s.Status, Hold: s.Hold,
@@ -183,14 +183,6 @@ func (j *Journal) prepare(key string, cur *journal.Step, ch journal.Change, read
 	}
 	p.flows = flowDeltas(cur, &p.step)
 	return p, nil
-}
-
-// allowed is the one place where a backend refuses a transition the
-// journal's from->to allowlist rejects; it admits every transition until
-// the allowlist exists in package journal.
-func allowed(from, to *journal.Step) error {
-	_, _ = from, to
-	return nil
 }
 
 // validate refuses what the bbolt backend refuses, with the same limits.
@@ -252,7 +244,7 @@ func (j *Journal) write(ctx context.Context, p *pending) (journal.Step, bool, er
 	n := len(p.events)
 	types, froms, reasons, notes := make([]string, n), make([]int16, n), make([]string, n), make([]string, n)
 	for i, e := range p.events {
-		types[i], froms[i], reasons[i], notes[i] = e.Type, int16(e.From), e.Reason, e.Note
+		types[i], froms[i], reasons[i], notes[i] = string(e.Type), int16(e.From), e.Reason, e.Note
 	}
 	f := flowArrays(p.flows)
 	var body any
@@ -306,7 +298,8 @@ func (j *Journal) Renew(ctx context.Context, key string, epoch, fence uint64, d 
 		return err
 	}
 	tag, err := j.pool.Exec(ctx, `UPDATE steps SET lease_until = now() + $4 * interval '1 microsecond'
-		WHERE key = $1 AND epoch = $2 AND fence = $3`, key, int64(epoch), int64(fence), d.Microseconds())
+		WHERE key = $1 AND epoch = $2 AND fence = $3 AND status = $5`, key, int64(epoch), int64(fence), d.Microseconds(),
+		int16(journal.StatusStarted))
 	if err != nil {
 		return j.fault("renew lease of "+key, err, true)
 	}
@@ -314,6 +307,8 @@ func (j *Journal) Renew(ctx context.Context, key string, epoch, fence uint64, d 
 		j.commits.Add(1)
 		return nil
 	}
+	// Not renewed: the step is gone, claimed again, or no longer started
+	// (its outcome is recorded, so there is no call left to lease).
 	fe := &journal.FencedError{Key: key, HeldEpoch: epoch, HeldFence: fence, Missing: true}
 	var e, f int64
 	err = j.pool.QueryRow(ctx, "SELECT epoch, fence FROM steps WHERE key = $1", key).Scan(&e, &f)

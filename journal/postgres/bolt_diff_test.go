@@ -27,19 +27,23 @@ type store interface {
 	Check() []error
 }
 
-// tick is a clock that advances one second per reading, identical for
-// both backends when read in the same order.
-func tick() func() time.Time {
-	t := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
-	return func() time.Time { t = t.Add(time.Second); return t }
-}
+// stepClock is a clock that advances one second per transition of the
+// scenario, whatever the backend reads it for (bbolt also stamps the
+// records it reads), so that both backends see the same times.
+type stepClock struct{ t time.Time }
+
+func newStepClock() *stepClock { return &stepClock{t: time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)} }
+
+func (c *stepClock) now() time.Time { return c.t }
+func (c *stepClock) advance()       { c.t = c.t.Add(time.Second) }
 
 // scenario is a run of transitions touching every status, hold and class
 // of workflow step, a checkpoint and a sweep.
-func scenario(t *testing.T, s store) {
+func scenario(t *testing.T, s store, clock *stepClock) {
 	ctx := context.Background()
 	set := func(key string, edit func(*journal.Step), claim bool, extra ...journal.Event) {
 		t.Helper()
+		clock.advance()
 		_, err := s.Apply(ctx, key, func(cur *journal.Step) (journal.Change, error) {
 			st := journal.Step{Key: key, API: "pay", Route: "charge", Method: "POST", Host: "api.example",
 				Path: "/c", BodyHash: "h-" + key, Status: journal.StatusPrepared}
@@ -67,10 +71,15 @@ func scenario(t *testing.T, s store) {
 	set("a", func(s *journal.Step) {
 		s.Status, s.Response, s.VerifyBy = journal.StatusCommitted, ok, time.Date(2026, 3, 2, 0, 0, 0, 0, time.UTC)
 	}, false)
-	set("d", func(s *journal.Step) { s.Workflow = "w2"; s.Status = journal.StatusFailed; s.Retryable = true }, true)
-	set("e", func(s *journal.Step) { s.Status, s.Response = journal.StatusCommitted, ok }, true)
+	started := func(s *journal.Step) { s.Status = journal.StatusStarted }
+	set("d", func(s *journal.Step) { s.Workflow = "w2"; started(s) }, true)
+	set("d", func(s *journal.Step) { s.Status = journal.StatusFailed; s.Retryable = true }, false)
+	set("e", started, true)
+	set("e", func(s *journal.Step) { s.Status, s.Response = journal.StatusCommitted, ok }, false)
 	set("b", func(s *journal.Step) { s.Hold, s.Workflow = journal.HoldNone, "w2" }, false)
-	set("f", func(s *journal.Step) { s.Status, s.Evidence = journal.StatusVerified, "seen" }, true)
+	set("f", started, true)
+	set("f", func(s *journal.Step) { s.Status, s.Response = journal.StatusCommitted, ok }, false)
+	set("f", func(s *journal.Step) { s.Status, s.Evidence = journal.StatusVerified, "seen" }, false)
 	if _, err := s.PutCheckpoint("w1", nil, json.RawMessage(`{"n":1}`)); err != nil {
 		t.Fatal(err)
 	}
@@ -132,14 +141,15 @@ func view(t *testing.T, s store) map[string]any {
 // The same transitions on bbolt and on PostgreSQL leave the same steps,
 // events, counts and workflows.
 func TestSameStateAsBolt(t *testing.T) {
-	b, err := journal.Open(filepath.Join(t.TempDir(), "j.db"), journal.Options{Now: tick()})
+	bc, pc := newStepClock(), newStepClock()
+	b, err := journal.Open(filepath.Join(t.TempDir(), "j.db"), journal.Options{Now: bc.now})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer b.Close()
-	p := openTest(t, Options{Now: tick()})
-	scenario(t, b)
-	scenario(t, p)
+	p := openTest(t, Options{Now: pc.now})
+	scenario(t, b, bc)
+	scenario(t, p, pc)
 	want, got := view(t, b), view(t, p)
 	for k := range want {
 		if !reflect.DeepEqual(got[k], want[k]) {

@@ -134,7 +134,7 @@ func (j *Journal) List(f journal.Filter) ([]journal.Step, error) {
 	default:
 		order = "s.updated_at DESC, s.key DESC"
 	}
-	q := "SELECT " + stepColumns + " FROM steps s"
+	q := "SELECT " + stepColumns + ", now() FROM steps s"
 	if len(where) > 0 {
 		q += " WHERE " + strings.Join(where, " AND ")
 	}
@@ -144,7 +144,8 @@ func (j *Journal) List(f journal.Filter) ([]journal.Step, error) {
 	return j.querySteps(ctx, "list steps", q, args...)
 }
 
-// querySteps runs q, which selects stepColumns, and decodes its rows.
+// querySteps runs q, which selects stepColumns, and decodes its rows; each
+// step's ReadAt is the database's clock at the query.
 func (j *Journal) querySteps(ctx context.Context, op, q string, args ...any) ([]journal.Step, error) {
 	var out []journal.Step
 	err := j.eachStep(ctx, op, q, args, func(s journal.Step) error {
@@ -166,13 +167,15 @@ func (j *Journal) eachStep(ctx context.Context, op, q string, args []any, fn fun
 		var rev int64
 		var lease *time.Time
 		var record, body []byte
-		if err := rows.Scan(&rev, &lease, &record, &body); err != nil {
+		var now time.Time
+		if err := rows.Scan(&rev, &lease, &record, &body, &now); err != nil {
 			return j.fault(op, err, false)
 		}
 		s, err := decodeStep(rev, lease, record, body)
 		if err != nil {
 			return fmt.Errorf("%s: %w", op, err)
 		}
+		s.ReadAt = now.UTC()
 		if err := fn(*s); err != nil {
 			return err
 		}
@@ -196,7 +199,7 @@ func (j *Journal) ForEach(fn func(journal.Step) error) error {
 		return j.fault("walk steps", err, false)
 	}
 	defer tx.Rollback(ctx)
-	rows, err := tx.Query(ctx, "SELECT "+stepColumns+" FROM steps s ORDER BY s.created_at, s.key")
+	rows, err := tx.Query(ctx, "SELECT "+stepColumns+", now() FROM steps s ORDER BY s.created_at, s.key")
 	if err != nil {
 		return j.fault("walk steps", err, false)
 	}
@@ -205,10 +208,14 @@ func (j *Journal) ForEach(fn func(journal.Step) error) error {
 		var rev int64
 		var lease *time.Time
 		var record, body []byte
-		if err := rows.Scan(&rev, &lease, &record, &body); err != nil {
+		var now time.Time
+		if err := rows.Scan(&rev, &lease, &record, &body, &now); err != nil {
 			return j.fault("walk steps", err, false)
 		}
 		s, err := decodeStep(rev, lease, record, body)
+		if err == nil {
+			s.ReadAt = now.UTC()
+		}
 		if err != nil {
 			return fmt.Errorf("walk steps: %w", err)
 		}

@@ -96,7 +96,7 @@ func (j *Journal) WorkflowSteps(id string) ([]journal.Step, error) {
 	}
 	ctx, cancel := j.opContext()
 	defer cancel()
-	return j.querySteps(ctx, op, "SELECT "+stepColumns+" FROM steps s WHERE s.workflow = $1 ORDER BY s.key", id)
+	return j.querySteps(ctx, op, "SELECT "+stepColumns+", now() FROM steps s WHERE s.workflow = $1 ORDER BY s.key", id)
 }
 
 // PutCheckpoint stores a workflow's checkpoint as a compare-and-swap on its

@@ -1,0 +1,86 @@
+package journal
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+)
+
+// Renew extends the lease of a started step that the caller still owns by
+// its claim (epoch, fence). bbolt keeps leases in the process (a journal
+// file has one writer), so Renew writes nothing: it only checks that the
+// claim is still the step's, and returns a *FencedError (wrapping
+// ErrFenced) when it is not, or when the step has left started.
+func (b *Bolt) Renew(ctx context.Context, key string, epoch, fence uint64, d time.Duration) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("renew lease of %s: %w", key, err)
+	}
+	if b.readOnly {
+		return fmt.Errorf("renew lease of %s: %w", key, ErrReadOnly)
+	}
+	st, err := b.Get(key)
+	if errors.Is(err, ErrNotFound) {
+		return &FencedError{Key: key, HeldEpoch: epoch, HeldFence: fence, Missing: true}
+	}
+	if err != nil {
+		return fmt.Errorf("renew lease of %s: %w", key, err)
+	}
+	if st.Epoch != epoch || st.Fence != fence || st.Status != StatusStarted {
+		return &FencedError{Key: key, HeldEpoch: epoch, HeldFence: fence, Epoch: st.Epoch, Fence: st.Fence}
+	}
+	return nil
+}
+
+// Watch returns a channel that receives a value after a commit that
+// changed key's step, and a function that stops the watch. It is a wake-up
+// hint only: signals coalesce (the channel holds one), and a watcher that
+// must not miss a change reads the step again after each wake-up and polls.
+func (b *Bolt) Watch(key string) (<-chan struct{}, func()) {
+	return b.watch.add(key)
+}
+
+// watchers are the channels of Watch by key.
+type watchers struct {
+	mu sync.Mutex
+	m  map[string]map[chan struct{}]struct{}
+}
+
+func (w *watchers) add(key string) (<-chan struct{}, func()) {
+	ch := make(chan struct{}, 1)
+	w.mu.Lock()
+	if w.m == nil {
+		w.m = map[string]map[chan struct{}]struct{}{}
+	}
+	set := w.m[key]
+	if set == nil {
+		set = map[chan struct{}]struct{}{}
+		w.m[key] = set
+	}
+	set[ch] = struct{}{}
+	w.mu.Unlock()
+	var once sync.Once
+	return ch, func() {
+		once.Do(func() {
+			w.mu.Lock()
+			defer w.mu.Unlock()
+			delete(w.m[key], ch)
+			if len(w.m[key]) == 0 {
+				delete(w.m, key)
+			}
+		})
+	}
+}
+
+// signal wakes every watcher of key without blocking.
+func (w *watchers) signal(key string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for ch := range w.m[key] {
+		select {
+		case ch <- struct{}{}:
+		default:
+		}
+	}
+}

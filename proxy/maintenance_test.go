@@ -1,0 +1,44 @@
+package proxy
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/toolguard/toolguard/journal"
+)
+
+// Backups need the optional Maintainer: without one (a journal backend
+// with no file) the endpoint says so, while check and export, which every
+// Store provides, keep working.
+func TestMaintenanceWithoutMaintainer(t *testing.T) {
+	j, err := journal.Open(filepath.Join(t.TempDir(), "tg.db"), journal.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.Close()
+	tests := []struct {
+		name   string
+		mt     Maintainer
+		path   string
+		status int
+		body   string
+	}{
+		{name: "backup with a file", mt: j, path: "/v1/journal/backup", status: http.StatusOK},
+		{name: "backup without a file", path: "/v1/journal/backup", status: http.StatusNotImplemented, body: "pg_dump"},
+		{name: "check without a file", path: "/v1/journal/check", status: http.StatusOK, body: `"ok": true`},
+		{name: "export without a file", path: "/v1/journal/export", status: http.StatusOK},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			a := NewAdmin(AdminOptions{Store: j, Maintainer: tc.mt})
+			rec := httptest.NewRecorder()
+			a.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, tc.path, nil))
+			if rec.Code != tc.status || !strings.Contains(rec.Body.String(), tc.body) {
+				t.Fatalf("GET %s: %d %s, want %d containing %q", tc.path, rec.Code, rec.Body.String(), tc.status, tc.body)
+			}
+		})
+	}
+}

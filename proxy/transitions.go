@@ -1,0 +1,317 @@
+package proxy
+
+import (
+	"fmt"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/toolguard/toolguard/journal"
+	"github.com/toolguard/toolguard/rules"
+)
+
+// The transitions of a step, next to Decide: each is a pure function of
+// the current record and of values captured before journal.Apply, so a
+// backend may run the mutation that calls it more than once. The journal
+// checks every change against its allowlist (journal.Allowed).
+//
+//	claim         new/prepared/failed/started → started (claimed: epoch, fence, lease)
+//	takeover      any of these on a started step whose owner's lease lapsed: claimed (withTakeover)
+//	hold          any → held (awaiting_approval, needs_review)
+//	record found  started → committed (a lookup found the effect)
+//	outcome       started → committed | failed | started (outcome unknown)
+//	response hash committed → committed (hash of a streamed response)
+//	approve       prepared/awaiting_approval → prepared (bound to the body)
+//	resolve       held → committed | prepared (operator's finding)
+//	verify finish committed → verified | committed/needs_review
+//	abandon       started → committed | failed | started/needs_review
+
+// claimChange claims a step for a send: it becomes started with a new
+// attempt, the claim's lease, and no hold. fresh is the first record of a
+// new key (cur nil).
+func claimChange(cur *journal.Step, fresh journal.Step, d Decision, why, versionChange string, lease time.Duration) journal.Change {
+	st := fresh
+	ev := journal.EventStarted
+	if cur != nil {
+		st = *cur
+		switch {
+		case d.Recovered:
+			ev = journal.EventResent
+		case cur.Status == journal.StatusFailed:
+			ev = journal.EventRetried
+		}
+	}
+	st.Status = journal.StatusStarted
+	st.Hold, st.HoldReason = journal.HoldNone, ""
+	st.ApprovedBodyHash = ""
+	st.Attempt++
+	ch := journal.Change{Step: st, Event: ev, Reason: why, Claim: true, Lease: lease}
+	if cur == nil && versionChange != "" {
+		ch.Extra = append(ch.Extra, journal.Event{Type: journal.EventVersionChanged, Reason: versionChange + " (allowed by policy)"})
+	}
+	return ch
+}
+
+// withTakeover makes ch a takeover when cur is a started step whose owner's
+// lease lapsed (another replica that died or lost the journal): the change
+// claims the step, so that the old owner's late writes are refused
+// (journal.ErrFenced), and records whose claim it ended. Whatever the
+// recovery table decided (a lookup's finding, a hold, a re-send), it is
+// written under the new claim; a takeover never sends blindly.
+func withTakeover(ch journal.Change, cur *journal.Step, epoch uint64, lease time.Duration) journal.Change {
+	if cur == nil || !leaseLapsed(cur, epoch) {
+		return ch
+	}
+	ch.Claim, ch.Lease = true, lease
+	ch.Extra = append(ch.Extra, takeoverEvent(cur))
+	return ch
+}
+
+// takeoverEvent records whose claim a takeover ended.
+func takeoverEvent(cur *journal.Step) journal.Event {
+	return journal.Event{Type: journal.EventTakenOver,
+		Reason: fmt.Sprintf("lease of epoch %d fence %d lapsed at %s", cur.Epoch, cur.Fence, cur.LeaseUntil.UTC().Format(time.RFC3339Nano))}
+}
+
+// leaseLapsed reports whether st is a started step claimed by another
+// owner whose lease has lapsed, by the journal's clock. Backends that keep
+// leases in the process (bbolt) leave LeaseUntil zero.
+func leaseLapsed(st *journal.Step, epoch uint64) bool {
+	return st.Status == journal.StatusStarted && st.Epoch != epoch && !st.LeaseUntil.IsZero() && !st.LeaseUntil.After(st.ReadAt)
+}
+
+// inFlightElsewhere reports whether st is a started step claimed by
+// another owner (another replica) whose lease is still running.
+func inFlightElsewhere(st *journal.Step, epoch uint64) bool {
+	return st.Status == journal.StatusStarted && !st.Held() && st.Epoch != epoch && st.LeaseUntil.After(st.ReadAt)
+}
+
+// holdChange puts a step on hold; a new key is recorded prepared (nothing
+// was sent). evidence, when set, is kept as the step's last error.
+func holdChange(cur *journal.Step, fresh journal.Step, d Decision, why, evidence string) journal.Change {
+	st := fresh
+	if cur != nil {
+		st = *cur
+	} else {
+		st.Status = journal.StatusPrepared
+	}
+	st.Hold, st.HoldReason = d.Hold, d.Reason
+	if evidence != "" {
+		st.LastError = evidence
+	}
+	return journal.Change{Step: st, Event: journal.EventHeld, Reason: why}
+}
+
+// recordFoundChange records a lookup's evidence of the effect as the
+// outcome of an interrupted call; a route with verification gets a
+// deadline (verifyWithin > 0).
+func recordFoundChange(cur journal.Step, found lookupResult, why string, verifyWithin time.Duration, now time.Time) journal.Change {
+	st := cur
+	st.Status = journal.StatusCommitted
+	st.OperationID = found.operationID
+	st.Evidence = found.evidence
+	st.Response = found.response
+	if verifyWithin > 0 && st.OperationID != "" {
+		st.VerifyBy = now.Add(verifyWithin)
+	}
+	return journal.Change{Step: st, Event: journal.EventRecovered, Reason: why}
+}
+
+// attempt is what one upstream attempt established, captured before the
+// outcome is journaled.
+type attempt struct {
+	// err is the transport error; sent is false only when nothing can have
+	// reached the upstream.
+	err  error
+	sent bool
+	// status and statusText are the upstream's answer when err is nil.
+	status     int
+	statusText string
+	// native: the route uses native idempotency (a 409 means "key in use").
+	native bool
+	// answer is readAnswer's record of a definitive answer.
+	answer answerRecord
+	// verifyWithin is the route's verification window; zero when none.
+	verifyWithin time.Duration
+}
+
+// outcomeChange classifies an attempt into the step's next record.
+func outcomeChange(cur journal.Step, a attempt, now time.Time) journal.Change {
+	next := cur
+	switch {
+	case a.err != nil && !a.sent:
+		next.Status, next.Retryable = journal.StatusFailed, true
+		next.LastError = "not executed: " + a.err.Error()
+		return journal.Change{Step: next, Event: journal.EventFailed, Reason: "upstream unreachable; nothing was sent"}
+	case a.err != nil:
+		next.LastError = a.err.Error()
+		return journal.Change{Step: next, Event: journal.EventOutcomeUnknown, Reason: "sent, no answer: " + a.err.Error()}
+	case a.status >= 500:
+		next.LastError = "upstream answered " + a.statusText
+		return journal.Change{Step: next, Event: journal.EventOutcomeUnknown, Reason: "upstream " + strconv.Itoa(a.status) + " after the request was sent"}
+	case a.status == http.StatusConflict && a.native && a.answer.kind == rules.OutcomeByStatus:
+		// Providers answer 409 while another request with the same
+		// idempotency key is still executing (Stripe does): the outcome is
+		// that request's, not known yet. The next retry re-sends the key.
+		// An outcome rule that classifies the 409 takes precedence.
+		next.LastError = "upstream answered " + a.statusText + " (idempotency key in use)"
+		return journal.Change{Step: next, Event: journal.EventOutcomeUnknown, Reason: "idempotency key in use at the provider"}
+	}
+	next.Response = a.answer.response
+	next.LastError = ""
+	answered := "upstream answered " + a.statusText
+	if !commits(a.status, a.answer.kind) {
+		next.Status = journal.StatusFailed
+		switch a.answer.kind {
+		case rules.OutcomeFailure:
+			next.Retryable, answered = false, answered+" (outcome rule: failure)"
+		case rules.OutcomeRetryable:
+			next.Retryable, answered = true, answered+" (outcome rule: retryable)"
+		default:
+			next.Retryable = a.answer.signals.retryable(a.status)
+		}
+		return journal.Change{Step: next, Event: journal.EventFailed, Reason: answered}
+	}
+	next.Status, next.Retryable = journal.StatusCommitted, false
+	next.OperationID = a.answer.operationID
+	switch a.answer.kind {
+	case rules.OutcomeAlreadyDone:
+		answered = "already done: " + answered + " (outcome rule: already_done)"
+	case rules.OutcomeAccepted:
+		answered = "accepted: " + answered + " (outcome rule: accepted; to be verified)"
+	}
+	next.Evidence = answered
+	if a.verifyWithin > 0 {
+		next.VerifyBy = now.Add(a.verifyWithin)
+	}
+	return journal.Change{Step: next, Event: journal.EventCommitted, Reason: answered}
+}
+
+// commits reports whether an answer below 500 commits the step.
+func commits(code int, kind rules.OutcomeKind) bool {
+	switch kind {
+	case rules.OutcomeAccepted, rules.OutcomeAlreadyDone:
+		return true
+	case rules.OutcomeFailure, rules.OutcomeRetryable:
+		return false
+	}
+	return code < 400
+}
+
+// responseHashChange records the hash of an oversized response once it
+// was streamed whole; ok is false when there is nothing to record.
+func responseHashChange(cur journal.Step, sum string) (journal.Change, bool) {
+	if cur.Response == nil || !cur.Response.Truncated || cur.Response.BodyHash != "" {
+		return journal.Change{}, false
+	}
+	st := cur
+	resp := *cur.Response
+	resp.BodyHash = sum
+	st.Response = &resp
+	return journal.Change{Step: st, Event: journal.EventResponseHashed, Reason: "oversized response streamed whole"}, true
+}
+
+// approveChange releases a step held for approval: it becomes prepared
+// and bound to the body the operator saw. Approving again changes nothing
+// (journal.ErrNoChange).
+func approveChange(cur *journal.Step, note string) (journal.Change, error) {
+	if cur == nil {
+		return journal.Change{}, journal.ErrNotFound
+	}
+	if cur.Hold != journal.HoldAwaitingApproval {
+		if cur.Decision == DecisionApproved {
+			return journal.Change{}, journal.ErrNoChange
+		}
+		return journal.Change{}, fmt.Errorf("%w: approve: step %s is %s (hold %q); only steps awaiting approval can be approved", errNotHeld, cur.Key, cur.Status, cur.Hold)
+	}
+	st := *cur
+	st.Hold, st.HoldReason = journal.HoldNone, ""
+	st.Status = journal.StatusPrepared
+	st.ApprovedBodyHash = cur.BodyHash
+	st.Decision = DecisionApproved
+	return journal.Change{Step: st, Event: journal.EventApproved, Reason: "operator approved", Note: note, Claim: true}, nil
+}
+
+// resolveChange ends a hold with an operator's finding (decision is
+// DecisionResolvedCommitted or DecisionResolvedNotExecuted). It claims the
+// step, fencing out an owner that may still be writing.
+func resolveChange(cur *journal.Step, decision string, res Resolution) (journal.Change, error) {
+	if cur == nil {
+		return journal.Change{}, journal.ErrNotFound
+	}
+	if !cur.Held() {
+		if cur.Decision == decision {
+			return journal.Change{}, journal.ErrNoChange
+		}
+		return journal.Change{}, fmt.Errorf("%w: resolve: step %s is %s and not held; nothing to resolve", errNotHeld, cur.Key, cur.Status)
+	}
+	st := *cur
+	st.Hold, st.HoldReason, st.Decision = journal.HoldNone, "", decision
+	st.VerifyBy = time.Time{}
+	st.Evidence = "operator: " + res.Note
+	if decision == DecisionResolvedCommitted {
+		if st.Status != journal.StatusVerified {
+			st.Status = journal.StatusCommitted
+		}
+		st.Retryable = false
+		if res.OperationID != "" {
+			st.OperationID = res.OperationID
+		}
+	} else {
+		st.Status = journal.StatusPrepared
+		st.Response = nil
+		st.ApprovedBodyHash = cur.BodyHash
+	}
+	return journal.Change{Step: st, Event: journal.EventResolved, Reason: "operator resolved: " + res.Outcome, Note: res.Note, Claim: true}, nil
+}
+
+// verifyFinishChange records the end of a verification: verified when the
+// effect was seen, held for review otherwise. ok is false when the step no
+// longer waits for one.
+func verifyFinishChange(cur journal.Step, visible bool, evidence string, within time.Duration) (journal.Change, bool) {
+	if cur.Status != journal.StatusCommitted || cur.VerifyBy.IsZero() || cur.Held() {
+		return journal.Change{}, false
+	}
+	st := cur
+	st.VerifyBy = time.Time{}
+	if visible {
+		st.Status = journal.StatusVerified
+		st.Evidence = "verify " + evidence
+		return journal.Change{Step: st, Event: journal.EventVerified, Reason: "verify " + evidence}, true
+	}
+	st.Hold, st.HoldReason = journal.HoldNeedsReview, ReasonNotVisible
+	st.LastError = "effect not visible within " + within.String() + ": verify " + evidence
+	return journal.Change{Step: st, Event: journal.EventHeld, Reason: st.LastError}, true
+}
+
+// abandonChange settles a started step that nobody came back for, without
+// ever sending it: a lookup that found the effect records it (committed);
+// one that found none marks the step failed and retryable (not executed,
+// the caller's retry sends it); anything else holds it for review with
+// ReasonAbandoned. ok is false when the step is no longer an abandoned
+// started step (it moved on meanwhile).
+func abandonChange(cur journal.Step, lookup LookupAnswer, found *lookupResult, evidence string, verifyWithin time.Duration, now time.Time) (journal.Change, bool) {
+	if cur.Status != journal.StatusStarted || cur.Held() {
+		return journal.Change{}, false
+	}
+	switch {
+	case lookup == LookupFound && found != nil:
+		ch := recordFoundChange(cur, *found, "abandoned call: lookup found the effect", verifyWithin, now)
+		ch.Extra = append(ch.Extra, journal.Event{Type: journal.EventAbandoned, Reason: "resolved in the background; nothing was sent"})
+		return ch, true
+	case lookup == LookupAbsent:
+		st := cur
+		st.Status, st.Retryable = journal.StatusFailed, true
+		st.LastError = "not executed: " + evidence
+		return journal.Change{Step: st, Event: journal.EventAbandoned,
+			Reason: "abandoned call: the lookup found no effect; a retry sends it again (" + evidence + ")"}, true
+	}
+	st := cur
+	st.Hold, st.HoldReason = journal.HoldNeedsReview, ReasonAbandoned
+	why := "abandoned call: outcome unknown and nobody retried it"
+	if evidence != "" {
+		st.LastError = evidence
+		why += " (" + evidence + ")"
+	}
+	return journal.Change{Step: st, Event: journal.EventAbandoned, Reason: why}, true
+}

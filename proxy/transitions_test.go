@@ -1,0 +1,333 @@
+package proxy
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/toolguard/toolguard/journal"
+)
+
+var testNow = time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC)
+
+func stepIn(status journal.Status, mod func(*journal.Step)) *journal.Step {
+	s := &journal.Step{Key: "k", Status: status, BodyHash: "b", Attempt: 1, Epoch: 1, Fence: 3}
+	if mod != nil {
+		mod(s)
+	}
+	return s
+}
+
+// allowed fails t when the journal's allowlist refuses ch from cur: every
+// transition the proxy makes must be one the backends accept.
+func allowed(t *testing.T, cur *journal.Step, ch journal.Change) {
+	t.Helper()
+	if err := journal.AllowedChange(cur, &ch); err != nil {
+		t.Fatalf("the journal refuses this change: %v", err)
+	}
+}
+
+// TestClaimChange covers every claim: a new step, a prepared one, a retry
+// of a failure, a recovered re-send and a takeover of a lapsed lease.
+func TestClaimChange(t *testing.T) {
+	fresh := journal.Step{Key: "k", BodyHash: "b"}
+	tests := []struct {
+		name    string
+		cur     *journal.Step
+		d       Decision
+		version string
+		event   journal.EventType
+		extra   []journal.EventType
+		attempt int
+	}{
+		{name: "new", d: Decision{Action: ActionForward}, event: journal.EventStarted, attempt: 1},
+		{name: "new with an allowed version change", d: Decision{Action: ActionForward}, version: "prompt version 1 → 2", event: journal.EventStarted, extra: []journal.EventType{journal.EventVersionChanged}, attempt: 1},
+		{name: "approved", cur: stepIn(journal.StatusPrepared, func(s *journal.Step) { s.Attempt, s.ApprovedBodyHash = 0, "b" }), d: Decision{Action: ActionForward}, event: journal.EventStarted, attempt: 1},
+		{name: "retry", cur: stepIn(journal.StatusFailed, func(s *journal.Step) { s.Retryable = true }), d: Decision{Action: ActionForward}, event: journal.EventRetried, attempt: 2},
+		{name: "recovered re-send", cur: stepIn(journal.StatusStarted, nil), d: Decision{Action: ActionForward, Recovered: true}, event: journal.EventResent, attempt: 2},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			ch := claimChange(tc.cur, fresh, tc.d, "why", tc.version, 15*time.Second)
+			allowed(t, tc.cur, ch)
+			st := ch.Step
+			if !ch.Claim || ch.Lease != 15*time.Second || st.Status != journal.StatusStarted || st.Held() || st.ApprovedBodyHash != "" || st.Attempt != tc.attempt || ch.Event != tc.event {
+				t.Fatalf("claim = %+v (step %s attempt %d)", ch, st.Status, st.Attempt)
+			}
+			if len(ch.Extra) != len(tc.extra) {
+				t.Fatalf("extra events %+v, want %v", ch.Extra, tc.extra)
+			}
+			for i, e := range ch.Extra {
+				if e.Type != tc.extra[i] {
+					t.Fatalf("extra event %d is %s, want %s", i, e.Type, tc.extra[i])
+				}
+			}
+		})
+	}
+}
+
+// TestTakeover: a change to a started step whose owner's lease lapsed
+// claims it (fencing the old owner out) and records the takeover; any
+// other change is left as it is.
+func TestTakeover(t *testing.T) {
+	lapsed := stepIn(journal.StatusStarted, func(s *journal.Step) { s.Epoch, s.LeaseUntil, s.ReadAt = 9, testNow, testNow.Add(time.Second) })
+	running := stepIn(journal.StatusStarted, func(s *journal.Step) { s.Epoch, s.LeaseUntil, s.ReadAt = 9, testNow.Add(time.Second), testNow })
+	hold := Decision{Action: ActionHold, Hold: journal.HoldNeedsReview, Reason: ReasonOutcomeUnknown}
+	changes := map[string]func(cur *journal.Step) journal.Change{
+		"re-send": func(cur *journal.Step) journal.Change {
+			return claimChange(cur, journal.Step{}, Decision{Action: ActionForward, Recovered: true}, "why", "", time.Second)
+		},
+		"hold": func(cur *journal.Step) journal.Change { return holdChange(cur, journal.Step{}, hold, "why", "") },
+		"record found": func(cur *journal.Step) journal.Change {
+			return recordFoundChange(*cur, lookupResult{operationID: "op", evidence: "found"}, "why", 0, testNow)
+		},
+		"abandon": func(cur *journal.Step) journal.Change {
+			ch, _ := abandonChange(*cur, LookupNotAsked, nil, "", 0, testNow)
+			return ch
+		},
+	}
+	for name, change := range changes {
+		t.Run(name, func(t *testing.T) {
+			ch := withTakeover(change(lapsed), lapsed, 1, 15*time.Second)
+			allowed(t, lapsed, ch)
+			last := ch.Extra[len(ch.Extra)-1]
+			if !ch.Claim || ch.Lease != 15*time.Second || last.Type != journal.EventTakenOver {
+				t.Fatalf("takeover = %+v", ch)
+			}
+			plain := change(running)
+			if got := withTakeover(plain, running, 1, 15*time.Second); got.Claim != plain.Claim || len(got.Extra) != len(plain.Extra) {
+				t.Fatalf("a running lease was taken over: %+v", got)
+			}
+		})
+	}
+}
+
+// TestLeaseStates: in flight elsewhere while another owner's lease runs,
+// lapsed after it; never for our own epoch or a process-local lease.
+func TestLeaseStates(t *testing.T) {
+	tests := []struct {
+		name              string
+		step              *journal.Step
+		elsewhere, lapsed bool
+	}{
+		{name: "bbolt: no lease", step: stepIn(journal.StatusStarted, func(s *journal.Step) { s.Epoch, s.ReadAt = 9, testNow })},
+		{name: "another owner, lease running", step: stepIn(journal.StatusStarted, func(s *journal.Step) { s.Epoch, s.LeaseUntil, s.ReadAt = 9, testNow.Add(time.Second), testNow }), elsewhere: true},
+		{name: "another owner, lease lapsed", step: stepIn(journal.StatusStarted, func(s *journal.Step) { s.Epoch, s.LeaseUntil, s.ReadAt = 9, testNow, testNow }), lapsed: true},
+		{name: "our own claim", step: stepIn(journal.StatusStarted, func(s *journal.Step) { s.LeaseUntil, s.ReadAt = testNow.Add(time.Second), testNow })},
+		{name: "held", step: stepIn(journal.StatusStarted, func(s *journal.Step) {
+			s.Epoch, s.LeaseUntil, s.ReadAt, s.Hold = 9, testNow.Add(time.Second), testNow, journal.HoldNeedsReview
+		})},
+		{name: "committed", step: stepIn(journal.StatusCommitted, func(s *journal.Step) { s.Epoch, s.LeaseUntil, s.ReadAt = 9, testNow.Add(time.Second), testNow })},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := inFlightElsewhere(tc.step, 1); got != tc.elsewhere {
+				t.Errorf("inFlightElsewhere = %v", got)
+			}
+			if got := leaseLapsed(tc.step, 1) && !tc.step.Held(); got != tc.lapsed {
+				t.Errorf("leaseLapsed = %v", got)
+			}
+		})
+	}
+}
+
+func TestHoldAndRecordFound(t *testing.T) {
+	d := Decision{Action: ActionHold, Hold: journal.HoldNeedsReview, Reason: ReasonLookupUnknown}
+	ch := holdChange(nil, journal.Step{Key: "k"}, Decision{Action: ActionHold, Hold: journal.HoldAwaitingApproval, Reason: ReasonApproval}, "why", "")
+	allowed(t, nil, ch)
+	if ch.Step.Status != journal.StatusPrepared || ch.Step.Hold != journal.HoldAwaitingApproval || ch.Event != journal.EventHeld {
+		t.Fatalf("hold of a new key: %+v", ch)
+	}
+	cur := stepIn(journal.StatusStarted, nil)
+	ch = holdChange(cur, journal.Step{}, d, "why", "lookup timed out")
+	allowed(t, cur, ch)
+	if ch.Step.Status != journal.StatusStarted || ch.Step.HoldReason != ReasonLookupUnknown || ch.Step.LastError != "lookup timed out" || ch.Claim {
+		t.Fatalf("hold of a started step: %+v", ch)
+	}
+	for _, within := range []time.Duration{0, time.Minute} {
+		ch = recordFoundChange(*cur, lookupResult{operationID: "op", evidence: "lookup found op"}, "why", within, testNow)
+		allowed(t, cur, ch)
+		wantBy := time.Time{}
+		if within > 0 {
+			wantBy = testNow.Add(within)
+		}
+		if ch.Step.Status != journal.StatusCommitted || ch.Step.OperationID != "op" || ch.Event != journal.EventRecovered || !ch.Step.VerifyBy.Equal(wantBy) {
+			t.Fatalf("record found (verify within %v): %+v", within, ch)
+		}
+	}
+}
+
+// TestOutcomeChangeMatrix classifies every kind of attempt.
+func TestOutcomeChangeMatrix(t *testing.T) {
+	ans := answerRecord{response: &journal.Response{Status: 201}, operationID: "op"}
+	tests := []struct {
+		name      string
+		a         attempt
+		status    journal.Status
+		retryable bool
+		event     journal.EventType
+		verify    bool
+	}{
+		{name: "nothing sent", a: attempt{err: errors.New("dial refused")}, status: journal.StatusFailed, retryable: true, event: journal.EventFailed},
+		{name: "sent, no answer", a: attempt{err: errors.New("timeout"), sent: true}, status: journal.StatusStarted, event: journal.EventOutcomeUnknown},
+		{name: "5xx", a: attempt{sent: true, status: 502, statusText: "502 Bad Gateway"}, status: journal.StatusStarted, event: journal.EventOutcomeUnknown},
+		{name: "409, native key in use", a: attempt{sent: true, status: 409, statusText: "409 Conflict", native: true}, status: journal.StatusStarted, event: journal.EventOutcomeUnknown},
+		{name: "409, no native key", a: attempt{sent: true, status: 409, statusText: "409 Conflict", answer: ans}, status: journal.StatusFailed, event: journal.EventFailed},
+		{name: "429 retryable", a: attempt{sent: true, status: 429, statusText: "429 Too Many Requests", answer: ans}, status: journal.StatusFailed, retryable: true, event: journal.EventFailed},
+		{name: "400 definitive", a: attempt{sent: true, status: 400, statusText: "400 Bad Request", answer: ans}, status: journal.StatusFailed, event: journal.EventFailed},
+		{name: "201", a: attempt{sent: true, status: 201, statusText: "201 Created", answer: ans}, status: journal.StatusCommitted, event: journal.EventCommitted},
+		{name: "201 with verification", a: attempt{sent: true, status: 201, statusText: "201 Created", answer: ans, verifyWithin: time.Minute}, status: journal.StatusCommitted, event: journal.EventCommitted, verify: true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			cur := stepIn(journal.StatusStarted, nil)
+			ch := outcomeChange(*cur, tc.a, testNow)
+			allowed(t, cur, ch)
+			st := ch.Step
+			if st.Status != tc.status || st.Retryable != tc.retryable || ch.Event != tc.event || ch.Claim || (!st.VerifyBy.IsZero()) != tc.verify {
+				t.Fatalf("outcome = %s retryable %v event %s verify-by %v", st.Status, st.Retryable, ch.Event, st.VerifyBy)
+			}
+			if tc.status == journal.StatusCommitted && (st.OperationID != "op" || st.Response == nil) {
+				t.Fatalf("committed without its answer: %+v", st)
+			}
+		})
+	}
+}
+
+func TestResponseHashChange(t *testing.T) {
+	cur := stepIn(journal.StatusCommitted, func(s *journal.Step) { s.Response = &journal.Response{Status: 200, Truncated: true} })
+	ch, ok := responseHashChange(*cur, "abc")
+	allowed(t, cur, ch)
+	if !ok || ch.Step.Response.BodyHash != "abc" || cur.Response.BodyHash != "" || ch.Event != journal.EventResponseHashed {
+		t.Fatalf("hash change: %+v ok=%v (the current record must stay untouched)", ch, ok)
+	}
+	if _, ok := responseHashChange(ch.Step, "abc"); ok {
+		t.Fatal("a recorded hash was recorded again")
+	}
+}
+
+// TestOperatorChanges covers approve and resolve from every state.
+func TestOperatorChanges(t *testing.T) {
+	awaiting := stepIn(journal.StatusPrepared, func(s *journal.Step) { s.Hold, s.HoldReason = journal.HoldAwaitingApproval, ReasonApproval })
+	review := stepIn(journal.StatusStarted, func(s *journal.Step) { s.Hold, s.HoldReason = journal.HoldNeedsReview, ReasonOutcomeUnknown })
+	abandoned := stepIn(journal.StatusStarted, func(s *journal.Step) { s.Hold, s.HoldReason = journal.HoldNeedsReview, ReasonAbandoned })
+	notVisible := stepIn(journal.StatusCommitted, func(s *journal.Step) {
+		s.Hold, s.HoldReason, s.Response = journal.HoldNeedsReview, ReasonNotVisible, &journal.Response{Status: 201}
+	})
+	approved := stepIn(journal.StatusPrepared, func(s *journal.Step) { s.Decision = DecisionApproved })
+	tests := []struct {
+		name   string
+		cur    *journal.Step
+		op     func(*journal.Step) (journal.Change, error)
+		err    error
+		status journal.Status
+	}{
+		{name: "approve", cur: awaiting, op: func(c *journal.Step) (journal.Change, error) { return approveChange(c, "ok") }, status: journal.StatusPrepared},
+		{name: "approve again", cur: approved, op: func(c *journal.Step) (journal.Change, error) { return approveChange(c, "ok") }, err: journal.ErrNoChange},
+		{name: "approve a step under review", cur: review, op: func(c *journal.Step) (journal.Change, error) { return approveChange(c, "") }, err: errNotHeld},
+		{name: "approve a missing step", op: func(c *journal.Step) (journal.Change, error) { return approveChange(c, "") }, err: journal.ErrNotFound},
+		{name: "resolve committed", cur: review, op: resolveWith(DecisionResolvedCommitted), status: journal.StatusCommitted},
+		{name: "resolve an abandoned step committed", cur: abandoned, op: resolveWith(DecisionResolvedCommitted), status: journal.StatusCommitted},
+		{name: "resolve not executed", cur: review, op: resolveWith(DecisionResolvedNotExecuted), status: journal.StatusPrepared},
+		{name: "resolve a not-visible effect not executed", cur: notVisible, op: resolveWith(DecisionResolvedNotExecuted), status: journal.StatusPrepared},
+		{name: "resolve an approval committed", cur: awaiting, op: resolveWith(DecisionResolvedCommitted), status: journal.StatusCommitted},
+		{name: "resolve a step not held", cur: stepIn(journal.StatusStarted, nil), op: resolveWith(DecisionResolvedCommitted), err: errNotHeld},
+		{name: "resolve again", cur: stepIn(journal.StatusCommitted, func(s *journal.Step) { s.Decision = DecisionResolvedCommitted }), op: resolveWith(DecisionResolvedCommitted), err: journal.ErrNoChange},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			ch, err := tc.op(tc.cur)
+			if tc.err != nil {
+				if !errors.Is(err, tc.err) {
+					t.Fatalf("err = %v, want %v", err, tc.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			allowed(t, tc.cur, ch)
+			if ch.Step.Status != tc.status || ch.Step.Held() || !ch.Claim || ch.Step.ApprovedBodyHash == "" && tc.status == journal.StatusPrepared {
+				t.Fatalf("change = %+v", ch)
+			}
+		})
+	}
+}
+
+func resolveWith(decision string) func(*journal.Step) (journal.Change, error) {
+	return func(c *journal.Step) (journal.Change, error) {
+		return resolveChange(c, decision, Resolution{Outcome: decision, Note: "checked"})
+	}
+}
+
+func TestVerifyFinishChange(t *testing.T) {
+	pending := stepIn(journal.StatusCommitted, func(s *journal.Step) { s.VerifyBy, s.Response = testNow, &journal.Response{Status: 201} })
+	for _, visible := range []bool{true, false} {
+		t.Run(fmt.Sprintf("visible=%v", visible), func(t *testing.T) {
+			ch, ok := verifyFinishChange(*pending, visible, "GET 200", time.Minute)
+			if !ok {
+				t.Fatal("no change")
+			}
+			allowed(t, pending, ch)
+			if !ch.Step.VerifyBy.IsZero() || (ch.Step.Status == journal.StatusVerified) != visible || ch.Step.Held() == visible {
+				t.Fatalf("change = %+v", ch.Step)
+			}
+		})
+	}
+	for name, cur := range map[string]*journal.Step{
+		"resolved meanwhile": stepIn(journal.StatusCommitted, nil),
+		"verified already":   stepIn(journal.StatusVerified, nil),
+		"started":            stepIn(journal.StatusStarted, nil),
+	} {
+		if _, ok := verifyFinishChange(*cur, true, "", time.Minute); ok {
+			t.Errorf("%s: changed", name)
+		}
+	}
+}
+
+// TestAbandonChangeMatrix: the background resolver never sends; what it
+// records follows what the lookup said.
+func TestAbandonChangeMatrix(t *testing.T) {
+	found := &lookupResult{operationID: "op", evidence: "lookup GET 200"}
+	tests := []struct {
+		name   string
+		lookup LookupAnswer
+		found  *lookupResult
+		status journal.Status
+		hold   journal.Hold
+		event  journal.EventType
+	}{
+		{name: "no lookup", lookup: LookupNotAsked, status: journal.StatusStarted, hold: journal.HoldNeedsReview, event: journal.EventAbandoned},
+		{name: "lookup could not tell", lookup: LookupUnknown, status: journal.StatusStarted, hold: journal.HoldNeedsReview, event: journal.EventAbandoned},
+		{name: "lookup found it", lookup: LookupFound, found: found, status: journal.StatusCommitted, event: journal.EventRecovered},
+		{name: "lookup found nothing", lookup: LookupAbsent, status: journal.StatusFailed, event: journal.EventAbandoned},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			cur := stepIn(journal.StatusStarted, nil)
+			ch, ok := abandonChange(*cur, tc.lookup, tc.found, "lookup said so", time.Minute, testNow)
+			if !ok {
+				t.Fatal("no change")
+			}
+			allowed(t, cur, ch)
+			if ch.Claim || ch.Step.Status != tc.status || ch.Step.Hold != tc.hold || ch.Event != tc.event || ch.Step.Attempt != cur.Attempt {
+				t.Fatalf("change = %+v (a background resolution never claims or sends)", ch)
+			}
+			if tc.hold != journal.HoldNone && ch.Step.HoldReason != ReasonAbandoned {
+				t.Fatalf("hold reason %q", ch.Step.HoldReason)
+			}
+			if tc.status == journal.StatusFailed && !ch.Step.Retryable {
+				t.Fatal("absent must leave the step retryable: the caller's retry sends it")
+			}
+		})
+	}
+	for name, cur := range map[string]*journal.Step{
+		"held":      stepIn(journal.StatusStarted, func(s *journal.Step) { s.Hold = journal.HoldNeedsReview }),
+		"committed": stepIn(journal.StatusCommitted, nil),
+	} {
+		if _, ok := abandonChange(*cur, LookupNotAsked, nil, "", 0, testNow); ok {
+			t.Errorf("%s: changed", name)
+		}
+	}
+}
