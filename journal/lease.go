@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"sync"
 	"time"
+
+	bolt "go.etcd.io/bbolt"
 )
 
 // Renew extends the lease of a started step that the caller still owns by
@@ -83,4 +85,22 @@ func (w *watchers) signal(key string) {
 		default:
 		}
 	}
+}
+
+// Ping reports whether the journal can write now: it commits an empty
+// write transaction, which bbolt writes and fsyncs like any other (its
+// meta page), so a full disk or a failing device answers an error wrapping
+// ErrUnavailable. The proxy calls it only while it is not ready, to learn
+// that the journal has recovered.
+func (b *Bolt) Ping(ctx context.Context) error {
+	if b.closed.Load() {
+		return fmt.Errorf("ping journal %s: %w", b.path, ErrClosed)
+	}
+	if b.readOnly {
+		return fmt.Errorf("ping journal %s: %w", b.path, ErrReadOnly)
+	}
+	if err := b.db.Update(func(*bolt.Tx) error { return nil }); err != nil {
+		return fmt.Errorf("ping journal %s: %w: %w", b.path, ErrUnavailable, err)
+	}
+	return nil
 }

@@ -19,6 +19,8 @@ type journalHealth struct {
 	// failedAt is the time of the last write failure, in Unix nanoseconds,
 	// when no write succeeded since; zero when healthy.
 	failedAt atomic.Int64
+	// probedAt is when Ready last probed the journal, in Unix nanoseconds.
+	probedAt atomic.Int64
 	metrics  *Metrics
 	log      *slog.Logger
 }
@@ -63,6 +65,26 @@ func (h *journalHealth) record(err, merr error) {
 }
 
 // Ready reports whether the proxy can take guarded calls: false after a
-// journal write failed, until a later one succeeds. Pass it as
-// AdminOptions.Ready.
-func (s *Server) Ready() bool { return s.health.failedAt.Load() == 0 }
+// journal write failed, until a later one succeeds or the journal answers
+// a probe (Store.Ping, at most once a second), so that readiness comes
+// back by itself when the disk or the database does, traffic or not. Pass
+// it as AdminOptions.Ready.
+func (s *Server) Ready() bool {
+	if s.health.failedAt.Load() == 0 {
+		return true
+	}
+	now := time.Now().UnixNano()
+	last := s.health.probedAt.Load()
+	if now-last < int64(time.Second) || !s.health.probedAt.CompareAndSwap(last, now) {
+		return false
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	if err := s.opts.Journal.Ping(ctx); err != nil {
+		return false
+	}
+	if s.health.failedAt.Swap(0) != 0 {
+		s.health.log.Info("journal answers again: ready")
+	}
+	return true
+}

@@ -240,3 +240,6 @@ func (r *memReplica) PutCheckpoint(string, *uint64, json.RawMessage) (journal.Wo
 }
 func (r *memReplica) Check() []error { return nil }
 func (r *memReplica) Close() error   { return nil }
+
+// Ping implements Store: the in-memory journal can always write.
+func (r *memReplica) Ping(context.Context) error { return nil }

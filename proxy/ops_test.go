@@ -27,6 +27,14 @@ func (f *failingJournal) Apply(ctx context.Context, key string, m journal.Mutati
 	return f.Store.Apply(ctx, key, m)
 }
 
+// Ping fails while writes fail, as a full disk's probe write would.
+func (f *failingJournal) Ping(ctx context.Context) error {
+	if f.fail.Load() {
+		return fmt.Errorf("ping: %w", syscall.ENOSPC)
+	}
+	return f.Store.Ping(ctx)
+}
+
 // Regression: /readyz stayed 200 while every guarded call got 503 because
 // the journal could not write.
 func TestReadyzFollowsJournalWrites(t *testing.T) {
@@ -87,8 +95,8 @@ func TestJournalHealthClassifies(t *testing.T) {
 			var s Server
 			s.health.log = slog.New(slog.DiscardHandler)
 			s.health.record(tc.err, tc.merr)
-			if got := s.Ready(); got != tc.wantReady {
-				t.Fatalf("Ready() = %v, want %v", got, tc.wantReady)
+			if got := s.health.failedAt.Load() == 0; got != tc.wantReady {
+				t.Fatalf("healthy = %v, want %v", got, tc.wantReady)
 			}
 		})
 	}

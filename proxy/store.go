@@ -48,6 +48,11 @@ type Store interface {
 	Watch(key string) (<-chan struct{}, func())
 	// Epoch identifies this process's claims.
 	Epoch() uint64
+	// Ping reports whether the store can be written now (bbolt: an empty
+	// write transaction, fsynced; PostgreSQL: a round trip). The proxy
+	// calls it only while it is not ready after a failed write, to learn
+	// that the store has recovered without waiting for traffic.
+	Ping(ctx context.Context) error
 	// Check verifies the store and toolguard's invariants.
 	Check() []error
 	Close() error
