@@ -33,12 +33,19 @@ func TestPacks(t *testing.T) {
 	if err != nil {
 		t.Fatalf("read %s: %v", packsDir, err)
 	}
+	index, err := os.ReadFile(filepath.Join(packsDir, "README.md"))
+	if err != nil {
+		t.Fatalf("the packs need an index: %v", err)
+	}
 	n := 0
 	for _, e := range entries {
 		if !e.IsDir() {
 			continue
 		}
 		n++
+		if !bytes.Contains(index, []byte("["+e.Name()+"]("+e.Name()+"/)")) {
+			t.Errorf("%s/README.md does not list the pack %s", packsDir, e.Name())
+		}
 		t.Run(e.Name(), func(t *testing.T) { checkPack(t, filepath.Join(packsDir, e.Name())) })
 	}
 	if n == 0 {
