@@ -76,6 +76,13 @@ func newTestProxy(t *testing.T, route string, tr http.RoundTripper, opts Options
 	if err != nil {
 		t.Fatal(err)
 	}
+	return newSetProxy(t, api, host, tr, opts)
+}
+
+// newSetProxy is newTestProxy for a parsed rule file; the client's
+// requests go to http://host.
+func newSetProxy(t *testing.T, api *rules.API, host string, tr http.RoundTripper, opts Options) *testProxy {
+	t.Helper()
 	set, err := rules.NewSet(api)
 	if err != nil {
 		t.Fatal(err)
