@@ -72,6 +72,7 @@ func checkPack(t *testing.T, dir string) {
 	if api.Name != name {
 		t.Errorf("%s: api is %q; a pack's api is named like its directory", ruleFile, api.Name)
 	}
+	checkReadme(t, filepath.Join(dir, "README.md"), api)
 	set, err := rules.NewSet(api)
 	if err != nil {
 		t.Fatal(err)
@@ -86,6 +87,21 @@ func checkPack(t *testing.T, dir string) {
 		t.Error(g)
 	}
 	compareGolden(t, filepath.Join(dir, "keys.golden"), packGolden(t, set, samples, d))
+}
+
+// checkReadme checks that the pack's README table names every route's
+// path pattern.
+func checkReadme(t *testing.T, file string, api *rules.API) {
+	t.Helper()
+	readme, err := os.ReadFile(file)
+	if err != nil {
+		return // reported already
+	}
+	for _, r := range api.Routes {
+		if !bytes.Contains(readme, []byte(r.Pattern)) {
+			t.Errorf("%s: route %s (%s %s) is not in the README's table", file, r.Name, r.Method, r.Pattern)
+		}
+	}
 }
 
 func readPackSamples(t *testing.T, file string) []rules.Sample {
