@@ -3,6 +3,7 @@ package proxy
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"io"
 	"log/slog"
 	"net/http"
@@ -75,6 +76,13 @@ func newTestProxy(t *testing.T, route string, tr http.RoundTripper, opts Options
 	if err != nil {
 		t.Fatal(err)
 	}
+	return newSetProxy(t, api, host, tr, opts)
+}
+
+// newSetProxy is newTestProxy for a parsed rule file; the client's
+// requests go to http://host.
+func newSetProxy(t *testing.T, api *rules.API, host string, tr http.RoundTripper, opts Options) *testProxy {
+	t.Helper()
 	set, err := rules.NewSet(api)
 	if err != nil {
 		t.Fatal(err)
@@ -272,5 +280,44 @@ func TestStaleVerifierIsFenced(t *testing.T) {
 	}
 	if !strings.Contains(p.logs.String(), "verification result discarded") {
 		t.Errorf("the fenced verification was not logged:\n%s", p.logs.String())
+	}
+}
+
+// Square caps idempotency_key at 45 characters: with
+// native_idempotency.length the provider gets the key's first 45
+// characters in the body, the same on the re-send after an unknown
+// outcome.
+func TestNativeKeyLengthInBody(t *testing.T) {
+	var sent []string
+	tr := roundTripFunc(func(req *http.Request) (*http.Response, error) {
+		b, _ := io.ReadAll(req.Body)
+		var body struct {
+			IdempotencyKey string `json:"idempotency_key"`
+		}
+		if err := json.Unmarshal(b, &body); err != nil {
+			t.Errorf("upstream body %s: %v", b, err)
+		}
+		sent = append(sent, body.IdempotencyKey)
+		status := 500
+		if len(sent) > 1 {
+			status = 200
+		}
+		return &http.Response{StatusCode: status, Header: http.Header{"Content-Type": {"application/json"}},
+			Body: io.NopCloser(strings.NewReader(`{"payment":{"id":"p1"}}`)), Request: req}, nil
+	})
+	p := newTestProxy(t, `  - name: pay
+    match: POST /v2/payments
+    effect: irreversible
+    key: {fields: [amount_money, reference_id]}
+    native_idempotency: {body: idempotency_key, length: 45}
+`, tr, Options{})
+	for range 2 {
+		p.post(t, "/v2/payments", `{"idempotency_key":"sdk-1","amount_money":{"amount":100,"currency":"USD"},"reference_id":"o1"}`)
+	}
+	if len(sent) != 2 {
+		t.Fatalf("upstream calls = %d, want 2 (a 500, then the re-send on the same key)", len(sent))
+	}
+	if len(sent[0]) != 45 || sent[0] != sent[1] {
+		t.Fatalf("idempotency_key sent = %q, want the same 45 characters twice", sent)
 	}
 }

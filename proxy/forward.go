@@ -267,9 +267,9 @@ func (s *Server) outbound(ctx context.Context, c *call) (*http.Request, error) {
 	h := outboundHeader(c.in.Header)
 	if ni := c.route.NativeIdempotency; ni != nil {
 		if ni.Header != "" {
-			h.Set(ni.Header, c.intent.Key)
+			h.Set(ni.Header, ni.Value(c.intent.Key))
 		} else {
-			b, err := rules.SetBodyField(c.in.Header.Get("Content-Type"), body, ni.Body, c.intent.Key)
+			b, err := rules.SetBodyField(c.in.Header.Get("Content-Type"), body, ni.Body, ni.Value(c.intent.Key))
 			if err != nil {
 				return nil, fmt.Errorf("set idempotency key in body: %w", err)
 			}

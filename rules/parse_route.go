@@ -231,7 +231,7 @@ func scopeStrings(ss []Scope) []string {
 }
 
 func (d *decoder) nativeIdempotency(e entry) *NativeIdempotency {
-	fs, ok := d.mapping(e.val, "native_idempotency", "header", "body", "ttl")
+	fs, ok := d.mapping(e.val, "native_idempotency", "header", "body", "ttl", "length")
 	if !ok {
 		return nil
 	}
@@ -252,6 +252,9 @@ func (d *decoder) nativeIdempotency(e entry) *NativeIdempotency {
 	}
 	if x, ok := fs["ttl"]; ok {
 		ni.TTL = d.duration(x, "native_idempotency.ttl")
+	}
+	if x, ok := fs["length"]; ok {
+		ni.Length = d.keyLength(x)
 	}
 	return ni
 }
@@ -350,4 +353,22 @@ func conflictWith(r *Route, added []*Route, msg string) string {
 	}
 	first, _, _ := strings.Cut(msg, "\n")
 	return "conflicts: " + first
+}
+
+// minNativeLength is the shortest native_idempotency.length: 32 hex
+// characters are 128 bits of the key, still collision-free in practice.
+const minNativeLength = 32
+
+// keyLength parses native_idempotency.length: 32 to 64 characters of the
+// 64-character hex key.
+func (d *decoder) keyLength(e entry) int {
+	n, ok := d.integer(e.val, "native_idempotency.length")
+	if !ok {
+		return 0
+	}
+	if n < minNativeLength || n > 64 {
+		d.errorf(e.val, "native_idempotency.length: %d out of range (want %d-64: the key is 64 hex characters)", n, minNativeLength)
+		return 0
+	}
+	return n
 }

@@ -165,6 +165,19 @@ type NativeIdempotency struct {
 	// since the step was created, recovery never re-sends on the key.
 	// Zero means forever.
 	TTL time.Duration
+	// Length, when not zero, is how many leading characters of the key
+	// are sent: for providers that cap the key's length (Square: 45).
+	Length int
+}
+
+// Value is what is sent as the provider's idempotency key for key: the
+// key, or its first Length characters. A prefix of the hex key is still a
+// function of the intent alone, so every re-send carries the same value.
+func (ni *NativeIdempotency) Value(key string) string {
+	if ni.Length > 0 && ni.Length < len(key) {
+		return key[:ni.Length]
+	}
+	return key
 }
 
 // Source is where an Extractor reads from.
