@@ -36,6 +36,7 @@ type sim struct {
 	mu       sync.Mutex
 	byIdem   map[string]string // native key → the first answer
 	orders   []simOrder
+	arrivals []time.Time // of every POST, effect or not
 	hookMu   sync.Mutex
 	hook     func(stage string) bool // as upstream.hook: "before" false drops the call
 }
@@ -80,6 +81,9 @@ func (s *sim) create(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, `{"error":"bad json"}`, http.StatusBadRequest)
 		return
 	}
+	s.mu.Lock()
+	s.arrivals = append(s.arrivals, time.Now())
+	s.mu.Unlock()
 	if !s.runHook("before") {
 		panic(http.ErrAbortHandler) // the connection drops; no effect
 	}
@@ -297,6 +301,7 @@ func TestProviderSimulatorCrashMatrix(t *testing.T) {
 				if total == 0 || sm.absent.Load() == 0 {
 					t.Errorf("in-progress answers %d, absent searches %d: want both inside the settle window", total, sm.absent.Load())
 				}
+				sm.checkResendAfterSettle(t, tc.stage)
 			}
 			key := resps[0].Header.Get("Toolguard-Key")
 			st := waitStep(t, p, key, func(map[string]any) bool { return true })
@@ -321,12 +326,33 @@ func TestProviderSimulatorCrashMatrix(t *testing.T) {
 	}
 }
 
+// checkResendAfterSettle asserts the interrupted attempt was re-sent (when
+// it took no effect) only once lookup.settle had passed since it started,
+// and not at all when it had.
+func (s *sim) checkResendAfterSettle(t *testing.T, stage string) {
+	t.Helper()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if stage == "after" {
+		if len(s.arrivals) != 1 {
+			t.Errorf("%d sends reached the provider, want 1 (no re-send of an effect the search lagged on)", len(s.arrivals))
+		}
+		return
+	}
+	settle := simLag + 2*time.Second
+	// The step is marked started a little before its send arrives.
+	const slack = 250 * time.Millisecond
+	if len(s.arrivals) != 2 || s.arrivals[1].Sub(s.arrivals[0]) < settle-slack {
+		t.Errorf("sends at %v, want the re-send %v or more after the interrupted one", s.arrivals, settle)
+	}
+}
+
 // checkResentOnRecord asserts the journal's events of key say that the
 // reversible step was re-sent because it could not be queried.
 func checkResentOnRecord(t *testing.T, p *proc, key string) {
 	t.Helper()
 	for _, e := range eventsOf(t, p) {
-		if e["key"] == key && strings.Contains(fmt.Sprint(e), "reversible") {
+		if e["key"] == key && e["type"] == "resent" && e["reason"] == "re-send: route is reversible and cannot be queried" {
 			return
 		}
 	}
