@@ -311,6 +311,13 @@ func TestProviderSimulatorCrashMatrix(t *testing.T) {
 			if tc.wantID != "" && st["operation_id"] != tc.wantID {
 				t.Errorf("operation_id = %v, want %s", st["operation_id"], tc.wantID)
 			}
+			if tc.strategy == simInject || tc.strategy == simSettle {
+				sm.mu.Lock()
+				if len(sm.orders) != 1 || sm.orders[0].ref != key {
+					t.Errorf("stored references %+v, want the one order with toolguard_ref %s", sm.orders, key)
+				}
+				sm.mu.Unlock()
+			}
 			if tc.effect == "reversible" {
 				checkResentOnRecord(t, p, key)
 			}
