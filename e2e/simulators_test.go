@@ -23,7 +23,7 @@ const (
 )
 
 // simLag is how long the settle simulator's search misses a new order.
-const simLag = 2500 * time.Millisecond
+const simLag = 4 * time.Second
 
 // sim is a provider simulator: POST /v1/orders commits one effect per
 // call (deduped as its strategy says), GET /v1/orders/search?ref= finds
