@@ -17,7 +17,7 @@ import (
 	"github.com/google/go-github/v74/github"
 )
 
-// githubSim is a small GitHub REST API over TLS: issues (create, list,
+// githubSim is a small GitHub REST API over HTTP or TLS: issues (create, list,
 // search by a body term) and issue comments (create), counting effects.
 type githubSim struct {
 	*httptest.Server
@@ -30,14 +30,18 @@ type githubSim struct {
 	hook           func(stage string) bool // as upstream.hook, on issue creation
 }
 
-func newGitHubSim(t *testing.T) *githubSim {
+func newGitHubSim(t *testing.T, useTLS bool) *githubSim {
 	g := &githubSim{}
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /repos/{owner}/{repo}/issues", g.createIssue)
 	mux.HandleFunc("GET /repos/{owner}/{repo}/issues", g.listIssues)
 	mux.HandleFunc("POST /repos/{owner}/{repo}/issues/{number}/comments", g.createComment)
 	mux.HandleFunc("GET /search/issues", g.search)
-	g.Server = httptest.NewTLSServer(mux)
+	if useTLS {
+		g.Server = httptest.NewTLSServer(mux)
+	} else {
+		g.Server = httptest.NewServer(mux)
+	}
 	t.Cleanup(g.Close)
 	return g
 }
@@ -135,7 +139,7 @@ func newGitHubClient(t *testing.T, p *proc, g *githubSim) *github.Client {
 }
 
 // go-github against a GitHub simulator through the real toolguard over
-// HTTPS. Issues get a hidden marker with the key, and a lookup finds them
+// HTTP and HTTPS. Issues get a hidden marker with the key, and a lookup finds them
 // by an exact search: creating an issue or a comment twice is one effect
 // each, and after a SIGKILL that lost the answer of a created issue the
 // client's retry is answered with the issue the search found, which
@@ -146,19 +150,33 @@ func TestGoGitHub(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	setup := func(t *testing.T) (*githubSim, *setup) {
-		g := newGitHubSim(t)
-		s := newSetup(t, map[string]string{"github.yaml": strings.ReplaceAll(string(rulesYAML), "HOST", g.Listener.Addr().String())})
-		up := &upstream{Server: g.Server}
-		s.args = append(s.args, "--config", writeConfig(t, s.dir, "upstream:\n  ca_file: "+up.caPEM(t, s.dir)+"\n"))
+	prepare := func(t *testing.T, useTLS bool) (*githubSim, *setup) {
+		g := newGitHubSim(t, useTLS)
+		scheme, host, _ := strings.Cut(g.URL, "://")
+		rules := strings.NewReplacer("SCHEME", scheme, "HOST", host).Replace(string(rulesYAML))
+		s := newSetup(t, map[string]string{"github.yaml": rules})
+		if useTLS {
+			up := &upstream{Server: g.Server}
+			s.args = append(s.args, "--config", writeConfig(t, s.dir, "upstream:\n  ca_file: "+up.caPEM(t, s.dir)+"\n"))
+		}
 		s.env = append(s.env, "TOOLGUARD_UPSTREAM_TIMEOUT=1s")
 		return g, s
 	}
 	ctx := context.Background()
 	issue := &github.IssueRequest{Title: github.Ptr("Refund failed for order 77"), Body: github.Ptr("The refund of order 77 failed.")}
 
+	for _, useTLS := range []bool{false, true} {
+		name := map[bool]string{false: "http", true: "https"}[useTLS]
+		t.Run(name, func(t *testing.T) {
+			testGoGitHub(t, ctx, issue, func(t *testing.T) (*githubSim, *setup) { return prepare(t, useTLS) })
+		})
+	}
+}
+
+// testGoGitHub runs TestGoGitHub's cases against simulators made by prepare.
+func testGoGitHub(t *testing.T, ctx context.Context, issue *github.IssueRequest, prepare func(*testing.T) (*githubSim, *setup)) {
 	t.Run("issue and comment twice", func(t *testing.T) {
-		g, s := setup(t)
+		g, s := prepare(t)
 		gh := newGitHubClient(t, s.start(t), g)
 		i1, r1, err := gh.Issues.Create(ctx, "octocat", "hello", issue)
 		if err != nil {
@@ -193,7 +211,7 @@ func TestGoGitHub(t *testing.T) {
 	})
 
 	t.Run("kill after the effect, recovered by search", func(t *testing.T) {
-		g, s := setup(t)
+		g, s := prepare(t)
 		p := s.start(t)
 		reached, release := make(chan struct{}), make(chan struct{})
 		var once sync.Once
