@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -83,17 +84,49 @@ func startStripeMock(t *testing.T) string {
 type stripeFront struct {
 	*httptest.Server
 	mu   sync.Mutex
-	seen map[string]int // "METHOD /path" → requests
+	seen map[string]int      // "METHOD /path" → requests
+	keys map[string][]string // "METHOD /path" → the Idempotency-Key of each request
+	hold *frontHold
+}
+
+// frontHold holds stripe-mock's answer to the first request whose body
+// contains match: reached is closed once stripe-mock has answered (the
+// effect is done), and the answer goes back only after release is closed.
+type frontHold struct {
+	match            string
+	reached, release chan struct{}
+	once             sync.Once
 }
 
 func newStripeFront(t *testing.T, mockAddr string, useTLS bool) *stripeFront {
-	f := &stripeFront{seen: map[string]int{}}
+	f := &stripeFront{seen: map[string]int{}, keys: map[string][]string{}}
 	rp := httputil.NewSingleHostReverseProxy(&url.URL{Scheme: "http", Host: mockAddr})
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		r.Body = io.NopCloser(bytes.NewReader(body))
 		f.mu.Lock()
 		f.seen[r.Method+" "+r.URL.Path]++
+		f.keys[r.Method+" "+r.URL.Path] = append(f.keys[r.Method+" "+r.URL.Path], r.Header.Get("Idempotency-Key"))
+		hold := f.hold
+		if hold != nil && bytes.Contains(body, []byte(hold.match)) {
+			f.hold = nil
+		} else {
+			hold = nil
+		}
 		f.mu.Unlock()
-		rp.ServeHTTP(w, r)
+		if hold == nil {
+			rp.ServeHTTP(w, r)
+			return
+		}
+		rec := httptest.NewRecorder()
+		rp.ServeHTTP(rec, r)
+		close(hold.reached)
+		<-hold.release
+		for k, v := range rec.Header() {
+			w.Header()[k] = v
+		}
+		w.WriteHeader(rec.Code)
+		w.Write(rec.Body.Bytes())
 	})
 	if useTLS {
 		f.Server = httptest.NewTLSServer(h)
@@ -104,6 +137,21 @@ func newStripeFront(t *testing.T, mockAddr string, useTLS bool) *stripeFront {
 	return f
 }
 
+// holdNext arms a hold of the next request whose body contains match.
+func (f *stripeFront) holdNext(match string) *frontHold {
+	h := &frontHold{match: match, reached: make(chan struct{}), release: make(chan struct{})}
+	f.mu.Lock()
+	f.hold = h
+	f.mu.Unlock()
+	return h
+}
+
+func (f *stripeFront) idempotencyKeys(route string) []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]string(nil), f.keys[route]...)
+}
+
 func (f *stripeFront) count(route string) int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -112,7 +160,8 @@ func (f *stripeFront) count(route string) int {
 
 // dropFirst is the SDK's transport: the first request to path reaches
 // toolguard, but its answer is lost on the way back (a network error), so
-// the SDK retries it.
+// the SDK retries it. It records the SDK's Idempotency-Key of every send.
+// With path "" it drops nothing.
 type dropFirst struct {
 	base    http.RoundTripper
 	path    string
@@ -178,12 +227,7 @@ func TestStripeSDK(t *testing.T) {
 			}
 			p := s.start(t)
 			transport := &dropFirst{base: p.client(t).Transport, path: "/v1/customers", keys: map[string][]string{}}
-			sdk := stripe.NewClient("sk_test_123", stripe.WithBackends(stripe.NewBackendsWithConfig(&stripe.BackendConfig{
-				HTTPClient:        &http.Client{Transport: transport, Timeout: 30 * time.Second},
-				URL:               stripe.String(front.URL),
-				MaxNetworkRetries: stripe.Int64(2),
-				LeveledLogger:     &stripe.LeveledLogger{Level: stripe.LevelNull},
-			})))
+			sdk := stripeSDK(&http.Client{Transport: transport, Timeout: 30 * time.Second}, front.URL, 2)
 			ctx := context.Background()
 
 			t.Run("idempotency keys and retries", func(t *testing.T) {
@@ -272,8 +316,52 @@ func TestStripeSDK(t *testing.T) {
 					t.Errorf("a read was guarded")
 				}
 			})
+
+			// Last: it kills this toolguard. stripe-mock keeps no keys, so the
+			// re-send is seen at the front: on the intent's key, not on the
+			// fresh one the SDK mints for the new call (real Stripe dedupes it).
+			t.Run("kill after the effect", func(t *testing.T) {
+				params := &stripe.CustomerCreateParams{Email: stripe.String("crash@example.com"), Name: stripe.String("Cy")}
+				hold := front.holdNext("crash%40example.com")
+				done := make(chan struct{})
+				go func() {
+					defer close(done)
+					stripeSDK(p.client(t), front.URL, 0).V1Customers.Create(ctx, params) // its answer is lost
+				}()
+				<-hold.reached
+				p.kill()
+				close(hold.release)
+				<-done
+				before := len(front.idempotencyKeys("POST /v1/customers"))
+
+				sent := &dropFirst{base: s.start(t).client(t).Transport, keys: map[string][]string{}} // path "": drops nothing
+				c, err := stripeSDK(&http.Client{Transport: sent, Timeout: 30 * time.Second}, front.URL, 2).V1Customers.Create(ctx, params)
+				if err != nil {
+					t.Fatalf("the call after the restart: %v", err)
+				}
+				key := c.LastResponse.Header.Get("Toolguard-Key")
+				if o := c.LastResponse.Header.Get("Toolguard-Outcome"); o != "recovered" || c.ID == "" {
+					t.Errorf("after the restart: %q %q, want a recovered customer", o, c.ID)
+				}
+				keys := front.idempotencyKeys("POST /v1/customers")
+				sdkKeys := sent.sends("/v1/customers")
+				if len(keys) != before+1 || keys[before-1] != key || keys[before] != key || len(sdkKeys) != 1 || sdkKeys[0] == key {
+					t.Fatalf("Idempotency-Key at the front %q (toolguard key %s, the SDK's %q), want the interrupted send and one re-send on toolguard's key",
+						keys, key, sdkKeys)
+				}
+			})
 		})
 	}
+}
+
+// stripeSDK is a stripe-go client of url through httpClient.
+func stripeSDK(httpClient *http.Client, url string, retries int64) *stripe.Client {
+	return stripe.NewClient("sk_test_123", stripe.WithBackends(stripe.NewBackendsWithConfig(&stripe.BackendConfig{
+		HTTPClient:        httpClient,
+		URL:               stripe.String(url),
+		MaxNetworkRetries: stripe.Int64(retries),
+		LeveledLogger:     &stripe.LeveledLogger{Level: stripe.LevelNull},
+	})))
 }
 
 // directGet reads path from the front without toolguard.
