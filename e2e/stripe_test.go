@@ -95,7 +95,6 @@ type stripeFront struct {
 type frontHold struct {
 	match            string
 	reached, release chan struct{}
-	once             sync.Once
 }
 
 func newStripeFront(t *testing.T, mockAddr string, useTLS bool) *stripeFront {
