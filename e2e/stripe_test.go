@@ -294,6 +294,8 @@ func TestStripeSDK(t *testing.T) {
 				if n := len(transport.sends("/v1/refunds")); n != 1 {
 					t.Errorf("the SDK sent the refund %d times, want 1 (no retry of a hold)", n)
 				}
+				// The decision line is written as the answer goes out.
+				eventually(t, "the refund's decision line", func() bool { return guardedLinesOf(p, "create_refund") > 0 })
 				if n := guardedLinesOf(p, "create_refund"); n != 1 {
 					t.Errorf("toolguard decision lines for the refund = %d, want 1", n)
 				}
