@@ -65,6 +65,9 @@ type API struct {
 	// caller's credential; empty means none.
 	Credential string
 	Routes     []*Route
+	// MCP is set for a rule file that describes an MCP server's tools
+	// (see mcp.go); such an API has no Routes.
+	MCP *MCP
 	// File is the path the API was loaded from.
 	File string
 	// Pos is where the api name is declared, for messages.
@@ -145,6 +148,9 @@ type Extractor struct {
 type Request struct {
 	Method string
 	URL    *Template
+	// Tool, when set, makes the request a tools/call of an MCP server
+	// (Method and URL are then unset).
+	Tool *ToolCall
 }
 
 // Expectation matches an answer. All set parts must hold.

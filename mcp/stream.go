@@ -1,0 +1,87 @@
+package mcp
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+)
+
+// ErrNoResponse: the answer ended (or broke) before the response to the
+// request arrived.
+var ErrNoResponse = errors.New("answer ended before the response to the request")
+
+// ReadResponse reads a server's answer to the request with id: a single
+// JSON message (application/json), or an SSE stream (text/event-stream)
+// whose events are read until the response with that id (notifications
+// and requests of the server before it are skipped). A body or an event
+// larger than max gives an error; so does a stream that ends first
+// (wrapping ErrNoResponse).
+func ReadResponse(contentType string, body io.Reader, id []byte, max int64) (raw []byte, err error) {
+	mt, _, _ := mime.ParseMediaType(contentType)
+	if mt != "text/event-stream" {
+		b, err := io.ReadAll(io.LimitReader(body, max+1))
+		if err != nil {
+			return nil, fmt.Errorf("read response: %w", err)
+		}
+		if int64(len(b)) > max {
+			return nil, fmt.Errorf("read response: larger than %d bytes", max)
+		}
+		return b, nil
+	}
+	sc := bufio.NewScanner(body)
+	sc.Buffer(make([]byte, 0, 64<<10), int(max)+1)
+	var data bytes.Buffer
+	for sc.Scan() {
+		line := sc.Bytes()
+		if len(line) == 0 {
+			if data.Len() > 0 && matchesID(data.Bytes(), id) {
+				return bytes.Clone(data.Bytes()), nil
+			}
+			data.Reset()
+			continue
+		}
+		if v, ok := bytes.CutPrefix(line, []byte("data:")); ok {
+			if data.Len() > 0 {
+				data.WriteByte('\n')
+			}
+			data.Write(bytes.TrimPrefix(v, []byte(" ")))
+			if int64(data.Len()) > max {
+				return nil, fmt.Errorf("read event: larger than %d bytes", max)
+			}
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrNoResponse, err)
+	}
+	if data.Len() > 0 && matchesID(data.Bytes(), id) {
+		return bytes.Clone(data.Bytes()), nil
+	}
+	return nil, ErrNoResponse
+}
+
+// matchesID reports whether data is a response to the request with id.
+func matchesID(data, id []byte) bool {
+	ms, err := members(data)
+	if err != nil {
+		return false
+	}
+	_, res := ms["result"]
+	_, e := ms["error"]
+	return (res || e) && SameID(ms["id"], id)
+}
+
+// SameID compares two raw ids: equal strings, or numbers of equal value.
+func SameID(a, b []byte) bool {
+	a, b = bytes.TrimSpace(a), bytes.TrimSpace(b)
+	if bytes.Equal(a, b) {
+		return true
+	}
+	if len(a) == 0 || len(b) == 0 || a[0] == '"' || b[0] == '"' {
+		return false
+	}
+	var x, y float64
+	return jsonNumber(a, &x) && jsonNumber(b, &y) && x == y
+}
