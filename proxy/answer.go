@@ -12,6 +12,9 @@ import (
 
 // replay answers from a step's stored outcome.
 func (s *Server) replay(c *call, st *journal.Step, outcome string, d Decision) *answer {
+	if c.mcp != nil {
+		return s.mcpReplay(c, st, outcome, d)
+	}
 	var resp *http.Response
 	switch r := st.Response; {
 	case r == nil:
@@ -93,6 +96,9 @@ func (s *Server) problem(c *call, p *Problem) *answer {
 }
 
 func (s *Server) problemWith(c *call, p *Problem, d Decision) *answer {
+	if c.mcp != nil {
+		return s.mcpProblem(c, p, d)
+	}
 	resp := p.response(c.in)
 	outcome := OutcomeBlocked
 	if p.Key != "" {

@@ -65,6 +65,9 @@ func (s *Server) forward(c *call, st journal.Step, fl *flight, d Decision) (*ans
 		s.log.Error("record outcome failed; the step stays started", slog.String(logKey, st.Key), slog.Any("error", err))
 		return s.problemWith(c, newProblem(ProblemOutcomeUnknown, st.Key, "the call was sent but its outcome could not be recorded; the next retry resolves it"), d), nil
 	}
+	if c.mcp != nil {
+		return s.mcpForwarded(c, rec, res, d), nil
+	}
 	outcome := OutcomeForwarded
 	if d.Recovered {
 		outcome = OutcomeRecovered
@@ -151,6 +154,9 @@ func (b *hashingBody) Close() error {
 // send makes one upstream attempt. The agent going away does not cancel
 // it: an abandoned call would only turn a known outcome into an unknown one.
 func (s *Server) send(c *call) result {
+	if c.mcp != nil {
+		return s.mcpSend(c)
+	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(c.in.Context()), s.opts.UpstreamTimeout)
 	var sent atomic.Bool
 	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
@@ -240,6 +246,9 @@ type answerRecord struct {
 // that outcomeChange does not store (no answer, 5xx, a native-idempotency
 // 409).
 func (s *Server) readAnswer(c *call, res result) answerRecord {
+	if c.mcp != nil {
+		return s.mcpReadAnswer(c, res)
+	}
 	if res.err != nil || res.resp.StatusCode >= 500 ||
 		res.resp.StatusCode == http.StatusConflict && c.route.NativeIdempotency != nil {
 		return answerRecord{}
@@ -254,6 +263,9 @@ func (s *Server) readAnswer(c *call, res result) answerRecord {
 // outcomeChange classifies an attempt into the step's next record; ans is
 // readAnswer's record of the answer.
 func (s *Server) outcomeChange(c *call, st *journal.Step, res result, ans answerRecord) journal.Change {
+	if c.mcp != nil {
+		return s.mcpOutcomeChange(c, st, res, ans)
+	}
 	next := *st
 	switch {
 	case res.err != nil && !res.sent:

@@ -35,6 +35,8 @@ type call struct {
 	callerMAC string
 	// reserved is the room c's body holds in the body budget.
 	reserved int64
+	// mcp is set for an MCP tools/call (see mcp.go).
+	mcp *mcpCall
 }
 
 // answer is what the pipeline sends back, with what to log about it.

@@ -17,6 +17,10 @@ type lookupResult struct {
 // lookupFor asks the provider whether the step's call took effect and
 // remembers the answer for the step's current fence.
 func (s *Server) lookupFor(c *call, st *journal.Step) {
+	if c.mcp != nil {
+		s.mcpLookupFor(c, st)
+		return
+	}
 	res := s.verifier.Lookup(context.WithoutCancel(c.in.Context()), c.route.Lookup, s.values(c, st), verifiers.CredentialHeaders(c.route.API, c.in.Header))
 	c.lookupFence = st.Fence
 	switch res.Answer {

@@ -3,6 +3,7 @@ package proxy
 import (
 	"context"
 	"crypto/tls"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"net"
@@ -98,6 +99,14 @@ type Options struct {
 	Metrics *Metrics
 	// Logger receives one decision line per guarded call; nil discards.
 	Logger *slog.Logger
+	// MCPServers are served at /mcp/{name} on the proxy listener.
+	MCPServers []MCPServer
+	// MCPUnlisted is the policy for MCP tools no rule names (default
+	// guard).
+	MCPUnlisted MCPUnlisted
+	// MCPTrustAnnotations lets a tool that tools/list marks readOnlyHint
+	// pass where the unlisted policy would guard it.
+	MCPTrustAnnotations bool
 }
 
 // Server is the guarded forward proxy.
@@ -127,6 +136,8 @@ type Server struct {
 	parked  parking
 	// now is the clock of leases; tests replace it.
 	now func() time.Time
+	// mcp holds the MCP servers of the gateway and the forward proxy.
+	mcp *mcpEndpoints
 }
 
 // lister is the part of the journal that background work reads.
@@ -204,6 +215,7 @@ func New(opts Options) (*Server, error) {
 		s.log = slog.New(slog.DiscardHandler)
 	}
 	s.now = time.Now
+	s.mcp = newMCPEndpoints(opts.MCPServers)
 	s.bg, s.stopBg = context.WithCancel(context.Background())
 	if l, ok := opts.Journal.(lister); ok {
 		s.store = l
@@ -265,6 +277,9 @@ func setDefaults(o *Options) {
 	if o.MaxInFlight <= 0 {
 		o.MaxInFlight = 1024
 	}
+	if o.MCPUnlisted == "" {
+		o.MCPUnlisted = MCPUnlistedGuard
+	}
 }
 
 // Handler returns the proxy's http.Handler, to be served on the proxy
@@ -324,6 +339,9 @@ func (s *Server) buildGoproxy() *goproxy.ProxyHttpServer {
 }
 
 func (s *Server) serveNonProxy(w http.ResponseWriter, r *http.Request) {
+	if s.serveMCP(w, r) {
+		return
+	}
 	newProblem(ProblemRejected, "", "this is a forward proxy: send absolute-form requests (set HTTP_PROXY/HTTPS_PROXY)").write(w)
 }
 
@@ -373,6 +391,10 @@ func (s *Server) tlsConfigFor(host string, _ *goproxy.ProxyCtx) (*tls.Config, er
 // UserData means the request passed through.
 type reqState struct {
 	guarded bool
+	// mcp is the MCP endpoint of a passed-through message; listing the id
+	// of a tools/list request, whose answer shows tool annotations.
+	mcp     *mcpEndpoint
+	listing json.RawMessage
 }
 
 // handleRequest routes each proxied request: guarded, passed through or
@@ -390,6 +412,9 @@ func (s *Server) handleRequest(req *http.Request, ctx *goproxy.ProxyCtx) (*http.
 	if refused := s.refuseEgress(req, host); refused != nil {
 		ctx.UserData = &reqState{guarded: true}
 		return req, refused
+	}
+	if api := s.rules.MCPEndpoint(host, req.URL.EscapedPath()); api != nil {
+		return s.handleMCPForward(req, ctx, api)
 	}
 	route, params := s.rules.Match(host, req.Method, req.URL.EscapedPath())
 	if route == nil && isMutation(req.Method) {
@@ -417,6 +442,10 @@ func (s *Server) handleRequest(req *http.Request, ctx *goproxy.ProxyCtx) (*http.
 
 // handleResponse marks passed-through answers.
 func (s *Server) handleResponse(resp *http.Response, ctx *goproxy.ProxyCtx) *http.Response {
+	if st, ok := ctx.UserData.(*reqState); ok && resp != nil && st.mcp != nil {
+		st.mcp.tools.observe(resp, st.listing)
+		ctx.UserData = nil // passed through
+	}
 	if resp != nil && ctx.UserData == nil {
 		resp.Header.Set(HeaderOutcome, OutcomePassthrough)
 		s.metrics.passedThrough()

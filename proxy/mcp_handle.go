@@ -1,0 +1,225 @@
+package proxy
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"time"
+
+	"github.com/elazarl/goproxy"
+
+	"github.com/toolguard/toolguard/mcp"
+	"github.com/toolguard/toolguard/rules"
+)
+
+// handleMCP reads a message sent to an MCP endpoint and guards it when it
+// is a tools/call of a guarded tool. It returns the answer, or nil when the
+// request passes through (its body, if read, is restored; listing is then
+// the id of a tools/list request, whose answer shows tool annotations).
+// target is the server's URL; nil means the request's own (the forward
+// proxy).
+func (s *Server) handleMCP(r *http.Request, ep *mcpEndpoint, target *url.URL) (resp *http.Response, listing json.RawMessage) {
+	if r.Method != http.MethodPost {
+		return nil, nil
+	}
+	resp, listing = s.readMCP(r, ep, target)
+	return resp, listing
+}
+
+func (s *Server) readMCP(r *http.Request, ep *mcpEndpoint, target *url.URL) (*http.Response, json.RawMessage) {
+	c := &call{in: r, start: time.Now()}
+	defer s.releaseBody(c)
+	if a := s.reserveBody(c); a != nil {
+		return a.resp, nil
+	}
+	body, err := readBody(r, s.opts.MaxBody)
+	switch {
+	case errors.Is(err, errBodyTooLarge):
+		s.metrics.reject("body_too_large")
+		return rpcError(r, http.StatusRequestEntityTooLarge, nil, mcp.CodeInvalidRequest,
+			"toolguard: the message exceeds limits.max_body; nothing was sent"), nil
+	case err != nil:
+		return rpcError(r, http.StatusBadRequest, nil, mcp.CodeParseError, "toolguard: read message: "+err.Error()), nil
+	}
+	if a := s.growBody(c, int64(len(body))); a != nil {
+		return a.resp, nil
+	}
+	r.Body, r.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
+	msgs, err := mcp.Parse(body)
+	if err != nil {
+		s.metrics.reject("invalid_body")
+		return rpcError(r, http.StatusBadRequest, nil, mcp.Code(err), "toolguard: "+err.Error()), nil
+	}
+	switch n := msgs.Calls(); {
+	case n == 0:
+		if cancelsGuardedCall(r, ep, msgs) {
+			return bodyResponse(r, http.StatusAccepted, http.Header{}, nil), nil
+		}
+		if m := msgs.Messages[0]; !msgs.Batch && m.Method == "tools/list" {
+			return nil, m.ID
+		}
+		return nil, nil
+	case msgs.Batch:
+		s.metrics.reject("invalid_body")
+		return rpcError(r, http.StatusBadRequest, nil, mcp.CodeInvalidRequest,
+			"toolguard: a batch that holds tools/call is not accepted; send each tools/call in a POST of its own"), nil
+	}
+	m := msgs.Messages[0]
+	tc, err := mcp.ParseCall(m)
+	if err != nil {
+		s.metrics.reject("invalid_body")
+		return rpcError(r, http.StatusOK, m.ID, mcp.Code(err), "toolguard: "+err.Error()), nil
+	}
+	route, guarded := s.mcpRoute(ep, tc.Name)
+	if !guarded {
+		return nil, nil
+	}
+	if target == nil {
+		target = r.URL
+	}
+	in := *r
+	in.URL = target
+	c.in, c.route, c.body = &in, route, body
+	c.mcp = &mcpCall{server: ep, tool: tc, target: target}
+	key := inflightKey(r, tc.ID)
+	ep.inflight.Store(key, struct{}{})
+	defer ep.inflight.Delete(key)
+	return s.guardMCP(c), nil
+}
+
+// cancelsGuardedCall reports whether msgs is a notifications/cancelled for
+// a guarded call in flight in the same session. Such a notification is not
+// passed on: toolguard owns that request now, and a cancelled tool would
+// leave its effect unknown.
+func cancelsGuardedCall(r *http.Request, ep *mcpEndpoint, msgs mcp.Body) bool {
+	if msgs.Batch || msgs.Messages[0].Method != "notifications/cancelled" {
+		return false
+	}
+	var p struct {
+		RequestID json.RawMessage `json:"requestId"`
+	}
+	if json.Unmarshal(msgs.Messages[0].Params, &p) != nil || p.RequestID == nil {
+		return false
+	}
+	_, ok := ep.inflight.Load(inflightKey(r, p.RequestID))
+	return ok
+}
+
+// rpcError answers with a JSON-RPC error; nothing was sent or journaled.
+func rpcError(r *http.Request, status int, id json.RawMessage, code int, msg string) *http.Response {
+	h := http.Header{"Content-Type": {"application/json"}}
+	h.Set(HeaderOutcome, OutcomeBlocked)
+	return bodyResponse(r, status, h, mcp.ErrorResponse(id, code, msg))
+}
+
+// mcpRoute is the route a tool is guarded by, and whether it is guarded at
+// all: the tool's rule, else the unlisted policy, which the tool's
+// annotations may tighten and, where the operator trusts them, loosen for
+// read-only tools.
+func (s *Server) mcpRoute(ep *mcpEndpoint, tool string) (*rules.Route, bool) {
+	if r := ep.api.Tool(tool); r != nil {
+		return r, r.Effect != rules.EffectSafe
+	}
+	ann := ep.tools.get(tool)
+	guard := s.opts.MCPUnlisted != MCPUnlistedPass || ann.destructive()
+	if guard && s.opts.MCPTrustAnnotations && ann.readOnly() {
+		guard = false
+	}
+	if !guard {
+		return nil, false
+	}
+	if r, ok := ep.unlisted.Load(tool); ok {
+		return r.(*rules.Route), true
+	}
+	r := &rules.Route{API: ep.api, Name: tool, Method: http.MethodPost, Pattern: ep.api.MCP.Path, Effect: rules.EffectIrreversible}
+	ep.unlisted.Store(tool, r)
+	return r, true
+}
+
+// guardMCP runs a tools/call through the pipeline.
+func (s *Server) guardMCP(c *call) *http.Response {
+	if !s.active.tryAdd(s.opts.MaxInFlight) {
+		s.metrics.reject("in_flight_limit")
+		p := newProblem(ProblemUnavailable, "", "too many calls in flight (limits.max_in_flight); retry shortly")
+		p.RetryAfter = time.Second
+		a := s.problem(c, p)
+		s.logDecision(c, a)
+		return a.resp
+	}
+	defer s.active.Done()
+	a := s.prepareMCP(c)
+	if a == nil {
+		a = s.run(c)
+	}
+	s.logDecision(c, a)
+	return a.resp
+}
+
+// prepareMCP derives the key of a tools/call from its tool and arguments.
+func (s *Server) prepareMCP(c *call) *answer {
+	if s.draining.Load() {
+		s.metrics.reject("draining")
+		return s.problem(c, newProblem(ProblemUnavailable, "", "toolguard is shutting down; retry shortly"))
+	}
+	in := rules.Input{
+		ContentType: "application/json",
+		Body:        c.mcp.tool.Arguments,
+		Workflow:    c.in.Header.Get(HeaderWorkflow),
+	}
+	if h := c.route.API.Credential; h != "" {
+		in.Credential = c.in.Header.Get(h)
+	}
+	intent, err := s.deriver.Derive(c.route, in)
+	if err != nil {
+		s.metrics.reject("invalid_body")
+		return s.problem(c, newProblem(ProblemInvalidBody, "", "arguments of "+c.mcp.tool.Name+": "+err.Error()))
+	}
+	c.intent = intent
+	c.callerMAC = s.credentialMAC(c.route.API, c.in.Header)
+	s.parked.lend(c.callerMAC, c.route.API, c.in.Header)
+	return nil
+}
+
+// handleMCPForward handles a request the forward proxy sees for an MCP
+// API's endpoint.
+func (s *Server) handleMCPForward(req *http.Request, ctx *goproxy.ProxyCtx, api *rules.API) (*http.Request, *http.Response) {
+	ep := s.mcp.forAPI(api)
+	resp, listing := s.handleMCP(req, ep, nil)
+	if resp != nil {
+		ctx.UserData = &reqState{guarded: true}
+		return req, resp
+	}
+	stripToolguardHeaders(req.Header)
+	ctx.UserData = &reqState{mcp: ep, listing: listing}
+	ctx.RoundTripper = passthroughTripper{s.upstream}
+	return req, nil
+}
+
+// mcpPassthrough sends a request of the gateway that is not guarded on to
+// the server, streaming both ways (SSE included).
+func (s *Server) mcpPassthrough(w http.ResponseWriter, r *http.Request, ep *mcpEndpoint, listing json.RawMessage) {
+	rp := &httputil.ReverseProxy{
+		Rewrite: func(pr *httputil.ProxyRequest) {
+			u := *ep.url
+			pr.Out.URL = &u
+			pr.Out.Host = ""
+			stripToolguardHeaders(pr.Out.Header)
+		},
+		Transport:     s.upstream,
+		FlushInterval: -1,
+		ModifyResponse: func(resp *http.Response) error {
+			resp.Header.Set(HeaderOutcome, OutcomePassthrough)
+			ep.tools.observe(resp, listing)
+			return nil
+		},
+		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
+			writeResponse(w, newProblem(ProblemUpstreamUnreachable, "", "MCP server "+ep.api.Name+" unreachable: "+err.Error()).response(r))
+		},
+	}
+	s.metrics.passedThrough()
+	rp.ServeHTTP(w, r)
+}
