@@ -73,7 +73,7 @@ func (s *Server) mcpLookup(c *call, st *journal.Step, l *rules.Lookup) (*toolRes
 		return nil, fmt.Sprintf("%s: %v", tc.Name, err)
 	}
 	if res.IsError {
-		return &toolResult{IsError: true, raw: raw}, tc.Name + " returned isError: true"
+		return &toolResult{IsError: true, raw: raw}, tc.Name + " returned isError: true: " + firstText(res)
 	}
 	return &toolResult{raw: raw}, tc.Name + " answered"
 }
@@ -91,4 +91,17 @@ func (t credentialTripper) RoundTrip(r *http.Request) (*http.Response, error) {
 		r.Header[k] = vs
 	}
 	return t.rt.RoundTrip(r)
+}
+
+// firstText is the start of a result's first text content, for evidence.
+func firstText(res *sdk.CallToolResult) string {
+	for _, c := range res.Content {
+		if tc, ok := c.(*sdk.TextContent); ok {
+			if len(tc.Text) > 200 {
+				return tc.Text[:200] + "…"
+			}
+			return tc.Text
+		}
+	}
+	return ""
 }

@@ -1,0 +1,292 @@
+package proxy
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolguard/toolguard/journal"
+	"github.com/toolguard/toolguard/rules"
+)
+
+// ticketServer is a real MCP server (the official Go SDK, Streamable HTTP
+// with sessions, SSE answers) whose tools count their effects.
+type ticketServer struct {
+	url     *url.URL // the MCP endpoint
+	created atomic.Int64
+	failed  atomic.Int64 // create_ticket calls that returned isError
+	invalid atomic.Int64 // create_ticket calls refused as invalid params
+	reads   atomic.Int64
+	closed  atomic.Int64
+	calls   atomic.Int64 // every tools/call that reached a tool
+	// slow, when set, makes slow_ticket wait for it after its effect.
+	slow     chan struct{}
+	slowDone chan struct{} // gets a value when slow_ticket has made its effect
+
+	mu      sync.Mutex
+	tickets map[string]string // title → id
+}
+
+type ticketIn struct {
+	Project  string `json:"project"`
+	Title    string `json:"title"`
+	Priority string `json:"priority,omitempty"`
+}
+
+type ticketOut struct {
+	ID string `json:"id"`
+}
+
+type findIn struct {
+	Title string `json:"title"`
+}
+
+type findOut struct {
+	Count int    `json:"count"`
+	ID    string `json:"id,omitempty"`
+}
+
+func newTicketServer(t *testing.T) *ticketServer {
+	t.Helper()
+	ts := &ticketServer{tickets: map[string]string{}, slowDone: make(chan struct{}, 1)}
+	srv := sdk.NewServer(&sdk.Implementation{Name: "tickets", Version: "1"}, nil)
+	sdk.AddTool(srv, &sdk.Tool{Name: "create_ticket", Description: "open a ticket"}, ts.create)
+	sdk.AddTool(srv, &sdk.Tool{Name: "close_ticket"}, func(_ context.Context, _ *sdk.CallToolRequest, in ticketIn) (*sdk.CallToolResult, ticketOut, error) {
+		ts.calls.Add(1)
+		ts.closed.Add(1)
+		return nil, ticketOut{ID: in.Title}, nil
+	})
+	sdk.AddTool(srv, &sdk.Tool{Name: "slow_ticket"}, func(_ context.Context, _ *sdk.CallToolRequest, in ticketIn) (*sdk.CallToolResult, ticketOut, error) {
+		ts.calls.Add(1)
+		id := ts.record(in.Title)
+		ts.slowDone <- struct{}{}
+		<-ts.slow // the agent's disconnect does not stop the tool
+		return nil, ticketOut{ID: id}, nil
+	})
+	ro := true
+	sdk.AddTool(srv, &sdk.Tool{Name: "get_ticket", Annotations: &sdk.ToolAnnotations{ReadOnlyHint: ro}}, func(_ context.Context, _ *sdk.CallToolRequest, in ticketIn) (*sdk.CallToolResult, findOut, error) {
+		ts.reads.Add(1)
+		return nil, ts.find(in.Title), nil
+	})
+	sdk.AddTool(srv, &sdk.Tool{Name: "find_ticket", Annotations: &sdk.ToolAnnotations{ReadOnlyHint: ro}}, func(_ context.Context, _ *sdk.CallToolRequest, in findIn) (*sdk.CallToolResult, findOut, error) {
+		ts.reads.Add(1)
+		return nil, ts.find(in.Title), nil
+	})
+	h := sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return srv }, nil)
+	hs := httptest.NewServer(h)
+	t.Cleanup(hs.Close)
+	ts.url, _ = url.Parse(hs.URL + "/mcp")
+	return ts
+}
+
+func (ts *ticketServer) create(_ context.Context, _ *sdk.CallToolRequest, in ticketIn) (*sdk.CallToolResult, ticketOut, error) {
+	switch {
+	case in.Priority == "bogus":
+		ts.invalid.Add(1)
+		return nil, ticketOut{}, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "priority must be low, normal or high"}
+	case in.Title == "fail":
+		ts.calls.Add(1)
+		ts.failed.Add(1)
+		return nil, ticketOut{}, fmt.Errorf("project %s is archived", in.Project)
+	}
+	ts.calls.Add(1)
+	return nil, ticketOut{ID: ts.record(in.Title)}, nil
+}
+
+func (ts *ticketServer) record(title string) string {
+	n := ts.created.Add(1)
+	id := fmt.Sprintf("T-%d", n)
+	ts.mu.Lock()
+	ts.tickets[title] = id
+	ts.mu.Unlock()
+	return id
+}
+
+func (ts *ticketServer) find(title string) findOut {
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	if id, ok := ts.tickets[title]; ok {
+		return findOut{Count: 1, ID: id}
+	}
+	return findOut{}
+}
+
+// ticketRules describes the ticket server's tools; hosts is "" for a
+// gateway-only file.
+func ticketRules(t *testing.T, host string) *rules.API {
+	t.Helper()
+	src := "api: tickets\nmcp: {path: /mcp}\n"
+	if host != "" {
+		src += "hosts: [\"" + host + "\"]\n"
+	}
+	src += `tools:
+  - name: create_ticket
+    effect: irreversible
+    key: {fields: [project, title]}
+    operation_id: result:structuredContent.id
+    lookup:
+      tool: find_ticket
+      arguments: {title: "{{arguments.title}}"}
+      found: {result: {structuredContent.count: 1}}
+      absent: {result: {structuredContent.count: 0}}
+      operation_id: result:structuredContent.id
+  - name: slow_ticket
+    effect: irreversible
+    key: {fields: [project, title]}
+  - name: close_ticket
+    effect: irreversible
+    approval: required
+  - name: get_ticket
+    effect: safe
+`
+	api, err := rules.Parse("tickets.yaml", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return api
+}
+
+// mcpProxy is a toolguard proxy in front of a ticket server, reachable
+// through its gateway endpoint and as a forward proxy.
+type mcpProxy struct {
+	srv     *Server
+	j       *journal.Bolt
+	proxy   *url.URL // the proxy listener
+	tickets *ticketServer
+	logs    *bytes.Buffer
+}
+
+func newMCPProxy(t *testing.T, ts *ticketServer, opts Options) *mcpProxy {
+	t.Helper()
+	api := ticketRules(t, ts.url.Host)
+	set, err := rules.NewSet(api)
+	if err != nil {
+		t.Fatal(err)
+	}
+	logs := &bytes.Buffer{}
+	var mu sync.Mutex
+	log := slog.New(slog.NewTextHandler(lockedWriter{&mu, logs}, nil))
+	j, err := journal.Open(filepath.Join(t.TempDir(), "tg.db"), journal.Options{Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if errs := j.Check(); len(errs) > 0 {
+			t.Errorf("journal check: %v", errs)
+		}
+		j.Close()
+	})
+	opts.Rules, opts.Journal, opts.Logger, opts.Secret = set, j, log, []byte("0123456789abcdef0123456789abcdef")
+	opts.MCPServers = append(opts.MCPServers, MCPServer{Name: "tickets", URL: ts.url, API: ticketRules(t, "")})
+	srv, err := New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(srv.Handler())
+	t.Cleanup(hs.Close)
+	t.Cleanup(srv.Close)
+	t.Cleanup(func() {
+		if t.Failed() {
+			mu.Lock()
+			t.Logf("proxy log:\n%s", logs)
+			mu.Unlock()
+		}
+	})
+	pu, _ := url.Parse(hs.URL)
+	return &mcpProxy{srv: srv, j: j, proxy: pu, tickets: ts, logs: logs}
+}
+
+// way is how an agent reaches the MCP server.
+type way string
+
+const (
+	viaGateway way = "gateway"
+	viaForward way = "forward proxy"
+)
+
+// agent is an MCP client (the official Go SDK) of one principal.
+type agent struct {
+	p     *mcpProxy
+	way   way
+	token string
+	// outcomes records the Toolguard-Outcome of every answered tools/call.
+	mu       sync.Mutex
+	outcomes []string
+}
+
+func (p *mcpProxy) agent(w way, token string) *agent {
+	return &agent{p: p, way: w, token: token}
+}
+
+// session opens a new MCP session (initialize included).
+func (a *agent) session(t *testing.T, ctx context.Context) *sdk.ClientSession {
+	t.Helper()
+	base := &http.Transport{}
+	endpoint := a.p.proxy.String() + "/mcp/tickets"
+	if a.way == viaForward {
+		base.Proxy = http.ProxyURL(a.p.proxy)
+		endpoint = a.p.tickets.url.String()
+	}
+	t.Cleanup(base.CloseIdleConnections)
+	client := sdk.NewClient(&sdk.Implementation{Name: "agent", Version: "1"}, nil)
+	tr := &sdk.StreamableClientTransport{
+		Endpoint:   endpoint,
+		HTTPClient: &http.Client{Transport: recordingTripper{a: a, rt: base}},
+		MaxRetries: -1,
+	}
+	cs, err := client.Connect(ctx, tr, nil)
+	if err != nil {
+		t.Fatalf("connect %s: %v", a.way, err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	return cs
+}
+
+func (a *agent) lastOutcome() string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if len(a.outcomes) == 0 {
+		return ""
+	}
+	return a.outcomes[len(a.outcomes)-1]
+}
+
+// recordingTripper adds the agent's credential and records toolguard's
+// outcome header of guarded calls.
+type recordingTripper struct {
+	a  *agent
+	rt http.RoundTripper
+}
+
+func (r recordingTripper) RoundTrip(req *http.Request) (*http.Response, error) {
+	req = req.Clone(req.Context())
+	req.Header.Set("Authorization", "Bearer "+r.a.token)
+	resp, err := r.rt.RoundTrip(req)
+	if err == nil && resp.Header.Get(HeaderKey) != "" {
+		r.a.mu.Lock()
+		r.a.outcomes = append(r.a.outcomes, resp.Header.Get(HeaderOutcome))
+		r.a.mu.Unlock()
+	}
+	return resp, err
+}
+
+// steps lists every journaled step.
+func (p *mcpProxy) steps(t *testing.T) []journal.Step {
+	t.Helper()
+	sts, err := p.j.List(journal.Filter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sts
+}
