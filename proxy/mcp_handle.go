@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httputil"
 	"net/url"
@@ -57,6 +58,10 @@ func (s *Server) readMCP(r *http.Request, ep *mcpEndpoint, target *url.URL) (*ht
 	switch n := msgs.Calls(); {
 	case n == 0:
 		if cancelsGuardedCall(r, ep, msgs) {
+			s.log.Info("notifications/cancelled held back: the guarded call runs to its outcome", slog.String(logAPI, ep.api.Name))
+			if s.cancelHeld != nil {
+				s.cancelHeld()
+			}
 			return bodyResponse(r, http.StatusAccepted, http.Header{}, nil), nil
 		}
 		if m := msgs.Messages[0]; !msgs.Batch && m.Method == "tools/list" {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -30,6 +31,8 @@ type ticketServer struct {
 	reads   atomic.Int64
 	closed  atomic.Int64
 	calls   atomic.Int64 // every tools/call that reached a tool
+	// cancels counts notifications/cancelled that reached the server.
+	cancels atomic.Int64
 	// slow, when set, makes slow_ticket wait for it after its effect.
 	slow     chan struct{}
 	slowDone chan struct{} // gets a value when slow_ticket has made its effect
@@ -84,7 +87,16 @@ func newTicketServer(t *testing.T) *ticketServer {
 		return nil, ts.find(in.Title), nil
 	})
 	h := sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return srv }, nil)
-	hs := httptest.NewServer(h)
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost {
+			body, _ := io.ReadAll(r.Body)
+			if bytes.Contains(body, []byte(`"notifications/cancelled"`)) {
+				ts.cancels.Add(1)
+			}
+			r.Body = io.NopCloser(bytes.NewReader(body))
+		}
+		h.ServeHTTP(w, r)
+	}))
 	t.Cleanup(hs.Close)
 	ts.url, _ = url.Parse(hs.URL + "/mcp")
 	return ts

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"reflect"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -216,9 +217,12 @@ func TestMCPUnknownOutcomeRecovery(t *testing.T) {
 	ctx := context.Background()
 	ts := newTicketServer(t)
 	ts.slow = make(chan struct{})
-	t.Cleanup(func() { close(ts.slow) })
+	release := sync.OnceFunc(func() { close(ts.slow) })
+	t.Cleanup(release)
 	p := newMCPProxy(t, ts, Options{UpstreamTimeout: 300 * time.Millisecond})
 	a := p.agent(viaGateway, "alice")
+	// Sessions close after the tool returns (a DELETE waits for it).
+	defer release()
 
 	// slow_ticket has no lookup.
 	res, err := a.session(t, ctx).CallTool(ctx, &sdk.CallToolParams{Name: "slow_ticket", Arguments: callArgs("ops", "Slow")})

@@ -138,6 +138,9 @@ type Server struct {
 	now func() time.Time
 	// mcp holds the MCP servers of the gateway and the forward proxy.
 	mcp *mcpEndpoints
+	// cancelHeld, when set (tests), runs when a notifications/cancelled
+	// for a guarded call is held back.
+	cancelHeld func()
 }
 
 // lister is the part of the journal that background work reads.
