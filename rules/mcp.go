@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
 
 	"github.com/tidwall/gjson"
@@ -133,4 +134,17 @@ func (a *API) Tool(name string) *Route {
 		return nil
 	}
 	return a.MCP.Tools[name]
+}
+
+// ToolNames lists the tools an MCP API names, sorted; nil for other APIs.
+func (a *API) ToolNames() []string {
+	if a == nil || a.MCP == nil {
+		return nil
+	}
+	names := make([]string, 0, len(a.MCP.Tools))
+	for n := range a.MCP.Tools {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return names
 }

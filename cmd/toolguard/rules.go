@@ -61,6 +61,9 @@ func runRules(args []string, stdout, stderr io.Writer) error {
 		for _, r := range a.Routes {
 			fmt.Fprintf(stdout, "  %s/%s\t%s %s\t%s\n", a.Name, r.Name, r.Method, r.Pattern, r.Effect)
 		}
+		for _, name := range a.ToolNames() {
+			fmt.Fprintf(stdout, "  %s/%s\ttools/call %s\t%s\n", a.Name, name, a.MCP.Path, a.Tool(name).Effect)
+		}
 	}
 	return nil
 }

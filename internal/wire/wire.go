@@ -5,6 +5,7 @@
 package wire
 
 import (
+	"fmt"
 	"log/slog"
 	"net/http"
 
@@ -32,6 +33,10 @@ func Proxy(cfg config.Config, d Deps) (*proxy.Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	servers, err := MCPServers(cfg, d.Rules)
+	if err != nil {
+		return nil, err
+	}
 	ports := cfg.Upstream.ConnectPorts.Ports()
 	if ports == nil {
 		ports = []int{} // configured empty: tunnels only to hosts rules name
@@ -55,7 +60,33 @@ func Proxy(cfg config.Config, d Deps) (*proxy.Server, error) {
 		Metrics:           d.Metrics,
 		Retention:         cfg.Journal.Retention,
 		Logger:            d.Logger,
+		MCPServers:        servers,
+		MCPUnlisted:       proxy.MCPUnlisted(cfg.MCP.Unlisted.String()),
+
+		MCPTrustAnnotations: cfg.MCP.Annotations == config.MCPAnnotationsTrust,
 	})
+}
+
+// MCPServers pairs each configured MCP server with the MCP rule file of
+// the same api name, if the rules have one.
+func MCPServers(cfg config.Config, set *rules.Set) ([]proxy.MCPServer, error) {
+	var out []proxy.MCPServer
+	for _, sv := range cfg.MCP.ParsedServers() {
+		ms := proxy.MCPServer{Name: sv.Name, URL: sv.URL}
+		if set != nil {
+			for _, api := range set.APIs {
+				if api.Name != sv.Name {
+					continue
+				}
+				if api.MCP == nil {
+					return nil, fmt.Errorf("mcp.servers: server %s: the rule file %s of api %s describes routes, not MCP tools (want mcp: and tools:)", sv.Name, api.File, api.Name)
+				}
+				ms.API = api
+			}
+		}
+		out = append(out, ms)
+	}
+	return out, nil
 }
 
 // HTTPServer serves h with the configured limits: header size and time
