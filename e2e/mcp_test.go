@@ -1,0 +1,236 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os/exec"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// mcpTickets is a real MCP server (the official Go SDK) whose tools count
+// their effects. hold, when set, is called by a tool after its effect and
+// before it answers.
+type mcpTickets struct {
+	url     string
+	effects atomic.Int64
+	mu      sync.Mutex
+	byTitle map[string]string
+	holdMu  sync.Mutex
+	hold    func()
+}
+
+type ticketArgs struct {
+	Title string `json:"title"`
+}
+
+type ticketID struct {
+	ID    string `json:"id,omitempty"`
+	Count int    `json:"count"`
+}
+
+func newMCPTickets(t *testing.T) *mcpTickets {
+	t.Helper()
+	m := &mcpTickets{byTitle: map[string]string{}}
+	srv := sdk.NewServer(&sdk.Implementation{Name: "tickets", Version: "1"}, nil)
+	effect := func(_ context.Context, _ *sdk.CallToolRequest, in ticketArgs) (*sdk.CallToolResult, ticketID, error) {
+		id := fmt.Sprintf("T-%d", m.effects.Add(1))
+		m.mu.Lock()
+		m.byTitle[in.Title] = id
+		m.mu.Unlock()
+		m.holdMu.Lock()
+		h := m.hold
+		m.holdMu.Unlock()
+		if h != nil {
+			h()
+		}
+		return nil, ticketID{ID: id, Count: 1}, nil
+	}
+	sdk.AddTool(srv, &sdk.Tool{Name: "create_ticket"}, effect)
+	sdk.AddTool(srv, &sdk.Tool{Name: "create_note"}, effect)
+	sdk.AddTool(srv, &sdk.Tool{Name: "close_ticket"}, effect)
+	sdk.AddTool(srv, &sdk.Tool{Name: "find_ticket"}, func(_ context.Context, _ *sdk.CallToolRequest, in ticketArgs) (*sdk.CallToolResult, ticketID, error) {
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		if id, ok := m.byTitle[in.Title]; ok {
+			return nil, ticketID{ID: id, Count: 1}, nil
+		}
+		return nil, ticketID{}, nil
+	})
+	hs := httptest.NewServer(sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return srv }, nil))
+	t.Cleanup(hs.Close)
+	m.url = hs.URL + "/mcp"
+	return m
+}
+
+func (m *mcpTickets) setHold(h func()) {
+	m.holdMu.Lock()
+	m.hold = h
+	m.holdMu.Unlock()
+}
+
+const mcpTicketRules = `api: tickets
+mcp: {path: /mcp}
+tools:
+  - name: create_ticket
+    effect: irreversible
+    key: {fields: [title]}
+    operation_id: result:structuredContent.id
+    lookup:
+      tool: find_ticket
+      arguments: {title: "{{arguments.title}}"}
+      found: {result: {structuredContent.count: 1}}
+      absent: {result: {structuredContent.count: 0}}
+      operation_id: result:structuredContent.id
+  - name: create_note
+    effect: irreversible
+  - name: close_ticket
+    effect: irreversible
+    approval: required
+  - name: find_ticket
+    effect: safe
+`
+
+func mcpSetup(t *testing.T, m *mcpTickets) *setup {
+	s := newSetup(t, map[string]string{"tickets.yaml": mcpTicketRules})
+	s.env = append(s.env, "TOOLGUARD_MCP_SERVERS=tickets="+m.url)
+	return s
+}
+
+// mcpSession opens a session of the official SDK client at p's gateway
+// endpoint for the ticket server.
+func mcpSession(t *testing.T, ctx context.Context, p *proc) *sdk.ClientSession {
+	t.Helper()
+	tr := &sdk.StreamableClientTransport{
+		Endpoint:   p.proxyURL.String() + "/mcp/tickets",
+		HTTPClient: &http.Client{Transport: &http.Transport{}},
+		MaxRetries: -1,
+	}
+	cs, err := sdk.NewClient(&sdk.Implementation{Name: "agent", Version: "1"}, nil).Connect(ctx, tr, nil)
+	if err != nil {
+		t.Fatalf("connect to the gateway: %v", err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	return cs
+}
+
+// killDuringTool sends one tools/call through p and SIGKILLs toolguard
+// while the tool, having made its effect, has not answered yet.
+func killDuringTool(t *testing.T, p *proc, m *mcpTickets, call *sdk.CallToolParams) {
+	t.Helper()
+	reached, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	m.setHold(func() {
+		once.Do(func() { close(reached) })
+		<-release
+	})
+	done := make(chan error, 1)
+	go func() {
+		_, err := mcpSession(t, context.Background(), p).CallTool(context.Background(), call)
+		done <- err
+	}()
+	<-reached
+	p.kill()
+	close(release)
+	if err := <-done; err == nil {
+		t.Error("the call answered although toolguard was killed before the tool did")
+	}
+	m.setHold(nil)
+}
+
+// mcpHold decodes the toolguard problem of a hold result.
+func mcpHold(t *testing.T, res *sdk.CallToolResult) (typ, key string) {
+	t.Helper()
+	raw, _ := json.Marshal(res.Meta["toolguard/problem"])
+	var p struct{ Type, Key string }
+	if !res.IsError || json.Unmarshal(raw, &p) != nil || p.Type == "" {
+		t.Fatalf("result is not a toolguard hold: %+v", res)
+	}
+	if text := res.Content[0].(*sdk.TextContent).Text; !strings.Contains(text, p.Key) {
+		t.Errorf("hold text does not name the step key: %q", text)
+	}
+	return p.Type, p.Key
+}
+
+// kill -9 while a tools/call is held by the tool; the retry, in a new
+// session with the restarted proxy, is recovered by the rule's lookup
+// tool; without a lookup it gets a readable hold. Never a second effect.
+func TestMCPKillDuringCall(t *testing.T) {
+	ctx := context.Background()
+	m := newMCPTickets(t)
+	s := mcpSetup(t, m)
+
+	call := &sdk.CallToolParams{Name: "create_ticket", Arguments: map[string]any{"title": "Disk full"}}
+	killDuringTool(t, s.start(t), m, call)
+	p := s.start(t)
+	res, err := mcpSession(t, ctx, p).CallTool(ctx, call)
+	if err != nil || res.IsError {
+		t.Fatalf("retry after the crash: %+v, %v", res, err)
+	}
+	if text := res.Content[0].(*sdk.TextContent).Text; !strings.Contains(text, "T-1") {
+		t.Errorf("recovered answer %q does not carry the lookup's operation id T-1", text)
+	}
+	if n := m.effects.Load(); n != 1 {
+		t.Fatalf("effects after the recovered retry = %d, want 1", n)
+	}
+
+	note := &sdk.CallToolParams{Name: "create_note", Arguments: map[string]any{"title": "Call back"}}
+	p.kill()
+	killDuringTool(t, s.start(t), m, note)
+	p = s.start(t)
+	for i := range 2 {
+		res, err := mcpSession(t, ctx, p).CallTool(ctx, note)
+		if err != nil {
+			t.Fatalf("retry %d: a hold must reach the client as a tool result: %v", i, err)
+		}
+		if typ, _ := mcpHold(t, res); typ != "urn:toolguard:ambiguous-effect" {
+			t.Errorf("retry %d: hold %s, want ambiguous-effect", i, typ)
+		}
+	}
+	if n := m.effects.Load(); n != 2 {
+		t.Fatalf("effects = %d, want 2 (one per intent)", n)
+	}
+}
+
+// An approval-gated tool: a hold result, then `toolguard review approve`
+// lets exactly one call run, and the retry gets its result.
+func TestMCPApprovalCLI(t *testing.T) {
+	ctx := context.Background()
+	m := newMCPTickets(t)
+	p := mcpSetup(t, m).start(t)
+	call := &sdk.CallToolParams{Name: "close_ticket", Arguments: map[string]any{"title": "T-7"}}
+	res, err := mcpSession(t, ctx, p).CallTool(ctx, call)
+	if err != nil {
+		t.Fatal(err)
+	}
+	typ, key := mcpHold(t, res)
+	if typ != "urn:toolguard:awaiting-approval" || m.effects.Load() != 0 {
+		t.Fatalf("hold %s with %d effects, want awaiting-approval and none", typ, m.effects.Load())
+	}
+	if out, err := exec.Command(binary, "review", "approve", key, "--admin", p.adminURL).CombinedOutput(); err != nil {
+		t.Fatalf("approve: %v\n%s", err, out)
+	}
+	var results []*sdk.CallToolResult
+	for range 2 {
+		res, err := mcpSession(t, ctx, p).CallTool(ctx, call)
+		if err != nil || res.IsError {
+			t.Fatalf("after approval: %+v, %v", res, err)
+		}
+		results = append(results, res)
+	}
+	if n := m.effects.Load(); n != 1 {
+		t.Errorf("effects = %d, want exactly 1", n)
+	}
+	a, _ := json.Marshal(results[0])
+	b, _ := json.Marshal(results[1])
+	if string(a) != string(b) {
+		t.Errorf("the retry did not get the approved call's result:\n%s\n%s", a, b)
+	}
+}
