@@ -30,6 +30,7 @@ type ticketServer struct {
 	invalid atomic.Int64 // create_ticket calls refused as invalid params
 	reads   atomic.Int64
 	closed  atomic.Int64
+	purged  atomic.Int64
 	calls   atomic.Int64 // every tools/call that reached a tool
 	// cancels counts notifications/cancelled that reached the server.
 	cancels atomic.Int64
@@ -81,6 +82,12 @@ func newTicketServer(t *testing.T) *ticketServer {
 	sdk.AddTool(srv, &sdk.Tool{Name: "get_ticket", Annotations: &sdk.ToolAnnotations{ReadOnlyHint: ro}}, func(_ context.Context, _ *sdk.CallToolRequest, in ticketIn) (*sdk.CallToolResult, findOut, error) {
 		ts.reads.Add(1)
 		return nil, ts.find(in.Title), nil
+	})
+	destructive := true
+	sdk.AddTool(srv, &sdk.Tool{Name: "purge_tickets", Annotations: &sdk.ToolAnnotations{DestructiveHint: &destructive}}, func(_ context.Context, _ *sdk.CallToolRequest, in findIn) (*sdk.CallToolResult, findOut, error) {
+		ts.calls.Add(1)
+		ts.purged.Add(1)
+		return nil, findOut{}, nil
 	})
 	sdk.AddTool(srv, &sdk.Tool{Name: "find_ticket", Annotations: &sdk.ToolAnnotations{ReadOnlyHint: ro}}, func(_ context.Context, _ *sdk.CallToolRequest, in findIn) (*sdk.CallToolResult, findOut, error) {
 		ts.reads.Add(1)
