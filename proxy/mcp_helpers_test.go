@@ -40,6 +40,8 @@ type ticketServer struct {
 
 	mu      sync.Mutex
 	tickets map[string]string // title → id
+	// callHeaders are the headers of the last tools/call POST.
+	callHeaders http.Header
 }
 
 type ticketIn struct {
@@ -62,6 +64,13 @@ type findOut struct {
 }
 
 func newTicketServer(t *testing.T) *ticketServer {
+	t.Helper()
+	return newTicketServerWith(t, nil)
+}
+
+// newTicketServerWith serves the ticket tools with the SDK's Streamable
+// HTTP options (stateless, JSON answers).
+func newTicketServerWith(t *testing.T, opts *sdk.StreamableHTTPOptions) *ticketServer {
 	t.Helper()
 	ts := &ticketServer{tickets: map[string]string{}, slowDone: make(chan struct{}, 1)}
 	srv := sdk.NewServer(&sdk.Implementation{Name: "tickets", Version: "1"}, nil)
@@ -93,12 +102,17 @@ func newTicketServer(t *testing.T) *ticketServer {
 		ts.reads.Add(1)
 		return nil, ts.find(in.Title), nil
 	})
-	h := sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return srv }, nil)
+	h := sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return srv }, opts)
 	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method == http.MethodPost {
 			body, _ := io.ReadAll(r.Body)
 			if bytes.Contains(body, []byte(`"notifications/cancelled"`)) {
 				ts.cancels.Add(1)
+			}
+			if bytes.Contains(body, []byte(`"tools/call"`)) {
+				ts.mu.Lock()
+				ts.callHeaders = r.Header.Clone()
+				ts.mu.Unlock()
 			}
 			r.Body = io.NopCloser(bytes.NewReader(body))
 		}
@@ -239,6 +253,9 @@ type agent struct {
 	p     *mcpProxy
 	way   way
 	token string
+	// version is the protocol version the client asks for; "" = the SDK's
+	// latest.
+	version string
 	// outcomes records the Toolguard-Outcome of every answered tools/call.
 	mu       sync.Mutex
 	outcomes []string
@@ -264,7 +281,7 @@ func (a *agent) session(t *testing.T, ctx context.Context) *sdk.ClientSession {
 		HTTPClient: &http.Client{Transport: recordingTripper{a: a, rt: base}},
 		MaxRetries: -1,
 	}
-	cs, err := client.Connect(ctx, tr, nil)
+	cs, err := client.Connect(ctx, tr, &sdk.ClientSessionOptions{ProtocolVersion: a.version})
 	if err != nil {
 		t.Fatalf("connect %s: %v", a.way, err)
 	}

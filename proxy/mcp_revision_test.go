@@ -1,0 +1,68 @@
+package proxy
+
+import (
+	"context"
+	"reflect"
+	"testing"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// The duplicate across sessions is answered once whatever the protocol
+// revision and the server's transport mode: sessions (2025-06-18,
+// 2025-11-25), the stateless 2026-07-28 revision (server/discover, the
+// Mcp-Method and Mcp-Name headers), SSE or JSON answers.
+func TestMCPRevisions(t *testing.T) {
+	servers := []struct {
+		name string
+		opts *sdk.StreamableHTTPOptions
+	}{
+		{name: "sessions, SSE answers"},
+		{name: "sessions, JSON answers", opts: &sdk.StreamableHTTPOptions{JSONResponse: true}},
+		{name: "stateless", opts: &sdk.StreamableHTTPOptions{Stateless: true}},
+	}
+	versions := []string{"2025-06-18", "2025-11-25", "2026-07-28"}
+	for _, sv := range servers {
+		for _, v := range versions {
+			for _, w := range bothWays {
+				t.Run(sv.name+"/"+v+"/"+string(w), func(t *testing.T) {
+					ctx := context.Background()
+					ts := newTicketServerWith(t, sv.opts)
+					p := newMCPProxy(t, ts, Options{})
+					a := p.agent(w, "alice")
+					a.version = v
+					var results []*sdk.CallToolResult
+					for i := range 2 {
+						s := a.session(t, ctx)
+						got := s.InitializeResult().ProtocolVersion
+						if v == "2026-07-28" && sv.opts != nil && sv.opts.Stateless && got != v {
+							t.Fatalf("negotiated %s, want %s", got, v)
+						}
+						for range i { // a different id in the second session
+							if _, err := s.ListTools(ctx, nil); err != nil {
+								t.Fatal(err)
+							}
+						}
+						res, err := s.CallTool(ctx, &sdk.CallToolParams{Name: "create_ticket", Arguments: callArgs("ops", "Disk full")})
+						if err != nil || res.IsError {
+							t.Fatalf("call %d (protocol %s): %+v, %v", i, got, res, err)
+						}
+						results = append(results, res)
+					}
+					if n := ts.created.Load(); n != 1 {
+						t.Errorf("effects = %d, want 1", n)
+					}
+					if a.lastOutcome() != OutcomeReplayed || !reflect.DeepEqual(results[0], results[1]) {
+						t.Errorf("second answer %s %+v, want the replay of %+v", a.lastOutcome(), results[1], results[0])
+					}
+					ts.mu.Lock()
+					h := ts.callHeaders
+					ts.mu.Unlock()
+					if v == "2026-07-28" && sv.opts != nil && sv.opts.Stateless && (h.Get("Mcp-Method") != "tools/call" || h.Get("Mcp-Name") != "create_ticket") {
+						t.Errorf("the server got Mcp-Method %q, Mcp-Name %q: the headers did not pass", h.Get("Mcp-Method"), h.Get("Mcp-Name"))
+					}
+				})
+			}
+		}
+	}
+}
