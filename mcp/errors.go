@@ -19,9 +19,6 @@ var (
 	ErrInvalidRequest = errors.New("invalid JSON-RPC request")
 	// ErrInvalidParams: a tools/call whose params cannot be read.
 	ErrInvalidParams = errors.New("invalid tools/call params")
-	// ErrMixedBatch: a batch that holds a tools/call together with other
-	// messages (see Body.Split).
-	ErrMixedBatch = errors.New("batch mixes tools/call with other messages")
 )
 
 // Code is the JSON-RPC error code for an error of Parse.

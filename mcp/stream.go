@@ -3,6 +3,7 @@ package mcp
 import (
 	"bufio"
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -85,3 +86,5 @@ func SameID(a, b []byte) bool {
 	var x, y float64
 	return jsonNumber(a, &x) && jsonNumber(b, &y) && x == y
 }
+
+func jsonNumber(b []byte, f *float64) bool { return json.Unmarshal(b, f) == nil }

@@ -57,44 +57,53 @@ func (a *annotations) record(list map[string]mcp.Annotations) {
 const maxListing = 4 << 20
 
 // observe reads the annotations of a tools/list answer (the request with
-// id) as it streams by to the agent; nil id observes nothing.
+// id) as it streams by to the agent; nil id observes nothing. They are
+// recorded before the bytes that complete the answer reach the agent, so
+// that a tools/call sent after the listing finds them.
 func (a *annotations) observe(resp *http.Response, id json.RawMessage) {
 	if id == nil || resp.StatusCode != http.StatusOK || resp.Body == nil {
 		return
 	}
-	resp.Body = &listingBody{rc: resp.Body, done: func(b []byte) {
-		raw, err := mcp.ReadResponse(resp.Header.Get("Content-Type"), bytes.NewReader(b), id, maxListing)
+	ct := resp.Header.Get("Content-Type")
+	resp.Body = &listingBody{rc: resp.Body, done: func(b []byte) bool {
+		raw, err := mcp.ReadResponse(ct, bytes.NewReader(b), id, maxListing)
 		if err != nil {
-			return
+			return false
 		}
-		if r, err := mcp.ParseResponse(raw); err == nil && r.Error == nil {
+		r, err := mcp.ParseResponse(raw)
+		if err != nil {
+			return false
+		}
+		if r.Error == nil {
 			a.record(mcp.ToolAnnotations(r.Result))
 		}
+		return true
 	}}
 }
 
-// listingBody copies what the agent reads, up to maxListing, and hands it
-// to done at the end of the body.
+// listingBody copies what the agent reads, up to maxListing, and offers it
+// to done whenever a read may have completed the answer, until done
+// accepts it.
 type listingBody struct {
 	rc   io.ReadCloser
 	buf  bytes.Buffer
-	done func([]byte)
-	over bool
+	done func([]byte) bool
 }
 
 func (l *listingBody) Read(p []byte) (int, error) {
 	n, err := l.rc.Read(p)
-	if !l.over {
-		if l.buf.Len()+n > maxListing {
-			l.over = true
-			l.buf = bytes.Buffer{}
-		} else {
-			l.buf.Write(p[:n])
-		}
+	if l.done == nil {
+		return n, err
 	}
-	if err == io.EOF && l.done != nil && !l.over {
-		l.done(l.buf.Bytes())
-		l.done = nil
+	if l.buf.Len()+n > maxListing {
+		l.done, l.buf = nil, bytes.Buffer{}
+		return n, err
+	}
+	l.buf.Write(p[:n])
+	if bytes.IndexByte(p[:n], '}') >= 0 || err != nil {
+		if l.done(l.buf.Bytes()) {
+			l.done, l.buf = nil, bytes.Buffer{}
+		}
 	}
 	return n, err
 }

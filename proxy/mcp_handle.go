@@ -68,32 +68,43 @@ func (s *Server) readMCP(r *http.Request, ep *mcpEndpoint, target *url.URL) (*ht
 			return nil, m.ID
 		}
 		return nil, nil
-	case msgs.Batch:
+	case msgs.Batch && n < len(msgs.Messages):
 		s.metrics.reject("invalid_body")
 		return rpcError(r, http.StatusBadRequest, nil, mcp.CodeInvalidRequest,
-			"toolguard: a batch that holds tools/call is not accepted; send each tools/call in a POST of its own"), nil
+			"toolguard: a batch that mixes tools/call with other messages is not accepted; send the tools/call requests in a batch of their own, or one per POST"), nil
+	case msgs.Batch:
+		return s.mcpBatch(r, ep, target, msgs), nil
 	}
-	m := msgs.Messages[0]
+	resp, pass := s.mcpCallOne(r, ep, target, c, msgs.Messages[0])
+	if pass {
+		return nil, nil
+	}
+	return resp, nil
+}
+
+// mcpCallOne guards one tools/call message m, sent in r; c holds the body
+// budget's reservation. pass reports a tool that is not guarded.
+func (s *Server) mcpCallOne(r *http.Request, ep *mcpEndpoint, target *url.URL, c *call, m mcp.Message) (resp *http.Response, pass bool) {
 	tc, err := mcp.ParseCall(m)
 	if err != nil {
 		s.metrics.reject("invalid_body")
-		return rpcError(r, http.StatusOK, m.ID, mcp.Code(err), "toolguard: "+err.Error()), nil
+		return rpcError(r, http.StatusOK, m.ID, mcp.Code(err), "toolguard: "+err.Error()), false
 	}
 	route, guarded := s.mcpRoute(ep, tc.Name)
 	if !guarded {
-		return nil, nil
+		return nil, true
 	}
 	if target == nil {
 		target = r.URL
 	}
 	in := *r
 	in.URL = target
-	c.in, c.route, c.body = &in, route, body
+	c.in, c.route, c.body = &in, route, m.Raw
 	c.mcp = &mcpCall{server: ep, tool: tc, target: target}
 	key := inflightKey(r, tc.ID)
 	ep.inflight.Store(key, struct{}{})
 	defer ep.inflight.Delete(key)
-	return s.guardMCP(c), nil
+	return s.guardMCP(c), false
 }
 
 // cancelsGuardedCall reports whether msgs is a notifications/cancelled for
