@@ -31,6 +31,7 @@ type ticketServer struct {
 	reads   atomic.Int64
 	closed  atomic.Int64
 	purged  atomic.Int64
+	asked   atomic.Int64 // deploy_ticket calls answered with input requests
 	calls   atomic.Int64 // every tools/call that reached a tool
 	// cancels counts notifications/cancelled that reached the server.
 	cancels atomic.Int64
@@ -91,6 +92,14 @@ func newTicketServerWith(t *testing.T, opts *sdk.StreamableHTTPOptions) *ticketS
 	sdk.AddTool(srv, &sdk.Tool{Name: "get_ticket", Annotations: &sdk.ToolAnnotations{ReadOnlyHint: ro}}, func(_ context.Context, _ *sdk.CallToolRequest, in ticketIn) (*sdk.CallToolResult, findOut, error) {
 		ts.reads.Add(1)
 		return nil, ts.find(in.Title), nil
+	})
+	sdk.AddTool(srv, &sdk.Tool{Name: "deploy_ticket"}, func(_ context.Context, req *sdk.CallToolRequest, in ticketIn) (*sdk.CallToolResult, ticketOut, error) {
+		if len(req.Params.InputResponses) == 0 { // multi round-trip: ask first
+			ts.asked.Add(1)
+			return &sdk.CallToolResult{InputRequests: sdk.InputRequestMap{"confirm": &sdk.ElicitParams{Message: "Deploy " + in.Title + "?"}}, RequestState: "s-1"}, ticketOut{}, nil
+		}
+		ts.calls.Add(1)
+		return nil, ticketOut{ID: ts.record(in.Title)}, nil
 	})
 	destructive := true
 	sdk.AddTool(srv, &sdk.Tool{Name: "purge_tickets", Annotations: &sdk.ToolAnnotations{DestructiveHint: &destructive}}, func(_ context.Context, _ *sdk.CallToolRequest, in findIn) (*sdk.CallToolResult, findOut, error) {
@@ -275,7 +284,11 @@ func (a *agent) session(t *testing.T, ctx context.Context) *sdk.ClientSession {
 		endpoint = a.p.tickets.url.String()
 	}
 	t.Cleanup(base.CloseIdleConnections)
-	client := sdk.NewClient(&sdk.Implementation{Name: "agent", Version: "1"}, nil)
+	client := sdk.NewClient(&sdk.Implementation{Name: "agent", Version: "1"}, &sdk.ClientOptions{
+		ElicitationHandler: func(context.Context, *sdk.ElicitRequest) (*sdk.ElicitResult, error) {
+			return &sdk.ElicitResult{Action: "accept"}, nil
+		},
+	})
 	tr := &sdk.StreamableClientTransport{
 		Endpoint:   endpoint,
 		HTTPClient: &http.Client{Transport: recordingTripper{a: a, rt: base}},

@@ -66,3 +66,37 @@ func TestMCPRevisions(t *testing.T) {
 		}
 	}
 }
+
+// A multi round-trip call (2026-07-28): the server asks for input first,
+// which is no outcome (the tool did not run); the client's continuation,
+// under a new id and carrying inputResponses, continues the same step and
+// is sent. A later call of the same intent is answered from the journal.
+func TestMCPMultiRoundTrip(t *testing.T) {
+	for _, w := range bothWays {
+		t.Run(string(w), func(t *testing.T) {
+			ctx := context.Background()
+			ts := newTicketServerWith(t, &sdk.StreamableHTTPOptions{Stateless: true})
+			p := newMCPProxy(t, ts, Options{})
+			a := p.agent(w, "alice")
+			a.version = "2026-07-28"
+			call := &sdk.CallToolParams{Name: "deploy_ticket", Arguments: callArgs("ops", "v2")}
+			first, err := a.session(t, ctx).CallTool(ctx, call)
+			if err != nil || first.IsError || first.NeedsInput() {
+				t.Fatalf("first call: %+v, %v", first, err)
+			}
+			if ts.asked.Load() != 1 || ts.created.Load() != 1 {
+				t.Fatalf("asked %d, created %d; want the continuation sent once after one request for input", ts.asked.Load(), ts.created.Load())
+			}
+			second, err := a.session(t, ctx).CallTool(ctx, call)
+			if err != nil || !reflect.DeepEqual(first, second) || a.lastOutcome() != OutcomeReplayed {
+				t.Fatalf("second call: %+v (%s), %v; want the replay of %+v", second, a.lastOutcome(), err, first)
+			}
+			if ts.asked.Load() != 1 || ts.created.Load() != 1 {
+				t.Errorf("asked %d, created %d after the replay, want 1 and 1", ts.asked.Load(), ts.created.Load())
+			}
+			if sts := p.steps(t); len(sts) != 1 {
+				t.Errorf("steps = %d, want one: the continuation is the same step", len(sts))
+			}
+		})
+	}
+}
