@@ -211,11 +211,20 @@ type mcpProxy struct {
 
 func newMCPProxy(t *testing.T, ts *ticketServer, opts Options) *mcpProxy {
 	t.Helper()
-	api := ticketRules(t, ts.url.Host)
-	set, err := rules.NewSet(api)
+	set, err := rules.NewSet(ticketRules(t, ts.url.Host))
 	if err != nil {
 		t.Fatal(err)
 	}
+	opts.Rules = set
+	opts.MCPServers = append(opts.MCPServers, MCPServer{Name: "tickets", URL: ts.url, API: ticketRules(t, "")})
+	p := startMCPProxy(t, opts)
+	p.tickets = ts
+	return p
+}
+
+// startMCPProxy runs a proxy with opts on a fresh journal.
+func startMCPProxy(t *testing.T, opts Options) *mcpProxy {
+	t.Helper()
 	logs := &bytes.Buffer{}
 	var mu sync.Mutex
 	log := slog.New(slog.NewTextHandler(lockedWriter{&mu, logs}, nil))
@@ -229,8 +238,7 @@ func newMCPProxy(t *testing.T, ts *ticketServer, opts Options) *mcpProxy {
 		}
 		j.Close()
 	})
-	opts.Rules, opts.Journal, opts.Logger, opts.Secret = set, j, log, []byte("0123456789abcdef0123456789abcdef")
-	opts.MCPServers = append(opts.MCPServers, MCPServer{Name: "tickets", URL: ts.url, API: ticketRules(t, "")})
+	opts.Journal, opts.Logger, opts.Secret = j, log, []byte("0123456789abcdef0123456789abcdef")
 	srv, err := New(opts)
 	if err != nil {
 		t.Fatal(err)
@@ -246,7 +254,7 @@ func newMCPProxy(t *testing.T, ts *ticketServer, opts Options) *mcpProxy {
 		}
 	})
 	pu, _ := url.Parse(hs.URL)
-	return &mcpProxy{srv: srv, j: j, proxy: pu, tickets: ts, logs: logs}
+	return &mcpProxy{srv: srv, j: j, proxy: pu, logs: logs}
 }
 
 // way is how an agent reaches the MCP server.
