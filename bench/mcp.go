@@ -18,6 +18,7 @@ import (
 // writes its JSON-RPC messages itself: an SDK session per worker would
 // measure the SDK's client as much as the proxy.
 const (
+	scMCPDirect  = "mcp-direct"
 	scMCPGuarded = "mcp-guarded"
 	scMCPReplay  = "mcp-replay"
 )
@@ -69,7 +70,11 @@ func (m *mcpCalls) body() []byte {
 
 // mcpPost is a tools/call to toolguard's gateway endpoint.
 func (e *env) mcpPost(body []byte) *http.Request {
-	req, _ := http.NewRequest(http.MethodPost, e.toolguard.String()+"/mcp/"+mcpServerName, bytes.NewReader(body))
+	return mcpRequest(e.toolguard.String()+"/mcp/"+mcpServerName, body)
+}
+
+func mcpRequest(u string, body []byte) *http.Request {
+	req, _ := http.NewRequest(http.MethodPost, u, bytes.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
 	req.Header.Set("Mcp-Protocol-Version", "2025-06-18")
@@ -79,6 +84,10 @@ func (e *env) mcpPost(body []byte) *http.Request {
 
 // mcpLoad is the load of an MCP scenario.
 func (e *env) mcpLoad(name string, conc int) load {
+	if name == scMCPDirect {
+		u := e.up.plain.URL + "/mcp"
+		return newLoad(conc, nil, nil, func(int, int) *http.Request { return mcpRequest(u, e.mcpCalls.body()) }, expect(200, ""))
+	}
 	if name == scMCPReplay {
 		set := e.mcpReplay
 		return newLoad(conc, nil, nil, func(w, i int) *http.Request { return e.mcpPost(set[(w+i*conc)%len(set)]) }, expect(200, "replayed"))
