@@ -3,6 +3,8 @@ package proxy
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"fmt"
 	"io"
 	"log/slog"
@@ -41,6 +43,8 @@ type ticketServer struct {
 
 	mu      sync.Mutex
 	tickets map[string]string // title → id
+	// tlsClient trusts the server's certificate; nil for plain HTTP.
+	tlsClient *http.Client
 	// callHeaders are the headers of the last tools/call POST.
 	callHeaders http.Header
 }
@@ -72,6 +76,17 @@ func newTicketServer(t *testing.T) *ticketServer {
 // newTicketServerWith serves the ticket tools with the SDK's Streamable
 // HTTP options (stateless, JSON answers).
 func newTicketServerWith(t *testing.T, opts *sdk.StreamableHTTPOptions) *ticketServer {
+	t.Helper()
+	return startTicketServer(t, opts, false)
+}
+
+// newTLSTicketServer serves the ticket tools over HTTPS.
+func newTLSTicketServer(t *testing.T) *ticketServer {
+	t.Helper()
+	return startTicketServer(t, nil, true)
+}
+
+func startTicketServer(t *testing.T, opts *sdk.StreamableHTTPOptions, useTLS bool) *ticketServer {
 	t.Helper()
 	ts := &ticketServer{tickets: map[string]string{}, slowDone: make(chan struct{}, 1)}
 	srv := sdk.NewServer(&sdk.Implementation{Name: "tickets", Version: "1"}, nil)
@@ -112,7 +127,7 @@ func newTicketServerWith(t *testing.T, opts *sdk.StreamableHTTPOptions) *ticketS
 		return nil, ts.find(in.Title), nil
 	})
 	h := sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return srv }, opts)
-	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	hs := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method == http.MethodPost {
 			body, _ := io.ReadAll(r.Body)
 			if bytes.Contains(body, []byte(`"notifications/cancelled"`)) {
@@ -127,6 +142,12 @@ func newTicketServerWith(t *testing.T, opts *sdk.StreamableHTTPOptions) *ticketS
 		}
 		h.ServeHTTP(w, r)
 	}))
+	if useTLS {
+		hs.StartTLS()
+		ts.tlsClient = hs.Client()
+	} else {
+		hs.Start()
+	}
 	t.Cleanup(hs.Close)
 	ts.url, _ = url.Parse(hs.URL + "/mcp")
 	return ts
@@ -207,6 +228,8 @@ type mcpProxy struct {
 	proxy   *url.URL // the proxy listener
 	tickets *ticketServer
 	logs    *bytes.Buffer
+	// roots trusts the proxy's CA when the ticket server is HTTPS.
+	roots *x509.CertPool
 }
 
 func newMCPProxy(t *testing.T, ts *ticketServer, opts Options) *mcpProxy {
@@ -217,8 +240,18 @@ func newMCPProxy(t *testing.T, ts *ticketServer, opts Options) *mcpProxy {
 	}
 	opts.Rules = set
 	opts.MCPServers = append(opts.MCPServers, MCPServer{Name: "tickets", URL: ts.url, API: ticketRules(t, "")})
+	var roots *x509.CertPool
+	if ts.tlsClient != nil {
+		ca, err := CreateCA(t.TempDir())
+		if err != nil {
+			t.Fatal(err)
+		}
+		opts.CA, opts.Transport = ca, ts.tlsClient.Transport
+		roots = x509.NewCertPool()
+		roots.AddCert(ca.Cert)
+	}
 	p := startMCPProxy(t, opts)
-	p.tickets = ts
+	p.tickets, p.roots = ts, roots
 	return p
 }
 
@@ -289,6 +322,7 @@ func (a *agent) session(t *testing.T, ctx context.Context) *sdk.ClientSession {
 	endpoint := a.p.proxy.String() + "/mcp/tickets"
 	if a.way == viaForward {
 		base.Proxy = http.ProxyURL(a.p.proxy)
+		base.TLSClientConfig = &tls.Config{RootCAs: a.p.roots}
 		endpoint = a.p.tickets.url.String()
 	}
 	t.Cleanup(base.CloseIdleConnections)

@@ -44,10 +44,21 @@ func holdOf(t *testing.T, res *sdk.CallToolResult) mcp.Hold {
 // JSON-RPC ids, has one effect; the second answer is the first result
 // under the second id.
 func TestMCPDuplicateAcrossSessions(t *testing.T) {
-	for _, w := range bothWays {
-		t.Run(string(w), func(t *testing.T) {
+	cases := []struct {
+		name   string
+		way    way
+		server func(*testing.T) *ticketServer
+	}{
+		{name: "gateway", way: viaGateway, server: newTicketServer},
+		{name: "forward proxy", way: viaForward, server: newTicketServer},
+		{name: "forward proxy, HTTPS intercepted", way: viaForward, server: newTLSTicketServer},
+		{name: "gateway to an HTTPS server", way: viaGateway, server: newTLSTicketServer},
+	}
+	for _, tc := range cases {
+		w := tc.way
+		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
-			p := newMCPProxy(t, newTicketServer(t), Options{})
+			p := newMCPProxy(t, tc.server(t), Options{})
 			a := p.agent(w, "alice")
 			first, err := a.session(t, ctx).CallTool(ctx, &sdk.CallToolParams{Name: "create_ticket", Arguments: callArgs("ops", "Disk full")})
 			if err != nil {
