@@ -150,3 +150,37 @@ func TestMCPBadInput(t *testing.T) {
 		})
 	}
 }
+
+// An HTTP 4xx from the server means the tool did not run: an expired
+// session's 404 reaches the client as it was (so that it initialises
+// again), nothing is stored, and the call in the new session is sent.
+func TestMCPSessionExpired(t *testing.T) {
+	ctx := context.Background()
+	p := newMCPProxy(t, newTicketServer(t), Options{})
+	body := `{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"create_ticket","arguments":{"project":"ops","title":"Disk full"}}}`
+	req, _ := http.NewRequest(http.MethodPost, p.proxy.String()+"/mcp/tickets", strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Authorization", "Bearer alice")
+	req.Header.Set("Mcp-Session-Id", "expired-session")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNotFound {
+		t.Fatalf("status = %d, want the server's 404 for an unknown session", resp.StatusCode)
+	}
+	sts := p.steps(t)
+	if len(sts) != 1 || sts[0].Status.String() != "prepared" || sts[0].Response != nil {
+		t.Fatalf("steps = %+v, want one prepared step without a stored answer", sts)
+	}
+	res, err := p.agent(viaGateway, "alice").session(t, ctx).CallTool(ctx, &sdk.CallToolParams{Name: "create_ticket", Arguments: callArgs("ops", "Disk full")})
+	if err != nil || res.IsError {
+		t.Fatalf("call in a new session: %+v, %v", res, err)
+	}
+	if n := p.tickets.created.Load(); n != 1 {
+		t.Errorf("effects = %d, want 1", n)
+	}
+}
