@@ -76,9 +76,13 @@ func (m *mcpTickets) setHold(h func()) {
 	m.holdMu.Unlock()
 }
 
-const mcpTicketRules = `api: tickets
-mcp: {path: /mcp}
-tools:
+// mcpTicketRules describes the ticket server's tools, on host for the
+// forward proxy.
+func mcpTicketRules(host string) string {
+	return "api: tickets\nmcp: {path: /mcp}\nhosts: [\"" + host + "\"]\n" + mcpTicketTools
+}
+
+const mcpTicketTools = `tools:
   - name: create_ticket
     effect: irreversible
     key: {fields: [title]}
@@ -99,19 +103,27 @@ tools:
 `
 
 func mcpSetup(t *testing.T, m *mcpTickets) *setup {
-	s := newSetup(t, map[string]string{"tickets.yaml": mcpTicketRules})
+	s := newSetup(t, map[string]string{"tickets.yaml": mcpTicketRules(strings.TrimPrefix(strings.TrimSuffix(m.url, "/mcp"), "http://"))})
 	s.env = append(s.env, "TOOLGUARD_MCP_SERVERS=tickets="+m.url)
 	return s
 }
 
-// mcpSession opens a session of the official SDK client at p's gateway
-// endpoint for the ticket server.
-func mcpSession(t *testing.T, ctx context.Context, p *proc) *sdk.ClientSession {
+X
+// /mcp/tickets) or "forward" (the server's URL through p as HTTP proxy).
+var mcpWays = []string{"gateway", "forward"}
+
+// mcpSession opens a session of the official SDK client to the ticket
+// server m through p, the way named.
+func mcpSession(t *testing.T, ctx context.Context, p *proc, m *mcpTickets, way string) *sdk.ClientSession {
 	t.Helper()
 	tr := &sdk.StreamableClientTransport{
 		Endpoint:   p.proxyURL.String() + "/mcp/tickets",
 		HTTPClient: &http.Client{Transport: &http.Transport{}},
 		MaxRetries: -1,
+	}
+	if way == "forward" {
+		tr.Endpoint = m.url
+		tr.HTTPClient.Transport = &http.Transport{Proxy: http.ProxyURL(p.proxyURL)}
 	}
 	cs, err := sdk.NewClient(&sdk.Implementation{Name: "agent", Version: "1"}, nil).Connect(ctx, tr, nil)
 	if err != nil {
@@ -123,7 +135,7 @@ func mcpSession(t *testing.T, ctx context.Context, p *proc) *sdk.ClientSession {
 
 // killDuringTool sends one tools/call through p and SIGKILLs toolguard
 // while the tool, having made its effect, has not answered yet.
-func killDuringTool(t *testing.T, p *proc, m *mcpTickets, call *sdk.CallToolParams) {
+func killDuringTool(t *testing.T, p *proc, m *mcpTickets, way string, call *sdk.CallToolParams) {
 	t.Helper()
 	reached, release := make(chan struct{}), make(chan struct{})
 	var once sync.Once
@@ -133,7 +145,7 @@ func killDuringTool(t *testing.T, p *proc, m *mcpTickets, call *sdk.CallToolPara
 	})
 	done := make(chan error, 1)
 	go func() {
-		_, err := mcpSession(t, context.Background(), p).CallTool(context.Background(), call)
+		_, err := mcpSession(t, context.Background(), p, m, way).CallTool(context.Background(), call)
 		done <- err
 	}()
 	<-reached
@@ -163,39 +175,43 @@ func mcpHold(t *testing.T, res *sdk.CallToolResult) (typ, key string) {
 // session with the restarted proxy, is recovered by the rule's lookup
 // tool; without a lookup it gets a readable hold. Never a second effect.
 func TestMCPKillDuringCall(t *testing.T) {
-	ctx := context.Background()
-	m := newMCPTickets(t)
-	s := mcpSetup(t, m)
+	for _, way := range mcpWays {
+		t.Run(way, func(t *testing.T) {
+			ctx := context.Background()
+			m := newMCPTickets(t)
+			s := mcpSetup(t, m)
 
-	call := &sdk.CallToolParams{Name: "create_ticket", Arguments: map[string]any{"title": "Disk full"}}
-	killDuringTool(t, s.start(t), m, call)
-	p := s.start(t)
-	res, err := mcpSession(t, ctx, p).CallTool(ctx, call)
-	if err != nil || res.IsError {
-		t.Fatalf("retry after the crash: %+v, %v", res, err)
-	}
-	if text := res.Content[0].(*sdk.TextContent).Text; !strings.Contains(text, "T-1") {
-		t.Errorf("recovered answer %q does not carry the lookup's operation id T-1", text)
-	}
-	if n := m.effects.Load(); n != 1 {
-		t.Fatalf("effects after the recovered retry = %d, want 1", n)
-	}
+			call := &sdk.CallToolParams{Name: "create_ticket", Arguments: map[string]any{"title": "Disk full"}}
+			killDuringTool(t, s.start(t), m, way, call)
+			p := s.start(t)
+			res, err := mcpSession(t, ctx, p, m, way).CallTool(ctx, call)
+			if err != nil || res.IsError {
+				t.Fatalf("retry after the crash: %+v, %v", res, err)
+			}
+			if text := res.Content[0].(*sdk.TextContent).Text; !strings.Contains(text, "T-1") {
+				t.Errorf("recovered answer %q does not carry the lookup's operation id T-1", text)
+			}
+			if n := m.effects.Load(); n != 1 {
+				t.Fatalf("effects after the recovered retry = %d, want 1", n)
+			}
 
-	note := &sdk.CallToolParams{Name: "create_note", Arguments: map[string]any{"title": "Call back"}}
-	p.kill()
-	killDuringTool(t, s.start(t), m, note)
-	p = s.start(t)
-	for i := range 2 {
-		res, err := mcpSession(t, ctx, p).CallTool(ctx, note)
-		if err != nil {
-			t.Fatalf("retry %d: a hold must reach the client as a tool result: %v", i, err)
-		}
-		if typ, _ := mcpHold(t, res); typ != "urn:toolguard:ambiguous-effect" {
-			t.Errorf("retry %d: hold %s, want ambiguous-effect", i, typ)
-		}
-	}
-	if n := m.effects.Load(); n != 2 {
-		t.Fatalf("effects = %d, want 2 (one per intent)", n)
+			note := &sdk.CallToolParams{Name: "create_note", Arguments: map[string]any{"title": "Call back"}}
+			p.kill()
+			killDuringTool(t, s.start(t), m, way, note)
+			p = s.start(t)
+			for i := range 2 {
+				res, err := mcpSession(t, ctx, p, m, way).CallTool(ctx, note)
+				if err != nil {
+					t.Fatalf("retry %d: a hold must reach the client as a tool result: %v", i, err)
+				}
+				if typ, _ := mcpHold(t, res); typ != "urn:toolguard:ambiguous-effect" {
+					t.Errorf("retry %d: hold %s, want ambiguous-effect", i, typ)
+				}
+			}
+			if n := m.effects.Load(); n != 2 {
+				t.Fatalf("effects = %d, want 2 (one per intent)", n)
+			}
+		})
 	}
 }
 
@@ -206,7 +222,7 @@ func TestMCPApprovalCLI(t *testing.T) {
 	m := newMCPTickets(t)
 	p := mcpSetup(t, m).start(t)
 	call := &sdk.CallToolParams{Name: "close_ticket", Arguments: map[string]any{"title": "T-7"}}
-	res, err := mcpSession(t, ctx, p).CallTool(ctx, call)
+	res, err := mcpSession(t, ctx, p, m, "gateway").CallTool(ctx, call)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -219,7 +235,7 @@ func TestMCPApprovalCLI(t *testing.T) {
 	}
 	var results []*sdk.CallToolResult
 	for range 2 {
-		res, err := mcpSession(t, ctx, p).CallTool(ctx, call)
+		res, err := mcpSession(t, ctx, p, m, "gateway").CallTool(ctx, call)
 		if err != nil || res.IsError {
 			t.Fatalf("after approval: %+v, %v", res, err)
 		}
