@@ -108,7 +108,7 @@ func mcpSetup(t *testing.T, m *mcpTickets) *setup {
 	return s
 }
 
-X
+// mcpWays are how an agent reaches the ticket server: "gateway" (p's
 // /mcp/tickets) or "forward" (the server's URL through p as HTTP proxy).
 var mcpWays = []string{"gateway", "forward"}
 
