@@ -332,6 +332,9 @@ func (s *Server) afterCommit(c *call, rec journal.Step) {
 		return
 	}
 	ver := verification{route: c.route, step: rec, vals: s.values(c, &rec), creds: verifiers.CredentialHeaders(c.route.API, c.in.Header)}
+	if c.mcp != nil {
+		ver.mcpTarget = c.mcp.target
+	}
 	if v.Mode == rules.VerifySync {
 		s.verify(c.in.Context(), ver)
 		return

@@ -40,6 +40,7 @@ func (s *Server) mcpForwarded(c *call, rec journal.Step, res result, d Decision)
 		resp.Header.Set(HeaderOutcome, outcome)
 		return &answer{resp: resp, outcome: outcome, decision: d, attempt: rec.Attempt}
 	}
+	s.afterCommit(c, rec)
 	return s.replay(c, &rec, outcome, d)
 }
 

@@ -91,6 +91,8 @@ func startTicketServer(t *testing.T, opts *sdk.StreamableHTTPOptions, useTLS boo
 	ts := &ticketServer{tickets: map[string]string{}, slowDone: make(chan struct{}, 1)}
 	srv := sdk.NewServer(&sdk.Implementation{Name: "tickets", Version: "1"}, nil)
 	sdk.AddTool(srv, &sdk.Tool{Name: "create_ticket", Description: "open a ticket"}, ts.create)
+	sdk.AddTool(srv, &sdk.Tool{Name: "open_ticket"}, ts.create)
+	sdk.AddTool(srv, &sdk.Tool{Name: "open_hidden"}, ts.create)
 	sdk.AddTool(srv, &sdk.Tool{Name: "close_ticket"}, func(_ context.Context, _ *sdk.CallToolRequest, in ticketIn) (*sdk.CallToolResult, ticketOut, error) {
 		ts.calls.Add(1)
 		ts.closed.Add(1)
@@ -115,6 +117,19 @@ func startTicketServer(t *testing.T, opts *sdk.StreamableHTTPOptions, useTLS boo
 		}
 		ts.calls.Add(1)
 		return nil, ticketOut{ID: ts.record(in.Title)}, nil
+	})
+	type byID struct {
+		ID string `json:"id"`
+	}
+	sdk.AddTool(srv, &sdk.Tool{Name: "ticket_by_id"}, func(_ context.Context, _ *sdk.CallToolRequest, in byID) (*sdk.CallToolResult, findOut, error) {
+		ts.mu.Lock()
+		defer ts.mu.Unlock()
+		for _, id := range ts.tickets {
+			if id == in.ID {
+				return nil, findOut{Count: 1, ID: id}, nil
+			}
+		}
+		return nil, findOut{}, nil
 	})
 	destructive := true
 	sdk.AddTool(srv, &sdk.Tool{Name: "purge_tickets", Annotations: &sdk.ToolAnnotations{DestructiveHint: &destructive}}, func(_ context.Context, _ *sdk.CallToolRequest, in findIn) (*sdk.CallToolResult, findOut, error) {
@@ -204,6 +219,24 @@ func ticketRules(t *testing.T, host string) *rules.API {
       found: {result: {structuredContent.count: 1}}
       absent: {result: {structuredContent.count: 0}}
       operation_id: result:structuredContent.id
+  - name: open_ticket
+    effect: irreversible
+    key: {fields: [project, title]}
+    operation_id: result:structuredContent.id
+    verify:
+      tool: ticket_by_id
+      arguments: {id: "{{result.structuredContent.id}}"}
+      expect: {result: {structuredContent.count: 1}}
+      within: 5s
+      mode: sync
+  - name: open_hidden
+    effect: irreversible
+    verify:
+      tool: find_ticket
+      arguments: {title: "never {{arguments.title}}"}
+      expect: {result: {structuredContent.count: 1}}
+      within: 300ms
+      mode: sync
   - name: slow_ticket
     effect: irreversible
     key: {fields: [project, title]}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/url"
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -43,17 +44,23 @@ type toolResult struct {
 }
 
 func (s *Server) mcpLookup(c *call, st *journal.Step, l *rules.Lookup) (*toolResult, string) {
-	tc := l.Request.Tool
-	args, err := tc.Arguments.Expand(s.values(c, st))
+	creds := verifiers.CredentialHeaders(c.route.API, c.in.Header)
+	return s.callTool(context.WithoutCancel(c.in.Context()), c.mcp.target, creds, c.route, l.Request.Tool, s.values(c, st))
+}
+
+// callTool calls a lookup's or verification's tool at target, in a
+// session of its own, with the caller's credential headers.
+func (s *Server) callTool(ctx context.Context, target *url.URL, creds http.Header, route *rules.Route, tc *rules.ToolCall, vals rules.Values) (*toolResult, string) {
+	args, err := tc.Arguments.Expand(vals)
 	if err != nil {
 		return nil, fmt.Sprintf("%s: %v", tc.Name, err)
 	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(c.in.Context()), s.opts.UpstreamTimeout)
+	ctx, cancel := context.WithTimeout(ctx, s.opts.UpstreamTimeout)
 	defer cancel()
-	client := sdk.NewClient(&sdk.Implementation{Name: "toolguard-lookup", Version: "1"}, nil)
+	client := sdk.NewClient(&sdk.Implementation{Name: "toolguard", Version: "1"}, nil)
 	tr := &sdk.StreamableClientTransport{
-		Endpoint:             c.mcp.target.String(),
-		HTTPClient:           &http.Client{Transport: credentialTripper{rt: s.upstream, h: verifiers.CredentialHeaders(c.route.API, c.in.Header)}},
+		Endpoint:             target.String(),
+		HTTPClient:           &http.Client{Transport: credentialTripper{rt: s.upstream, h: creds}},
 		MaxRetries:           -1,
 		DisableStandaloneSSE: true,
 	}
@@ -64,7 +71,7 @@ func (s *Server) mcpLookup(c *call, st *journal.Step, l *rules.Lookup) (*toolRes
 	}
 	defer sess.Close()
 	res, err := sess.CallTool(ctx, &sdk.CallToolParams{Name: tc.Name, Arguments: json.RawMessage(args)})
-	s.metrics.upstreamCall(c.route.API.Name, c.route.Name+" lookup", time.Since(began))
+	s.metrics.upstreamCall(route.API.Name, route.Name+" "+tc.Name, time.Since(began))
 	if err != nil {
 		return nil, fmt.Sprintf("%s: %v", tc.Name, err)
 	}
@@ -76,6 +83,35 @@ func (s *Server) mcpLookup(c *call, st *journal.Step, l *rules.Lookup) (*toolRes
 		return &toolResult{IsError: true, raw: raw}, tc.Name + " returned isError: true: " + firstText(res)
 	}
 	return &toolResult{raw: raw}, tc.Name + " answered"
+}
+
+// mcpProbe makes one verification probe of a tool's effect: its verify
+// tool's result meets the expectation (yes), does not (no), or the tool
+// could not be called or reported an error (unknown).
+func (s *Server) mcpProbe(ctx context.Context, v verification) verifiers.Result {
+	vr := v.route.Verify
+	res, evidence := s.callTool(ctx, v.mcpTarget, v.creds, v.route, vr.Request.Tool, v.vals)
+	switch {
+	case res == nil || res.IsError:
+		return verifiers.Result{Answer: verifiers.Unknown, Evidence: evidence}
+	case vr.Expect.Match(http.StatusOK, res.raw):
+		return verifiers.Result{Answer: verifiers.Yes, Evidence: evidence + ": visible"}
+	}
+	return verifiers.Result{Answer: verifiers.No, Evidence: evidence + ": not as expected"}
+}
+
+// mcpResume finds the endpoint of a tool's verification resumed after a
+// restart: a gateway server's URL. A forward-proxy step does not keep its
+// endpoint's scheme, so its verification cannot be resumed: the step is
+// held as effect_not_visible rather than probed at a guessed URL. It
+// reports whether to resume.
+func (s *Server) mcpResume(v *verification) bool {
+	if ep := s.mcp.byName[v.step.API]; ep != nil && ep.url != nil {
+		v.mcpTarget = ep.url
+		return true
+	}
+	s.finishVerify(*v, verifiers.Result{Evidence: "not probed: the MCP endpoint of a forward-proxy step is not kept across restarts"}, false)
+	return false
 }
 
 // credentialTripper adds the caller's credential headers to a lookup's

@@ -118,6 +118,8 @@ func (s *Server) mcpOutcomeChange(c *call, st *journal.Step, res result, ans ans
 	next.Evidence = "the tool returned a result"
 	if m.outcome == mcp.OutcomeToolError {
 		next.Evidence = "the tool returned a result with isError: true"
+	} else if v := c.route.Verify; v != nil {
+		next.VerifyBy = time.Now().Add(v.Within) // a tool error has no effect to verify
 	}
 	return journal.Change{Step: next, Event: "committed", Reason: next.Evidence}
 }

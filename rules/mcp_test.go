@@ -63,6 +63,14 @@ func dumpMCP(t *testing.T, api *API) string {
 			}
 			fmt.Fprintf(&b, "  lookup %s %s found=%v absent=%v operation_id=%s\n", l.Request.Tool.Name, args, l.Found.Body, l.Absent.Body, l.OperationID)
 		}
+		if v := r.Verify; v != nil {
+			args, err := v.Request.Tool.Arguments.Expand(Values{Key: "K", OperationID: "T-1", Body: []byte(`{"project":"ops"}`),
+				Response: []byte(`{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"made T-1"}]}}`)})
+			if err != nil {
+				t.Fatalf("expand verify arguments: %v", err)
+			}
+			fmt.Fprintf(&b, "  verify %s %s expect=%v within=%s mode=%s\n", v.Request.Tool.Name, args, v.Expect.Body, v.Within, v.Mode)
+		}
 	}
 	return b.String()
 }

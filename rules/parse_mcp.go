@@ -28,7 +28,8 @@ import (
 
 var (
 	mcpFileFields   = []string{"version", "api", "mcp", "hosts", "credential", "tools"}
-	toolFields      = []string{"name", "effect", "key", "operation_id", "lookup", "approval"}
+	toolFields      = []string{"name", "effect", "key", "operation_id", "lookup", "verify", "approval"}
+	toolVerifyField = []string{"tool", "arguments", "expect", "within", "mode"}
 	toolLookupField = []string{"tool", "arguments", "found", "absent", "operation_id"}
 )
 
@@ -147,11 +148,14 @@ func (d *decoder) tool(api *API, n ast.Node) *Route {
 	if e, ok := fs["lookup"]; ok {
 		r.Lookup = d.toolLookup(r, e)
 	}
+	if e, ok := fs["verify"]; ok {
+		r.Verify = d.toolVerify(r, e)
+	}
 	if e, ok := fs["approval"]; ok {
 		d.approval(r, e)
 	}
-	if r.Effect == EffectSafe && (r.Lookup != nil || r.ApprovalRequired) {
-		d.errorf(fs["effect"].val, "effect: a safe tool passes through unguarded; lookup and approval would never apply")
+	if r.Effect == EffectSafe && (r.Lookup != nil || r.Verify != nil || r.ApprovalRequired) {
+		d.errorf(fs["effect"].val, "effect: a safe tool passes through unguarded; lookup, verify and approval would never apply")
 	}
 	return r
 }
@@ -179,23 +183,7 @@ func (d *decoder) toolLookup(r *Route, e entry) *Lookup {
 	if !ok {
 		return nil
 	}
-	tc := &ToolCall{}
-	l := &Lookup{Request: Request{Tool: tc}}
-	if x, ok := d.require(e.node, "lookup", fs, "tool"); ok {
-		if tc.Name, ok = d.str(x.val, "lookup.tool"); ok && !validRouteName(tc.Name) {
-			d.errorf(x.val, "lookup.tool: invalid tool name %q", tc.Name)
-		}
-	}
-	if x, ok := fs["arguments"]; ok {
-		if _, isMap := x.val.(*ast.MappingNode); !isMap {
-			d.errorf(x.val, "lookup.arguments: want a mapping (got %s)", describe(x.val))
-		} else {
-			tc.Arguments = d.args(r, x.val, "lookup.arguments")
-		}
-	}
-	if tc.Arguments == nil {
-		tc.Arguments = &ArgsTemplate{}
-	}
+	l := &Lookup{Request: Request{Tool: d.toolCall(r, e, fs, "lookup", true)}}
 	if x, ok := fs["operation_id"]; ok {
 		if p, ok := d.resultPath(x, "lookup.operation_id"); ok {
 			l.OperationID = Extractor{Source: SourceBody, Path: p}
@@ -210,6 +198,55 @@ func (d *decoder) toolLookup(r *Route, e entry) *Lookup {
 		l.Absent = d.resultExpectation(x, "lookup.absent")
 	}
 	return l
+}
+
+// toolCall reads the tool and arguments of a lookup or verify (ctx).
+func (d *decoder) toolCall(r *Route, e entry, fs map[string]entry, ctx string, inLookup bool) *ToolCall {
+	tc := &ToolCall{}
+	if x, ok := d.require(e.node, ctx, fs, "tool"); ok {
+		if tc.Name, ok = d.str(x.val, ctx+".tool"); ok && !validRouteName(tc.Name) {
+			d.errorf(x.val, "%s.tool: invalid tool name %q", ctx, tc.Name)
+		}
+	}
+	if x, ok := fs["arguments"]; ok {
+		if _, isMap := x.val.(*ast.MappingNode); !isMap {
+			d.errorf(x.val, "%s.arguments: want a mapping (got %s)", ctx, describe(x.val))
+		} else {
+			tc.Arguments = d.args(r, x.val, ctx+".arguments", inLookup)
+		}
+	}
+	if tc.Arguments == nil {
+		tc.Arguments = &ArgsTemplate{object: []argMember{}}
+	}
+	return tc
+}
+
+// toolVerify reads verify: a tool call that shows the effect, expected to
+// meet expect within the given time.
+func (d *decoder) toolVerify(r *Route, e entry) *Verify {
+	fs, ok := d.mapping(e.val, "verify", toolVerifyField...)
+	if !ok {
+		return nil
+	}
+	v := &Verify{Request: Request{Tool: d.toolCall(r, e, fs, "verify", false)}}
+	if x, ok := d.require(e.node, "verify", fs, "expect"); ok {
+		if exp := d.resultExpectation(x, "verify.expect"); exp != nil {
+			v.Expect = *exp
+		}
+	}
+	if x, ok := d.require(e.node, "verify", fs, "within"); ok {
+		v.Within = d.duration(x, "verify.within")
+	}
+	if x, ok := fs["mode"]; ok {
+		if s, ok := d.str(x.val, "verify.mode"); ok {
+			m, err := ParseVerifyMode(s)
+			if err != nil {
+				d.errorf(x.val, "verify.mode: %v", err)
+			}
+			v.Mode = m
+		}
+	}
+	return v
 }
 
 // resultExpectation reads {result: {PATH: VALUE}, contains: TEXT}: paths
