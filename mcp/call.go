@@ -4,7 +4,13 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"strings"
+	"unicode"
 )
+
+// MaxToolName bounds a tool name (the MCP specification asks for at most
+// 128 characters).
+const MaxToolName = 128
 
 // Call is a tools/call request: what toolguard derives its key from.
 type Call struct {
@@ -39,6 +45,9 @@ func ParseCall(m Message) (*Call, error) {
 	c := &Call{ID: m.ID, Arguments: json.RawMessage("{}")}
 	if err := json.Unmarshal(ps["name"], &c.Name); err != nil || c.Name == "" {
 		return nil, fmt.Errorf("%w: tools/call needs params.name, a non-empty string", ErrInvalidParams)
+	}
+	if len(c.Name) > MaxToolName || strings.ContainsFunc(c.Name, unicode.IsControl) {
+		return nil, fmt.Errorf("%w: params.name must be at most %d bytes without control characters", ErrInvalidParams, MaxToolName)
 	}
 	if a, ok := ps["arguments"]; ok && string(a) != "null" {
 		if bytes.TrimSpace(a)[0] != '{' {

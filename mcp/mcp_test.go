@@ -59,6 +59,8 @@ func TestParseCall(t *testing.T) {
 		{name: "array arguments", params: `{"name":"x","arguments":[]}`, wantErr: ErrInvalidParams},
 		{name: "params not an object", params: `[1]`, wantErr: ErrInvalidParams},
 		{name: "duplicate name", params: `{"name":"x","name":"y"}`, wantErr: ErrInvalidParams},
+		{name: "control character in name", params: `{"name":"x\u0000"}`, wantErr: ErrInvalidParams},
+		{name: "name too long", params: `{"name":"` + strings.Repeat("x", 129) + `"}`, wantErr: ErrInvalidParams},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

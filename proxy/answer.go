@@ -132,7 +132,7 @@ func (s *Server) logDecision(c *call, a *answer) {
 	if c.intent != nil {
 		key = c.intent.Key
 	}
-	s.metrics.request(c.route.API.Name, c.route.Name, a.outcome)
+	s.metrics.request(c.route.API.Name, c.metricRoute(), a.outcome)
 	switch d := a.decision; {
 	case d.Action == ActionRecordFound:
 		s.metrics.recovery(strategyOf(c.route), "found")

@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/toolguard/toolguard/mcp"
 	"github.com/toolguard/toolguard/rules"
@@ -61,8 +62,10 @@ type mcpEndpoint struct {
 	tools annotations
 	// inflight holds the guarded calls in flight, by session and id.
 	inflight sync.Map // inflightKey → struct{}
-	// unlisted caches the routes of tools no rule names.
-	unlisted sync.Map // tool name → *rules.Route
+	// unlisted caches the routes of tools no rule names, up to
+	// maxUnlistedRoutes of them (unlistedN counts the attempts).
+	unlisted  sync.Map // tool name → *rules.Route
+	unlistedN atomic.Int64
 }
 
 // mcpEndpoints indexes the gateway's servers by name, and the forward

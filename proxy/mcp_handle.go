@@ -152,8 +152,23 @@ func (s *Server) mcpRoute(ep *mcpEndpoint, tool string) (*rules.Route, bool) {
 		return r.(*rules.Route), true
 	}
 	r := &rules.Route{API: ep.api, Name: tool, Method: http.MethodPost, Pattern: ep.api.MCP.Path, Effect: rules.EffectIrreversible}
-	ep.unlisted.Store(tool, r)
+	if ep.unlistedN.Add(1) <= maxUnlistedRoutes { // agents choose tool names: bound the cache
+		ep.unlisted.Store(tool, r)
+	}
 	return r, true
+}
+
+// maxUnlistedRoutes bounds the routes of unlisted tools cached per server.
+const maxUnlistedRoutes = 1024
+
+// metricRoute is the route label of c's metrics: an MCP tool that no rule
+// names counts as "unlisted", since agents choose tool names and labels
+// must stay few.
+func (c *call) metricRoute() string {
+	if c.mcp != nil && c.route.API.Tool(c.route.Name) != c.route {
+		return "unlisted"
+	}
+	return c.route.Name
 }
 
 // guardMCP runs a tools/call through the pipeline.

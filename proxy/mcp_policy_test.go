@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"context"
+	"fmt"
 	"testing"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -55,5 +56,30 @@ func TestMCPUnlistedPolicy(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// Agents choose tool names: tools no rule names share one metrics label,
+// and the cache of their routes is bounded.
+func TestMCPUnlistedBounded(t *testing.T) {
+	p := newMCPProxy(t, newTicketServer(t), Options{})
+	ep := p.srv.mcp.byName["tickets"]
+	for i := range maxUnlistedRoutes + 10 {
+		r, guarded := p.srv.mcpRoute(ep, fmt.Sprintf("tool_%d", i))
+		if !guarded || r.Name != fmt.Sprintf("tool_%d", i) {
+			t.Fatalf("unlisted tool %d: route %+v, guarded %v", i, r, guarded)
+		}
+		if got := (&call{route: r, mcp: &mcpCall{}}).metricRoute(); got != "unlisted" {
+			t.Fatalf("metric label = %q, want unlisted", got)
+		}
+	}
+	n := 0
+	ep.unlisted.Range(func(any, any) bool { n++; return true })
+	if n != maxUnlistedRoutes {
+		t.Errorf("cached routes = %d, want %d", n, maxUnlistedRoutes)
+	}
+	named, _ := p.srv.mcpRoute(ep, "create_ticket")
+	if got := (&call{route: named, mcp: &mcpCall{}}).metricRoute(); got != "create_ticket" {
+		t.Errorf("metric label of a named tool = %q", got)
 	}
 }

@@ -39,7 +39,7 @@ func (s *Server) mcpSend(c *call) result {
 	out.ContentLength = int64(len(c.body))
 	began := time.Now()
 	resp, err := s.upstream.RoundTrip(out)
-	s.metrics.upstreamCall(c.route.API.Name, c.route.Name, time.Since(began))
+	s.metrics.upstreamCall(c.route.API.Name, c.metricRoute(), time.Since(began))
 	if err != nil {
 		return result{err: err, sent: possiblySent(s.upstream, sent.Load(), err)}
 	}
