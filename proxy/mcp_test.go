@@ -297,3 +297,42 @@ func TestMCPLookupRecovers(t *testing.T) {
 		t.Errorf("recovered text = %q", text)
 	}
 }
+
+// N agents send the same intent at once, each in a session of its own:
+// one effect, and every agent gets the same result.
+func TestMCPConcurrentDuplicates(t *testing.T) {
+	for _, w := range bothWays {
+		t.Run(string(w), func(t *testing.T) {
+			ctx := context.Background()
+			p := newMCPProxy(t, newTicketServer(t), Options{})
+			a := p.agent(w, "alice")
+			const n = 8
+			sessions := make([]*sdk.ClientSession, n)
+			for i := range sessions {
+				sessions[i] = a.session(t, ctx)
+			}
+			results := make([]*sdk.CallToolResult, n)
+			errs := make([]error, n)
+			var wg sync.WaitGroup
+			for i := range n {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					results[i], errs[i] = sessions[i].CallTool(ctx, &sdk.CallToolParams{Name: "create_ticket", Arguments: callArgs("ops", "Same")})
+				}()
+			}
+			wg.Wait()
+			for i := range n {
+				if errs[i] != nil || results[i].IsError {
+					t.Fatalf("agent %d: %+v, %v", i, results[i], errs[i])
+				}
+				if !reflect.DeepEqual(results[i], results[0]) {
+					t.Errorf("agent %d got %+v, agent 0 %+v", i, results[i], results[0])
+				}
+			}
+			if got := p.tickets.created.Load(); got != 1 {
+				t.Errorf("effects = %d, want 1", got)
+			}
+		})
+	}
+}
