@@ -125,6 +125,10 @@ func TestExitCodes(t *testing.T) {
 			wantStderr: "a token is required when the admin API listens beyond loopback"},
 		{name: "config file unknown field", args: serve("--config", "testdata/config/unknown_field.yaml"), wantCode: 2,
 			wantStderr: `toolguard: config: testdata/config/unknown_field.yaml:3:3: admin: unknown field "lisen" (did you mean "listen"?)`},
+		{name: "env mcp servers", args: serve(), env: map[string]string{"TOOLGUARD_MCP_SERVERS": "tickets"}, wantCode: 2,
+			wantStderr: "toolguard: config: mcp.servers: want name=URL (got tickets)"},
+		{name: "mcp server described by a REST rule file", args: serve("--rules", "../../examples/rules"), env: map[string]string{"TOOLGUARD_MCP_SERVERS": "demo=http://127.0.0.1:1/mcp"}, wantCode: 2,
+			wantStderr: "toolguard: config: mcp.servers: server demo: the rule file ../../examples/rules/demo.yaml of api demo describes routes, not MCP tools"},
 		{name: "config file missing", args: serve("--config", "testdata/config/absent.yaml"), wantCode: 2,
 			wantStderr: "testdata/config/absent.yaml: cannot open config file"},
 

@@ -105,6 +105,9 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, stdout io.W
 	if err != nil {
 		return fmt.Errorf("load rules from %s:\n%w", cfg.Rules.Dir, err)
 	}
+	if _, err := wire.MCPServers(cfg, set); err != nil {
+		return err // before anything is created
+	}
 	ca, created, err := proxy.LoadOrCreateCA(cfg.CA.Dir)
 	if err != nil {
 		return err

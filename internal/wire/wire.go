@@ -79,7 +79,8 @@ func MCPServers(cfg config.Config, set *rules.Set) ([]proxy.MCPServer, error) {
 					continue
 				}
 				if api.MCP == nil {
-					return nil, fmt.Errorf("mcp.servers: server %s: the rule file %s of api %s describes routes, not MCP tools (want mcp: and tools:)", sv.Name, api.File, api.Name)
+					return nil, &config.Error{Field: "mcp.servers", Value: sv.Name,
+						Msg: fmt.Sprintf("server %s: the rule file %s of api %s describes routes, not MCP tools (want mcp: and tools:)", sv.Name, api.File, api.Name)}
 				}
 				ms.API = api
 			}
