@@ -342,6 +342,8 @@ type agent struct {
 	// outcomes records the Toolguard-Outcome of every answered tools/call.
 	mu       sync.Mutex
 	outcomes []string
+	// last is the header of the last answered tools/call.
+	last http.Header
 }
 
 func (p *mcpProxy) agent(w way, token string) *agent {
@@ -400,6 +402,7 @@ func (r recordingTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 	if err == nil && resp.Header.Get(HeaderKey) != "" {
 		r.a.mu.Lock()
 		r.a.outcomes = append(r.a.outcomes, resp.Header.Get(HeaderOutcome))
+		r.a.last = resp.Header.Clone()
 		r.a.mu.Unlock()
 	}
 	return resp, err

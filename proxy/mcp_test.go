@@ -80,6 +80,12 @@ func TestMCPDuplicateAcrossSessions(t *testing.T) {
 			if got := a.lastOutcome(); got != OutcomeReplayed {
 				t.Errorf("second outcome = %q, want replayed", got)
 			}
+			a.mu.Lock()
+			h := a.last
+			a.mu.Unlock()
+			if h.Get("Content-Type") != "application/json" || h.Get("Mcp-Session-Id") != "" || h.Get(HeaderReplayed) != "true" {
+				t.Errorf("replay headers = %v, want application/json, Idempotent-Replayed and no session id", h)
+			}
 			if n := p.tickets.created.Load(); n != 1 {
 				t.Errorf("tickets created = %d, want 1", n)
 			}
