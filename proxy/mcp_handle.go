@@ -27,34 +27,47 @@ func (s *Server) handleMCP(r *http.Request, ep *mcpEndpoint, target *url.URL) (r
 	if r.Method != http.MethodPost {
 		return nil, nil
 	}
-	resp, listing = s.readMCP(r, ep, target)
-	return resp, listing
-}
-
-func (s *Server) readMCP(r *http.Request, ep *mcpEndpoint, target *url.URL) (*http.Response, json.RawMessage) {
 	c := &call{in: r, start: time.Now()}
 	defer s.releaseBody(c)
+	msgs, resp := s.readMessages(c)
+	if resp != nil {
+		return resp, nil
+	}
+	return s.dispatchMCP(c, ep, target, msgs)
+}
+
+// readMessages reads and parses c's body within the body budget, and puts
+// it back for a passthrough; a refusal is the answer to send instead.
+func (s *Server) readMessages(c *call) (mcp.Body, *http.Response) {
+	r := c.in
 	if a := s.reserveBody(c); a != nil {
-		return a.resp, nil
+		return mcp.Body{}, a.resp
 	}
 	body, err := readBody(r, s.opts.MaxBody)
 	switch {
 	case errors.Is(err, errBodyTooLarge):
 		s.metrics.reject("body_too_large")
-		return rpcError(r, http.StatusRequestEntityTooLarge, nil, mcp.CodeInvalidRequest,
-			"toolguard: the message exceeds limits.max_body; nothing was sent"), nil
+		return mcp.Body{}, rpcError(r, http.StatusRequestEntityTooLarge, nil, mcp.CodeInvalidRequest,
+			"toolguard: the message exceeds limits.max_body; nothing was sent")
 	case err != nil:
-		return rpcError(r, http.StatusBadRequest, nil, mcp.CodeParseError, "toolguard: read message: "+err.Error()), nil
+		return mcp.Body{}, rpcError(r, http.StatusBadRequest, nil, mcp.CodeParseError, "toolguard: read message: "+err.Error())
 	}
 	if a := s.growBody(c, int64(len(body))); a != nil {
-		return a.resp, nil
+		return mcp.Body{}, a.resp
 	}
 	r.Body, r.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
 	msgs, err := mcp.Parse(body)
 	if err != nil {
 		s.metrics.reject("invalid_body")
-		return rpcError(r, http.StatusBadRequest, nil, mcp.Code(err), "toolguard: "+err.Error()), nil
+		return mcp.Body{}, rpcError(r, http.StatusBadRequest, nil, mcp.Code(err), "toolguard: "+err.Error())
 	}
+	return msgs, nil
+}
+
+// dispatchMCP guards the tools/call of msgs, refuses a batch that mixes
+// them with other messages, and lets everything else pass.
+func (s *Server) dispatchMCP(c *call, ep *mcpEndpoint, target *url.URL, msgs mcp.Body) (*http.Response, json.RawMessage) {
+	r := c.in
 	switch n := msgs.Calls(); {
 	case n == 0:
 		if cancelsGuardedCall(r, ep, msgs) {
