@@ -149,7 +149,10 @@ func writeResponse(w http.ResponseWriter, resp *http.Response) {
 	}
 }
 
-// inflightKey names a request of a session in mcpEndpoint.inflight.
+// inflightKey names a request of a caller's session in
+// mcpEndpoint.inflight. Stateless clients share the empty session, so the
+// caller's credential (in memory only, for the call's lifetime) keeps one
+// client's cancellation from touching another's call.
 func inflightKey(r *http.Request, id json.RawMessage) string {
-	return r.Header.Get("Mcp-Session-Id") + "\x00" + string(id)
+	return r.Header.Get("Mcp-Session-Id") + "\x00" + r.Header.Get("Authorization") + "\x00" + string(id)
 }
