@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
-	"strconv"
 
 	"github.com/tidwall/gjson"
 )
@@ -78,7 +77,8 @@ func (a *ArgsTemplate) expand(b *bytes.Buffer, v Values) error {
 		if err != nil {
 			return err
 		}
-		b.WriteString(strconv.Quote(s)) // Go quoting is valid JSON for valid UTF-8
+		q, _ := json.Marshal(s) // a string cannot fail
+		b.Write(q)
 	case a.array != nil:
 		b.WriteByte('[')
 		for i, it := range a.array {

@@ -1,6 +1,7 @@
 package rules
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -111,5 +112,61 @@ func TestMCPEndpoint(t *testing.T) {
 	}
 	if api.Tool("create_ticket") == nil || api.Tool("nope") != nil {
 		t.Error("Tool() does not find exactly the named tools")
+	}
+}
+
+// FuzzParseMCP checks that MCP rule files never make the parser panic,
+// and that whatever it accepts can be matched and its tool calls expanded.
+// Seeds: the files of testdata/mcp.
+func FuzzParseMCP(f *testing.F) {
+	files, _ := filepath.Glob("testdata/mcp/*.yaml")
+	for _, file := range files {
+		if data, err := os.ReadFile(file); err == nil {
+			f.Add(data)
+		}
+	}
+	vals := Values{Key: "k", OperationID: "op", Body: []byte(`{"a":1,"title":"t"}`), Response: []byte(`{"result":{"id":"x"}}`)}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		api, err := Parse("fuzz.yaml", data)
+		if err != nil || api.MCP == nil {
+			return
+		}
+		set, err := NewSet(api)
+		if err != nil {
+			t.Fatalf("NewSet of one valid api: %v", err)
+		}
+		for _, h := range api.Hosts {
+			set.MCPEndpoint(h, api.MCP.Path)
+		}
+		for _, name := range api.ToolNames() {
+			r := api.Tool(name)
+			if r.Lookup != nil {
+				if out, err := r.Lookup.Request.Tool.Arguments.Expand(vals); err == nil && !json.Valid(out) {
+					t.Fatalf("lookup arguments expand to invalid JSON %q", out)
+				}
+			}
+			if r.Verify != nil {
+				if out, err := r.Verify.Request.Tool.Arguments.Expand(vals); err == nil && !json.Valid(out) {
+					t.Fatalf("verify arguments expand to invalid JSON %q", out)
+				}
+			}
+		}
+	})
+}
+
+// Regression: arguments with control characters expanded to Go's quoting
+// (\x02), which is not JSON (found by FuzzParseMCP).
+func TestArgsTemplateControlCharacters(t *testing.T) {
+	api, err := Parse("a.yaml", []byte("api: a\nmcp: {}\ntools:\n  - name: t\n    effect: reversible\n    lookup:\n      tool: l\n      arguments: {q: \"a\\x02{{arguments.s}}\"}\n      found: {result: {n: 1}}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := api.Tool("t").Lookup.Request.Tool.Arguments.Expand(Values{Body: []byte(`{"s":"\u0007é"}`)})
+	if err != nil || !json.Valid(out) {
+		t.Fatalf("Expand() = %q, %v; want valid JSON", out, err)
+	}
+	var got map[string]string
+	if err := json.Unmarshal(out, &got); err != nil || got["q"] != "a\x02\u0007é" {
+		t.Errorf("Expand() = %q, want the value kept", out)
 	}
 }
