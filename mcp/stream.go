@@ -8,11 +8,25 @@ import (
 	"fmt"
 	"io"
 	"mime"
+	"strconv"
+	"time"
 )
 
 // ErrNoResponse: the answer ended (or broke) before the response to the
 // request arrived.
 var ErrNoResponse = errors.New("answer ended before the response to the request")
+
+// Stream is what a reader of an SSE answer learnt that lets it resume the
+// stream after the server closed it (2025-11-25: a server may close a
+// request's stream early and have the client poll with a GET carrying
+// Last-Event-ID).
+type Stream struct {
+	// LastEventID is the id of the last event read; "" when none had one.
+	LastEventID string
+	// Retry is the reconnection delay the server asked for; zero when it
+	// asked for none.
+	Retry time.Duration
+}
 
 // ReadResponse reads a server's answer to the request with id: a single
 // JSON message (application/json), or an SSE stream (text/event-stream)
@@ -20,7 +34,13 @@ var ErrNoResponse = errors.New("answer ended before the response to the request"
 // and requests of the server before it are skipped). A body or an event
 // larger than max gives an error; so does a stream that ends first
 // (wrapping ErrNoResponse).
-func ReadResponse(contentType string, body io.Reader, id []byte, max int64) (raw []byte, err error) {
+func ReadResponse(contentType string, body io.Reader, id []byte, max int64) ([]byte, error) {
+	return ReadResponseFrom(contentType, body, id, max, &Stream{})
+}
+
+// ReadResponseFrom is ReadResponse that records in st where an SSE stream
+// can be resumed.
+func ReadResponseFrom(contentType string, body io.Reader, id []byte, max int64, st *Stream) (raw []byte, err error) {
 	mt, _, _ := mime.ParseMediaType(contentType)
 	if mt != "text/event-stream" {
 		b, err := io.ReadAll(io.LimitReader(body, max+1))
@@ -44,13 +64,22 @@ func ReadResponse(contentType string, body io.Reader, id []byte, max int64) (raw
 			data.Reset()
 			continue
 		}
-		if v, ok := bytes.CutPrefix(line, []byte("data:")); ok {
+		field, value, _ := bytes.Cut(line, []byte(":"))
+		value = bytes.TrimPrefix(value, []byte(" "))
+		switch string(field) {
+		case "data":
 			if data.Len() > 0 {
 				data.WriteByte('\n')
 			}
-			data.Write(bytes.TrimPrefix(v, []byte(" ")))
+			data.Write(value)
 			if int64(data.Len()) > max {
 				return nil, fmt.Errorf("read event: larger than %d bytes", max)
+			}
+		case "id":
+			st.LastEventID = string(value)
+		case "retry":
+			if ms, err := strconv.ParseInt(string(value), 10, 64); err == nil && ms >= 0 {
+				st.Retry = time.Duration(ms) * time.Millisecond
 			}
 		}
 	}

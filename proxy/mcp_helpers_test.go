@@ -15,6 +15,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -34,7 +35,9 @@ type ticketServer struct {
 	closed  atomic.Int64
 	purged  atomic.Int64
 	asked   atomic.Int64 // deploy_ticket calls answered with input requests
-	calls   atomic.Int64 // every tools/call that reached a tool
+	// streamsClosed counts streams polled_ticket closed before answering.
+	streamsClosed atomic.Int64
+	calls         atomic.Int64 // every tools/call that reached a tool
 	// cancels counts notifications/cancelled that reached the server.
 	cancels atomic.Int64
 	// slow, when set, makes slow_ticket wait for it after its effect.
@@ -91,6 +94,15 @@ func startTicketServer(t *testing.T, opts *sdk.StreamableHTTPOptions, useTLS boo
 	ts := &ticketServer{tickets: map[string]string{}, slowDone: make(chan struct{}, 1)}
 	srv := sdk.NewServer(&sdk.Implementation{Name: "tickets", Version: "1"}, nil)
 	sdk.AddTool(srv, &sdk.Tool{Name: "create_ticket", Description: "open a ticket"}, ts.create)
+	sdk.AddTool(srv, &sdk.Tool{Name: "polled_ticket"}, func(ctx context.Context, req *sdk.CallToolRequest, in ticketIn) (*sdk.CallToolResult, ticketOut, error) {
+		// 2025-11-25 polling: close the request's stream before answering;
+		// the client resumes it with a GET carrying Last-Event-ID.
+		if req.Extra != nil && req.Extra.CloseSSEStream != nil {
+			req.Extra.CloseSSEStream(sdk.CloseSSEStreamArgs{RetryAfter: 10 * time.Millisecond})
+			ts.streamsClosed.Add(1)
+		}
+		return ts.create(ctx, req, in)
+	})
 	sdk.AddTool(srv, &sdk.Tool{Name: "open_ticket"}, ts.create)
 	sdk.AddTool(srv, &sdk.Tool{Name: "open_hidden"}, ts.create)
 	sdk.AddTool(srv, &sdk.Tool{Name: "close_ticket"}, func(_ context.Context, _ *sdk.CallToolRequest, in ticketIn) (*sdk.CallToolResult, ticketOut, error) {
@@ -237,6 +249,8 @@ func ticketRules(t *testing.T, host string) *rules.API {
       expect: {result: {structuredContent.count: 1}}
       within: 300ms
       mode: sync
+  - name: polled_ticket
+    effect: irreversible
   - name: slow_ticket
     effect: irreversible
     key: {fields: [project, title]}

@@ -100,3 +100,33 @@ func TestMCPMultiRoundTrip(t *testing.T) {
 		})
 	}
 }
+
+// A 2025-11-25 server may close a call's SSE stream before the response
+// and expect the client to resume it (GET with Last-Event-ID): toolguard
+// resumes it itself, so the outcome is known and journaled, not unknown.
+func TestMCPResumedStream(t *testing.T) {
+	for _, w := range bothWays {
+		t.Run(string(w), func(t *testing.T) {
+			ctx := context.Background()
+			ts := newTicketServerWith(t, &sdk.StreamableHTTPOptions{EventStore: sdk.NewMemoryEventStore(nil)})
+			p := newMCPProxy(t, ts, Options{})
+			a := p.agent(w, "alice")
+			a.version = "2025-11-25"
+			call := &sdk.CallToolParams{Name: "polled_ticket", Arguments: callArgs("ops", "Polled")}
+			first, err := a.session(t, ctx).CallTool(ctx, call)
+			if err != nil || first.IsError {
+				t.Fatalf("first call: %+v, %v", first, err)
+			}
+			if ts.streamsClosed.Load() != 1 {
+				t.Fatalf("the server closed %d streams early, want 1 (the test would not test resumption)", ts.streamsClosed.Load())
+			}
+			second, err := a.session(t, ctx).CallTool(ctx, call)
+			if err != nil || !reflect.DeepEqual(first, second) || a.lastOutcome() != OutcomeReplayed {
+				t.Fatalf("second call: %+v (%s), %v; want the replay of %+v", second, a.lastOutcome(), err, first)
+			}
+			if n := ts.created.Load(); n != 1 {
+				t.Errorf("effects = %d, want 1", n)
+			}
+		})
+	}
+}

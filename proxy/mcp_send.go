@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -48,7 +49,7 @@ func (s *Server) mcpSend(c *call) result {
 		body, _ := io.ReadAll(io.LimitReader(resp.Body, s.opts.MaxStoredResponse))
 		return result{resp: resp, body: body, sent: true}
 	}
-	raw, err := mcp.ReadResponse(resp.Header.Get("Content-Type"), resp.Body, m.tool.ID, s.opts.MaxStoredResponse)
+	raw, err := s.mcpReadStream(ctx, c, resp)
 	if err != nil {
 		return result{resp: resp, err: fmt.Errorf("read the MCP response: %w", err), sent: true}
 	}
@@ -58,6 +59,57 @@ func (s *Server) mcpSend(c *call) result {
 	}
 	m.answer, m.outcome = ans, ans.Classify()
 	return result{resp: resp, body: raw, sent: true}
+}
+
+// maxResumes bounds the GETs that resume an SSE answer the server closed
+// before the response.
+const maxResumes = 10
+
+// mcpReadStream reads the server's response to c's call from resp, and
+// — where the server closed the SSE stream before it (2025-11-25 polling)
+// — from the resumed stream, asked for with a GET carrying Last-Event-ID.
+func (s *Server) mcpReadStream(ctx context.Context, c *call, resp *http.Response) ([]byte, error) {
+	var st mcp.Stream
+	raw, err := mcp.ReadResponseFrom(resp.Header.Get("Content-Type"), resp.Body, c.mcp.tool.ID, s.opts.MaxStoredResponse, &st)
+	for i := 0; errors.Is(err, mcp.ErrNoResponse) && st.LastEventID != "" && i < maxResumes; i++ {
+		t := time.NewTimer(min(st.Retry, 5*time.Second))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, ctx.Err()
+		case <-t.C:
+		}
+		var again *http.Response
+		if again, err = s.mcpResumeStream(ctx, c, st.LastEventID); err != nil {
+			return nil, err
+		}
+		raw, err = mcp.ReadResponseFrom(again.Header.Get("Content-Type"), again.Body, c.mcp.tool.ID, s.opts.MaxStoredResponse, &st)
+		again.Body.Close()
+	}
+	return raw, err
+}
+
+// mcpResumeStream asks the server for the events of a stream after
+// lastID.
+func (s *Server) mcpResumeStream(ctx context.Context, c *call, lastID string) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.mcp.target.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+	req.Header = outboundHeader(c.in.Header)
+	req.Header.Del("Content-Type")
+	req.Header.Del("Content-Length")
+	req.Header.Set("Accept", "text/event-stream")
+	req.Header.Set("Last-Event-ID", lastID)
+	resp, err := s.upstream.RoundTrip(req)
+	if err != nil {
+		return nil, fmt.Errorf("resume the stream: %w", err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		resp.Body.Close()
+		return nil, fmt.Errorf("resume the stream: the server answered %s", resp.Status)
+	}
+	return resp, nil
 }
 
 // mcpReadAnswer is what the journal keeps of a tools/call's answer: the
