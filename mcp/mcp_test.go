@@ -170,3 +170,15 @@ func TestHoldResult(t *testing.T) {
 		t.Errorf("hold result = %+v", res)
 	}
 }
+
+// A stream the server closed early tells where to resume it.
+func TestReadResponseFromRecordsResumption(t *testing.T) {
+	var st Stream
+	body := "id: s1_0\nevent: prime\ndata:\n\nevent: close\nretry: 250\n\n"
+	if _, err := ReadResponseFrom("text/event-stream", strings.NewReader(body), []byte(`1`), 1<<20, &st); !errors.Is(err, ErrNoResponse) {
+		t.Fatalf("err = %v, want ErrNoResponse", err)
+	}
+	if st.LastEventID != "s1_0" || st.Retry.Milliseconds() != 250 {
+		t.Errorf("stream = %+v, want last id s1_0 and retry 250ms", st)
+	}
+}
