@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
 	"os/exec"
@@ -11,6 +12,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -21,8 +23,9 @@ import (
 type mcpTickets struct {
 	url     string
 	effects atomic.Int64
-	mu      sync.Mutex
-	byTitle map[string]string
+	mu       sync.Mutex
+	byTitle  map[string]string
+	perTitle map[string]int
 	holdMu  sync.Mutex
 	hold    func()
 }
@@ -38,12 +41,13 @@ type ticketID struct {
 
 func newMCPTickets(t *testing.T) *mcpTickets {
 	t.Helper()
-	m := &mcpTickets{byTitle: map[string]string{}}
+	m := &mcpTickets{byTitle: map[string]string{}, perTitle: map[string]int{}}
 	srv := sdk.NewServer(&sdk.Implementation{Name: "tickets", Version: "1"}, nil)
 	effect := func(_ context.Context, _ *sdk.CallToolRequest, in ticketArgs) (*sdk.CallToolResult, ticketID, error) {
 		id := fmt.Sprintf("T-%d", m.effects.Add(1))
 		m.mu.Lock()
 		m.byTitle[in.Title] = id
+		m.perTitle[in.Title]++
 		m.mu.Unlock()
 		m.holdMu.Lock()
 		h := m.hold
@@ -249,4 +253,102 @@ func TestMCPApprovalCLI(t *testing.T) {
 	if string(a) != string(b) {
 		t.Errorf("the retry did not get the approved call's result:\n%s\n%s", a, b)
 	}
+}
+
+// TestMCPChaosExactlyOnce is the promise for MCP agents under fire: agents
+// retry many tools/call intents, each attempt in a new session as a client
+// re-initialising after a broken stream, while toolguard is SIGKILLed and
+// restarted on the same journal at random moments. The tool has no
+// idempotency key, only a lookup tool: every intent must still end with
+// exactly one effect and a successful result.
+func TestMCPChaosExactlyOnce(t *testing.T) {
+	if testing.Short() {
+		t.Skip("chaos run skipped in -short mode")
+	}
+	m := newMCPTickets(t)
+	m.setHold(func() { time.Sleep(time.Duration(2+rand.IntN(5)) * time.Millisecond) }) // the tool's own work, so kills land mid-call
+	s := mcpSetup(t, m)
+	addr := freePort(t)
+	s.args = append(s.args, "--listen", addr)
+	s.env = append(s.env, "TOOLGUARD_UPSTREAM_TIMEOUT=1s")
+	p := s.start(t)
+	endpoint := "http://" + addr + "/mcp/tickets"
+
+	// Workers come in pairs that send the same intents: duplicate
+	// deliveries racing each other through the kills.
+	const workers, intents = 8, 60
+	var wg sync.WaitGroup
+	failures := make(chan string, workers*intents)
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range intents {
+				title := fmt.Sprintf("p%d-i%d", w/2, i)
+				if !callUntilDone(endpoint, title) {
+					failures <- title
+				}
+			}
+		}()
+	}
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	kills := 0
+	for running := true; running; {
+		select {
+		case <-done:
+			running = false
+		case <-time.After(time.Duration(50+rand.IntN(150)) * time.Millisecond): // the chaos schedule
+			p.kill()
+			kills++
+			p = s.start(t)
+		}
+	}
+	close(failures)
+	for title := range failures {
+		t.Errorf("intent %s never got a successful result", title)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for pair := range workers / 2 {
+		for i := range intents {
+			title := fmt.Sprintf("p%d-i%d", pair, i)
+			if n := m.perTitle[title]; n != 1 {
+				t.Errorf("intent %s: %d effects, want exactly 1", title, n)
+			}
+		}
+	}
+	t.Logf("%d intents sent twice each, %d SIGKILLs, %d effects", workers/2*intents, kills, m.effects.Load())
+	if kills == 0 {
+		t.Error("toolguard was never killed: the run proved nothing")
+	}
+}
+
+// callUntilDone is an MCP agent: it sends one create_ticket intent, each
+// attempt in a new session, until it gets a result that is not an error.
+// Holds (in progress, settling) are results with isError: it waits and
+// calls again, as their text says.
+func callUntilDone(endpoint, title string) bool {
+	call := &sdk.CallToolParams{Name: "create_ticket", Arguments: map[string]any{"title": title}}
+	for attempt := 0; attempt < 300; attempt++ {
+		if callOnce(endpoint, call) {
+			return true
+		}
+		time.Sleep(20 * time.Millisecond) // the agent's retry backoff
+	}
+	return false
+}
+
+func callOnce(endpoint string, call *sdk.CallToolParams) bool {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	tr := &sdk.StreamableClientTransport{Endpoint: endpoint, MaxRetries: -1, DisableStandaloneSSE: true,
+		HTTPClient: &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}}
+	cs, err := sdk.NewClient(&sdk.Implementation{Name: "agent", Version: "1"}, nil).Connect(ctx, tr, nil)
+	if err != nil {
+		return false
+	}
+	defer cs.Close()
+	res, err := cs.CallTool(ctx, call)
+	return err == nil && !res.IsError
 }
