@@ -21,13 +21,13 @@ import (
 // their effects. hold, when set, is called by a tool after its effect and
 // before it answers.
 type mcpTickets struct {
-	url     string
-	effects atomic.Int64
+	url      string
+	effects  atomic.Int64
 	mu       sync.Mutex
 	byTitle  map[string]string
 	perTitle map[string]int
-	holdMu  sync.Mutex
-	hold    func()
+	holdMu   sync.Mutex
+	hold     func()
 }
 
 type ticketArgs struct {
