@@ -26,6 +26,10 @@ type Stream struct {
 	// Retry is the reconnection delay the server asked for; zero when it
 	// asked for none.
 	Retry time.Duration
+	// Relay, when set, receives the data of every event before the
+	// response (notifications, and requests the server makes of the
+	// client), as it is read.
+	Relay func(data []byte)
 }
 
 // ReadResponse reads a server's answer to the request with id: a single
@@ -60,6 +64,9 @@ func ReadResponseFrom(contentType string, body io.Reader, id []byte, max int64, 
 		if len(line) == 0 {
 			if data.Len() > 0 && matchesID(data.Bytes(), id) {
 				return bytes.Clone(data.Bytes()), nil
+			}
+			if data.Len() > 0 && st.Relay != nil {
+				st.Relay(bytes.Clone(data.Bytes()))
 			}
 			data.Reset()
 			continue

@@ -49,6 +49,9 @@ type mcpCall struct {
 	// was read) and outcome what it means.
 	answer  *mcp.Response
 	outcome mcp.Outcome
+	// relay, when set, receives the server's messages before its response
+	// (see guardMCPStreaming).
+	relay func(data []byte)
 }
 
 // mcpEndpoint is one MCP server as the proxy sees it: through the gateway
@@ -143,9 +146,28 @@ func writeResponse(w http.ResponseWriter, resp *http.Response) {
 		w.Header()[k] = vs
 	}
 	w.WriteHeader(resp.StatusCode)
-	if resp.Body != nil {
-		defer resp.Body.Close()
+	if resp.Body == nil {
+		return
+	}
+	defer resp.Body.Close()
+	if !isEventStream(resp.Header) {
 		_, _ = io.Copy(w, resp.Body)
+		return
+	}
+	// An event stream goes out event by event.
+	rc := http.NewResponseController(w)
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := resp.Body.Read(buf)
+		if n > 0 {
+			if _, werr := w.Write(buf[:n]); werr != nil {
+				return
+			}
+			_ = rc.Flush()
+		}
+		if err != nil {
+			return
+		}
 	}
 }
 

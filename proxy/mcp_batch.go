@@ -31,7 +31,7 @@ func (s *Server) mcpBatch(r *http.Request, ep *mcpEndpoint, target *url.URL, msg
 			out.WriteByte(',')
 		}
 		c := &call{in: r, start: time.Now()}
-		resp, pass := s.mcpCallOne(r, ep, target, c, m)
+		resp, pass := s.mcpCallOne(r, ep, target, c, m, false)
 		if pass {
 			out.Write(s.mcpRelay(r, target, m))
 			continue

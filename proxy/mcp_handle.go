@@ -88,7 +88,7 @@ func (s *Server) dispatchMCP(c *call, ep *mcpEndpoint, target *url.URL, msgs mcp
 	case msgs.Batch:
 		return s.mcpBatch(r, ep, target, msgs), nil
 	}
-	resp, pass := s.mcpCallOne(r, ep, target, c, msgs.Messages[0])
+	resp, pass := s.mcpCallOne(r, ep, target, c, msgs.Messages[0], true)
 	if pass {
 		return nil, nil
 	}
@@ -96,8 +96,10 @@ func (s *Server) dispatchMCP(c *call, ep *mcpEndpoint, target *url.URL, msgs mcp
 }
 
 // mcpCallOne guards one tools/call message m, sent in r; c holds the body
-// budget's reservation. pass reports a tool that is not guarded.
-func (s *Server) mcpCallOne(r *http.Request, ep *mcpEndpoint, target *url.URL, c *call, m mcp.Message) (resp *http.Response, pass bool) {
+// budget's reservation. pass reports a tool that is not guarded. With
+// stream, an agent that accepts an event stream gets the server's messages
+// before the response relayed as they come (see guardMCPStreaming).
+func (s *Server) mcpCallOne(r *http.Request, ep *mcpEndpoint, target *url.URL, c *call, m mcp.Message, stream bool) (resp *http.Response, pass bool) {
 	tc, err := mcp.ParseCall(m)
 	if err != nil {
 		s.metrics.reject("invalid_body")
@@ -116,6 +118,9 @@ func (s *Server) mcpCallOne(r *http.Request, ep *mcpEndpoint, target *url.URL, c
 	c.mcp = &mcpCall{server: ep, tool: tc, target: target}
 	key := inflightKey(r, tc.ID)
 	ep.inflight.Store(key, struct{}{})
+	if stream && acceptsEventStream(r.Header) {
+		return s.guardMCPStreaming(c, func() { ep.inflight.Delete(key) }), false
+	}
 	defer ep.inflight.Delete(key)
 	return s.guardMCP(c), false
 }

@@ -103,6 +103,22 @@ func startTicketServer(t *testing.T, opts *sdk.StreamableHTTPOptions, useTLS boo
 		}
 		return ts.create(ctx, req, in)
 	})
+	sdk.AddTool(srv, &sdk.Tool{Name: "progress_ticket"}, func(ctx context.Context, req *sdk.CallToolRequest, in ticketIn) (*sdk.CallToolResult, ticketOut, error) {
+		for i := range 2 {
+			req.Session.NotifyProgress(ctx, &sdk.ProgressNotificationParams{ProgressToken: req.Params.GetProgressToken(), Progress: float64(i + 1), Total: 2})
+		}
+		return ts.create(ctx, req, in)
+	})
+	sdk.AddTool(srv, &sdk.Tool{Name: "confirm_ticket"}, func(ctx context.Context, req *sdk.CallToolRequest, in ticketIn) (*sdk.CallToolResult, ticketOut, error) {
+		res, err := req.Session.Elicit(ctx, &sdk.ElicitParams{Message: "Open " + in.Title + "?"})
+		if err != nil {
+			return nil, ticketOut{}, fmt.Errorf("ask the user: %w", err)
+		}
+		if res.Action != "accept" {
+			return nil, ticketOut{}, fmt.Errorf("the user said %s", res.Action)
+		}
+		return ts.create(ctx, req, in)
+	})
 	sdk.AddTool(srv, &sdk.Tool{Name: "open_ticket"}, ts.create)
 	sdk.AddTool(srv, &sdk.Tool{Name: "open_hidden"}, ts.create)
 	sdk.AddTool(srv, &sdk.Tool{Name: "close_ticket"}, func(_ context.Context, _ *sdk.CallToolRequest, in ticketIn) (*sdk.CallToolResult, ticketOut, error) {
@@ -110,9 +126,12 @@ func startTicketServer(t *testing.T, opts *sdk.StreamableHTTPOptions, useTLS boo
 		ts.closed.Add(1)
 		return nil, ticketOut{ID: in.Title}, nil
 	})
-	sdk.AddTool(srv, &sdk.Tool{Name: "slow_ticket"}, func(_ context.Context, _ *sdk.CallToolRequest, in ticketIn) (*sdk.CallToolResult, ticketOut, error) {
+	sdk.AddTool(srv, &sdk.Tool{Name: "slow_ticket"}, func(ctx context.Context, req *sdk.CallToolRequest, in ticketIn) (*sdk.CallToolResult, ticketOut, error) {
 		ts.calls.Add(1)
 		id := ts.record(in.Title)
+		if token := req.Params.GetProgressToken(); token != nil { // the answer is streaming now
+			req.Session.NotifyProgress(ctx, &sdk.ProgressNotificationParams{ProgressToken: token, Progress: 1, Total: 2, Message: "created, finishing"})
+		}
 		ts.slowDone <- struct{}{}
 		<-ts.slow // the agent's disconnect does not stop the tool
 		return nil, ticketOut{ID: id}, nil
@@ -251,6 +270,10 @@ func ticketRules(t *testing.T, host string) *rules.API {
       mode: sync
   - name: polled_ticket
     effect: irreversible
+  - name: progress_ticket
+    effect: irreversible
+  - name: confirm_ticket
+    effect: irreversible
   - name: slow_ticket
     effect: irreversible
     key: {fields: [project, title]}
@@ -353,6 +376,11 @@ type agent struct {
 	// version is the protocol version the client asks for; "" = the SDK's
 	// latest.
 	version string
+	// progress counts the progress notifications the agent received;
+	// elicited the elicitation requests it answered.
+	progress, elicited atomic.Int64
+	// progressed gets a value for each progress notification received.
+	progressed chan struct{}
 	// outcomes records the Toolguard-Outcome of every answered tools/call.
 	mu       sync.Mutex
 	outcomes []string
@@ -361,7 +389,7 @@ type agent struct {
 }
 
 func (p *mcpProxy) agent(w way, token string) *agent {
-	return &agent{p: p, way: w, token: token}
+	return &agent{p: p, way: w, token: token, progressed: make(chan struct{}, 64)}
 }
 
 // session opens a new MCP session (initialize included).
@@ -377,7 +405,15 @@ func (a *agent) session(t *testing.T, ctx context.Context) *sdk.ClientSession {
 	t.Cleanup(base.CloseIdleConnections)
 	client := sdk.NewClient(&sdk.Implementation{Name: "agent", Version: "1"}, &sdk.ClientOptions{
 		ElicitationHandler: func(context.Context, *sdk.ElicitRequest) (*sdk.ElicitResult, error) {
+			a.elicited.Add(1)
 			return &sdk.ElicitResult{Action: "accept"}, nil
+		},
+		ProgressNotificationHandler: func(context.Context, *sdk.ProgressNotificationClientRequest) {
+			a.progress.Add(1)
+			select {
+			case a.progressed <- struct{}{}:
+			default:
+			}
 		},
 	})
 	tr := &sdk.StreamableClientTransport{

@@ -30,7 +30,9 @@ func TestMCPAgentDisconnectsMidStream(t *testing.T) {
 			held := make(chan struct{}, 1)
 			p.srv.cancelHeld = func() { held <- struct{}{} }
 			a := p.agent(w, "alice")
-			call := &sdk.CallToolParams{Name: "slow_ticket", Arguments: callArgs("ops", "Streamed")}
+			// A progress token: the tool reports progress, so the agent's
+			// answer is an event stream when it goes away.
+			call := &sdk.CallToolParams{Name: "slow_ticket", Arguments: callArgs("ops", "Streamed"), Meta: sdk.Meta{"progressToken": "p-1"}}
 
 			ctx, cancel := context.WithCancel(context.Background())
 			errc := make(chan error, 1)
@@ -39,8 +41,9 @@ func TestMCPAgentDisconnectsMidStream(t *testing.T) {
 				_, err := s1.CallTool(ctx, call)
 				errc <- err
 			}()
-			<-ts.slowDone // the tool has made its effect and is still running
-			cancel()      // the agent goes away (the SDK also sends notifications/cancelled)
+			<-ts.slowDone  // the tool has made its effect and is still running
+			<-a.progressed // the agent reads the relayed event stream
+			cancel()       // the agent goes away mid-stream (the SDK also sends notifications/cancelled)
 			if err := <-errc; !errors.Is(err, context.Canceled) {
 				t.Fatalf("first call: err = %v, want context.Canceled", err)
 			}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"reflect"
 	"testing"
+	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -128,5 +129,46 @@ func TestMCPResumedStream(t *testing.T) {
 				t.Errorf("effects = %d, want 1", n)
 			}
 		})
+	}
+}
+
+// While a guarded call runs, the server's messages before its response
+// reach the agent as they come: progress notifications, and — in the 2025
+// revisions — an elicitation the tool waits for, which the agent answers
+// through the gateway. The response follows once it is journaled; a
+// replay has neither.
+func TestMCPRelayedMessages(t *testing.T) {
+	for _, w := range bothWays {
+		for _, tool := range []string{"progress_ticket", "confirm_ticket"} {
+			t.Run(string(w)+"/"+tool, func(t *testing.T) {
+				ctx := context.Background()
+				ts := newTicketServer(t)
+				p := newMCPProxy(t, ts, Options{UpstreamTimeout: 5 * time.Second})
+				a := p.agent(w, "alice")
+				a.version = "2025-11-25"
+				call := &sdk.CallToolParams{Name: tool, Arguments: callArgs("ops", "Relayed"), Meta: sdk.Meta{"progressToken": "p-7"}}
+				first, err := a.session(t, ctx).CallTool(ctx, call)
+				if err != nil || first.IsError {
+					t.Fatalf("first call: %+v, %v", first, err)
+				}
+				switch {
+				case tool == "progress_ticket" && a.progress.Load() != 2:
+					t.Errorf("progress notifications received = %d, want 2", a.progress.Load())
+				case tool == "confirm_ticket" && a.elicited.Load() != 1:
+					t.Errorf("elicitations answered = %d, want 1", a.elicited.Load())
+				}
+				before := a.progress.Load() + a.elicited.Load()
+				second, err := a.session(t, ctx).CallTool(ctx, call)
+				if err != nil || !reflect.DeepEqual(first, second) || a.lastOutcome() != OutcomeReplayed {
+					t.Fatalf("second call: %+v (%s), %v; want the replay of %+v", second, a.lastOutcome(), err, first)
+				}
+				if after := a.progress.Load() + a.elicited.Load(); after != before {
+					t.Errorf("the replay relayed %d messages, want none", after-before)
+				}
+				if n := ts.created.Load(); n != 1 {
+					t.Errorf("effects = %d, want 1", n)
+				}
+			})
+		}
 	}
 }

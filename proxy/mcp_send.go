@@ -69,7 +69,7 @@ const maxResumes = 10
 // — where the server closed the SSE stream before it (2025-11-25 polling)
 // — from the resumed stream, asked for with a GET carrying Last-Event-ID.
 func (s *Server) mcpReadStream(ctx context.Context, c *call, resp *http.Response) ([]byte, error) {
-	var st mcp.Stream
+	st := mcp.Stream{Relay: c.mcp.relay}
 	raw, err := mcp.ReadResponseFrom(resp.Header.Get("Content-Type"), resp.Body, c.mcp.tool.ID, s.opts.MaxStoredResponse, &st)
 	for i := 0; errors.Is(err, mcp.ErrNoResponse) && st.LastEventID != "" && i < maxResumes; i++ {
 		t := time.NewTimer(min(st.Retry, 5*time.Second))
