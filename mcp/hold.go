@@ -62,7 +62,7 @@ func (h Hold) text(tool string) string {
 	b.WriteString(".")
 	if h.Detail != "" {
 		b.WriteString(" ")
-		b.WriteString(h.Detail)
+		b.WriteString(strings.ToUpper(h.Detail[:1]) + h.Detail[1:])
 		if !strings.HasSuffix(h.Detail, ".") {
 			b.WriteString(".")
 		}
@@ -85,6 +85,8 @@ func advice(h Hold) string {
 		return "fix the arguments and call again."
 	case strings.HasSuffix(h.Type, ":upstream-unreachable"):
 		return "nothing was sent; call again with the same arguments."
+	case strings.HasSuffix(h.Type, ":outcome-unknown"):
+		return "call again with the same arguments (not others): toolguard then finds out what happened, and never runs the tool twice."
 	case h.RetryAfter > 0:
 		return "wait, then call again with the same arguments; do not change the arguments to get around this."
 	}

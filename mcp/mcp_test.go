@@ -182,3 +182,14 @@ func TestReadResponseFromRecordsResumption(t *testing.T) {
 		t.Errorf("stream = %+v, want last id s1_0 and retry 250ms", st)
 	}
 }
+
+// Regression: the advice of an outcome-unknown hold said not to retry,
+// while its detail (and the recovery) needs the same call again.
+func TestHoldAdviceOutcomeUnknown(t *testing.T) {
+	h := Hold{Type: "urn:toolguard:outcome-unknown", Title: "Sent, but no answer; outcome unknown", Status: 504,
+		Detail: "the call was sent but its outcome is unknown", Key: "k"}
+	text := h.Result("create_ticket").Content[0].Text
+	if !strings.Contains(text, "call again with the same arguments") || strings.Contains(text, "do not retry") || !strings.Contains(text, "The call was sent") {
+		t.Errorf("text = %q", text)
+	}
+}
