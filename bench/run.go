@@ -124,7 +124,7 @@ func newReport(ctx context.Context, o options, root string, started time.Time) *
 // runGrid runs every scenario at every latency and concurrency against
 // one toolguard and one bare goproxy.
 func runGrid(ctx context.Context, o options, rep *report, up *upstreams, bin, tmp, rulesDir, configFile string) error {
-	e := &env{up: up, intents: newIntents()}
+	e := &env{up: up, intents: newIntents(), mcpCalls: &mcpCalls{nonce: strconv.FormatInt(time.Now().UnixNano(), 36)}}
 	procs := map[string]*proc{}
 	if usesToolguard(o.scenarios) {
 		tg, err := startToolguard(bin, filepath.Join(tmp, "grid"), rulesDir, configFile, o.toolguardEnv)
@@ -136,7 +136,7 @@ func runGrid(ctx context.Context, o options, rep *report, up *upstreams, bin, tm
 			return err
 		}
 		e.toolguard = tg.proxyURL
-		for _, s := range []string{scPassthrough, scGuarded, scReplay, scHTTPS} {
+		for _, s := range []string{scPassthrough, scGuarded, scReplay, scHTTPS, scMCPGuarded, scMCPReplay} {
 			procs[s] = tg
 		}
 		progress("toolguard pid %d listening on %s", tg.pid(), tg.proxyURL.Host)
@@ -154,6 +154,12 @@ func runGrid(ctx context.Context, o options, rep *report, up *upstreams, bin, tm
 	if slices.Contains(o.scenarios, scReplay) {
 		progress("seeding %d intents for replay", o.replaySet)
 		if err := e.seedReplay(ctx, o.replaySet); err != nil {
+			return err
+		}
+	}
+	if slices.Contains(o.scenarios, scMCPReplay) {
+		progress("seeding %d MCP intents for replay", o.replaySet)
+		if err := e.seedMCPReplay(ctx, o.replaySet); err != nil {
 			return err
 		}
 	}

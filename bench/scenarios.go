@@ -27,7 +27,7 @@ const (
 	scHTTPS       = "https"
 )
 
-var allScenarios = []string{scDirect, scBare, scPassthrough, scGuarded, scReplay, scHTTPS}
+var allScenarios = []string{scDirect, scBare, scPassthrough, scGuarded, scReplay, scHTTPS, scMCPDirect, scMCPGuarded, scMCPReplay}
 
 // scenarioInfo describes each scenario for the report.
 var scenarioInfo = map[string]string{
@@ -37,6 +37,9 @@ var scenarioInfo = map[string]string{
 	scGuarded:     "POST /v1/invoices through toolguard, a new intent per call (two durable journal writes, shared by group commit)",
 	scReplay:      "POST /v1/invoices of committed intents, cycled (answered from the journal)",
 	scHTTPS:       "GET /v1/ping to the TLS upstream, intercepted by toolguard (CONNECT + its CA, keep-alive)",
+	scMCPDirect:   "MCP tools/call straight to the MCP server (the Go SDK's own cost: a new intent per call)",
+	scMCPGuarded:  "MCP tools/call to toolguard's gateway endpoint /mcp/{name}, a new intent per call (an MCP server of the Go SDK, stateless, JSON answers)",
+	scMCPReplay:   "MCP tools/call of committed intents through the gateway, new ids, cycled (answered from the journal)",
 }
 
 func parseScenarios(s string) ([]string, error) {
@@ -59,6 +62,9 @@ type env struct {
 	toolguard *url.URL
 	roots     *x509.CertPool
 	replay    [][]byte
+	// mcpCalls mints tools/call intents; mcpReplay holds committed ones.
+	mcpCalls  *mcpCalls
+	mcpReplay [][]byte
 	// bare is the reference goproxy.
 	bare    *url.URL
 	intents *intents
@@ -84,6 +90,8 @@ func (e *env) load(name string, conc int) load {
 		return newLoad(conc, e.toolguard, e.roots, ping(e.up.tls.URL), expect(200, "passthrough"))
 	case scGuarded:
 		return e.guardedLoad(conc, 0)
+	case scMCPDirect, scMCPGuarded, scMCPReplay:
+		return e.mcpLoad(name, conc)
 	case scReplay:
 		u := e.up.plain.URL + "/v1/invoices"
 		set := e.replay

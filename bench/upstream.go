@@ -37,6 +37,7 @@ func startUpstreams() *upstreams {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v1/invoices", u.create)
 	mux.HandleFunc("GET /v1/ping", u.ping)
+	mux.Handle("/mcp", u.mcpHandler())
 	blob := []byte(strings.Repeat("x", blobSize))
 	mux.HandleFunc("GET /v1/blob", func(w http.ResponseWriter, r *http.Request) {
 		u.delay()
@@ -137,13 +138,17 @@ routes:
 	if err := os.WriteFile(filepath.Join(rulesDir, "bench.yaml"), []byte(rule), 0o644); err != nil {
 		return "", "", err
 	}
+	if err := os.WriteFile(filepath.Join(rulesDir, "bench-mcp.yaml"), []byte(mcpRule), 0o644); err != nil {
+		return "", "", err
+	}
 	caFile := filepath.Join(dir, "upstream-ca.pem")
 	certPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: u.tls.Certificate().Raw})
 	if err := os.WriteFile(caFile, certPEM, 0o644); err != nil {
 		return "", "", err
 	}
 	configFile = filepath.Join(dir, "config.yaml")
-	if err := os.WriteFile(configFile, []byte("upstream:\n  ca_file: "+caFile+"\n"), 0o644); err != nil {
+	cfg := "upstream:\n  ca_file: " + caFile + "\nmcp:\n  servers: [\"" + mcpServerName + "=" + u.plain.URL + "/mcp\"]\n"
+	if err := os.WriteFile(configFile, []byte(cfg), 0o644); err != nil {
 		return "", "", err
 	}
 	return rulesDir, configFile, nil

@@ -39,6 +39,7 @@ type Config struct {
 	Workflows Workflows `yaml:"workflows"` // no prefix: TOOLGUARD_ON_VERSION_CHANGE
 	Log       Log       `yaml:"log" envPrefix:"LOG_"`
 	Shutdown  Shutdown  `yaml:"shutdown" envPrefix:"SHUTDOWN_"`
+	MCP       MCP       `yaml:"mcp" envPrefix:"MCP_"`
 }
 
 // Admin configures the admin API. With no Token the API is open to anyone

@@ -49,6 +49,7 @@ func (c Config) Validate() error {
 		checkEnum("log.level", c.Log.Level.valid(), c.Log.Level.String(), levelEnum),
 		checkEnum("log.format", formatEnum.valid(int(c.Log.Format)), c.Log.Format.String(), formatEnum),
 		positive("shutdown.drain_timeout", c.Shutdown.DrainTimeout),
+		c.MCP.validate(),
 	}
 	for _, err := range checks {
 		if err != nil {

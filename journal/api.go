@@ -95,4 +95,8 @@ type Options struct {
 	OnCommit func(d time.Duration, batch int)
 	// Now returns the time stamped on records; nil means time.Now.
 	Now func() time.Time
+	// SeedStates lets Apply write any state, skipping the transition
+	// allowlist (AllowedChange): for tests that set up what a crash would
+	// have left. toolguard itself never sets it.
+	SeedStates bool
 }

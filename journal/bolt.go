@@ -43,9 +43,10 @@ type Bolt struct {
 	cache readCache
 	// watch wakes the callers of Watch after commits (lease.go).
 	watch watchers
-	// anyTransition lets the package's own tests of indexes, counters and
-	// file layout seed any state without the allowlist (Allowed), which
-	// the conformance suite (journaltest) tests on its own.
+	// anyTransition lets tests seed any state without the allowlist
+	// (Options.SeedStates; the package's own tests of indexes, counters and
+	// file layout set it directly), which the conformance suite
+	// (journaltest) tests on its own.
 	anyTransition bool
 
 	// stopDrop ends dropResidentLoop (resident.go); dropStopped is closed
@@ -63,7 +64,7 @@ func Open(path string, opts Options) (*Bolt, error) {
 	if opts.Timeout <= 0 {
 		opts.Timeout = DefaultTimeout
 	}
-	b := &Bolt{path: path, log: opts.Logger, now: opts.Now, readOnly: opts.ReadOnly, onCommit: opts.OnCommit}
+	b := &Bolt{path: path, log: opts.Logger, now: opts.Now, readOnly: opts.ReadOnly, onCommit: opts.OnCommit, anyTransition: opts.SeedStates}
 	if b.log == nil {
 		b.log = slog.New(slog.DiscardHandler)
 	}

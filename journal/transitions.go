@@ -44,6 +44,10 @@ const (
 	// EventAbandoned: the background resolver settled a started step that
 	// nobody came back for.
 	EventAbandoned EventType = "abandoned"
+	// EventNotExecuted: the upstream said the call did not run (an MCP
+	// protocol error): the step is prepared again, and the next retry is
+	// sent.
+	EventNotExecuted EventType = "not_executed"
 )
 
 // Allowed is the transition allowlist every backend enforces inside Apply:
@@ -58,8 +62,10 @@ const (
 //     started or failed (an approval or a resolution makes it prepared,
 //     committed or verified; a send needs a claim afterwards);
 //   - prepared to committed, verified or failed unless an operator
-//     resolves a hold; started to prepared or verified; failed to anything
-//     but failed or started.
+//     resolves a hold; started to verified; failed to anything but failed
+//     or started. (started to prepared is allowed here, and AllowedChange
+//     restricts it to a Change recording EventNotExecuted: the upstream
+//     said the call did not run.)
 func Allowed(from, to *Step) error {
 	if to == nil || to.Status < StatusPrepared || to.Status > StatusFailed {
 		return fmt.Errorf("%w: to an unknown status", ErrTransition)
@@ -90,10 +96,10 @@ func Allowed(from, to *Step) error {
 		}
 		return transitionErr(from, to, "a prepared step is sent (started) before it has an outcome")
 	case StatusStarted:
-		if to.Status == StatusStarted || to.Status == StatusCommitted || to.Status == StatusFailed {
+		if to.Status == StatusStarted || to.Status == StatusCommitted || to.Status == StatusFailed || to.Status == StatusPrepared {
 			return nil
 		}
-		return transitionErr(from, to, "a started step gets an outcome (committed, failed) or stays started; only an operator's resolution makes it prepared")
+		return transitionErr(from, to, "a started step gets an outcome (committed, failed), stays started, or is found not executed (prepared)")
 	case StatusFailed:
 		if to.Status == StatusFailed || to.Status == StatusStarted {
 			return nil
@@ -136,6 +142,10 @@ func AllowedChange(from *Step, ch *Change) error {
 	}
 	if to.Status == StatusStarted && (from == nil || from.Status != StatusStarted) && !ch.Claim {
 		return transitionErr(from, to, "entering started needs a claim")
+	}
+	if from != nil && from.Status == StatusStarted && !from.Held() && to.Status == StatusPrepared &&
+		!ch.Claim && ch.Event != EventNotExecuted {
+		return transitionErr(from, to, "a started step is prepared again only when the upstream said the call did not run (not_executed)")
 	}
 	return nil
 }

@@ -7,10 +7,14 @@ import (
 	"time"
 
 	"github.com/toolguard/toolguard/journal"
+	"github.com/toolguard/toolguard/rules"
 )
 
 // replay answers from a step's stored outcome.
 func (s *Server) replay(c *call, st *journal.Step, outcome string, d Decision) *answer {
+	if c.mcp != nil {
+		return s.mcpReplay(c, st, outcome, d)
+	}
 	var resp *http.Response
 	switch r := st.Response; {
 	case r == nil:
@@ -98,7 +102,14 @@ func (s *Server) problemWith(c *call, p *Problem, d Decision) *answer {
 	if d.Why == "" {
 		d.Why = p.Detail
 	}
-	resp := renderProblem(c.route.API.Errors, p, c.in)
+	if c.mcp != nil {
+		return s.mcpProblem(c, p, d)
+	}
+	var format rules.ErrorFormat
+	if c.route != nil && c.route.API != nil {
+		format = c.route.API.Errors
+	}
+	resp := renderProblem(format, p, c.in)
 	outcome := OutcomeBlocked
 	if p.Key != "" {
 		resp.Header.Set(HeaderKey, p.Key)
@@ -131,7 +142,7 @@ func (s *Server) logDecision(c *call, a *answer) {
 	if c.intent != nil {
 		key = c.intent.Key
 	}
-	s.metrics.request(c.route.API.Name, c.route.Name, a.outcome)
+	s.metrics.request(c.route.API.Name, c.metricRoute(), a.outcome)
 	switch d := a.decision; {
 	case d.Action == ActionRecordFound:
 		s.metrics.recovery(strategyOf(c.route), "found")

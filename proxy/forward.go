@@ -57,9 +57,14 @@ func (s *Server) forward(c *call, st journal.Step, fl *flight, d Decision) (*ans
 	res := s.send(c)
 	stop()
 	ans := s.readAnswer(c, res)
-	at, now := attemptOf(c, res, ans), time.Now()
+	now := time.Now()
+	change := func(cur journal.Step) journal.Change { return outcomeChange(cur, attemptOf(c, res, ans), now) }
+	if c.mcp != nil {
+		v := mcpVerdictOf(c, res, ans)
+		change = func(cur journal.Step) journal.Change { return mcpOutcomeChange(cur, v, now) }
+	}
 	rec, err := s.journal.Apply(context.Background(), st.Key, journal.Fenced(st.Epoch, st.Fence, func(cur *journal.Step) (journal.Change, error) {
-		return outcomeChange(*cur, at, now), nil
+		return change(*cur), nil
 	}))
 	if errors.Is(err, journal.ErrCommitUnknown) {
 		rec, err = s.reread(st, err)
@@ -76,6 +81,9 @@ func (s *Server) forward(c *call, st journal.Step, fl *flight, d Decision) (*ans
 		// agent must not be told that nothing was sent.
 		s.log.Error("record outcome failed; the step stays started", slog.String(logKey, st.Key), slog.Any("error", err))
 		return s.problemWith(c, newProblem(ProblemOutcomeUnknown, st.Key, "the call was sent but its outcome could not be recorded; the next retry resolves it"), d), nil
+	}
+	if c.mcp != nil {
+		return s.mcpForwarded(c, rec, res, d), nil
 	}
 	outcome := OutcomeForwarded
 	if d.Recovered {
@@ -215,6 +223,9 @@ func (b *hashingBody) Close() error {
 // send makes one upstream attempt. The agent going away does not cancel
 // it: an abandoned call would only turn a known outcome into an unknown one.
 func (s *Server) send(c *call) result {
+	if c.mcp != nil {
+		return s.mcpSend(c)
+	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(c.in.Context()), s.opts.UpstreamTimeout)
 	var sent atomic.Bool
 	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
@@ -313,6 +324,9 @@ type answerRecord struct {
 // that outcomeChange does not store (no answer, 5xx, a native-idempotency
 // 409).
 func (s *Server) readAnswer(c *call, res result) answerRecord {
+	if c.mcp != nil {
+		return s.mcpReadAnswer(c, res)
+	}
 	if res.err != nil || res.resp.StatusCode >= 500 {
 		return answerRecord{}
 	}
@@ -369,6 +383,9 @@ func (s *Server) afterCommit(c *call, rec journal.Step) {
 		return
 	}
 	ver := verification{route: c.route, step: rec, vals: s.values(c, &rec), creds: verifiers.CredentialHeaders(c.route.API, c.in.Header)}
+	if c.mcp != nil {
+		ver.mcpTarget = c.mcp.target
+	}
 	if v.Mode == rules.VerifySync {
 		s.verify(c.in.Context(), ver)
 		return

@@ -36,6 +36,8 @@ type call struct {
 	// lookupWait is how long until the lookup budget has room again, when
 	// a lookup was throttled.
 	lookupWait time.Duration
+	// mcp is set for an MCP tools/call (see mcp.go).
+	mcp *mcpCall
 }
 
 // answer is what the pipeline sends back, with what to log about it.

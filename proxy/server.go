@@ -3,6 +3,7 @@ package proxy
 import (
 	"context"
 	"crypto/tls"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"net"
@@ -111,6 +112,14 @@ type Options struct {
 	Metrics *Metrics
 	// Logger receives one decision line per guarded call; nil discards.
 	Logger *slog.Logger
+	// MCPServers are served at /mcp/{name} on the proxy listener.
+	MCPServers []MCPServer
+	// MCPUnlisted is the policy for MCP tools no rule names (default
+	// guard).
+	MCPUnlisted MCPUnlisted
+	// MCPTrustAnnotations lets a tool that tools/list marks readOnlyHint
+	// pass where the unlisted policy would guard it.
+	MCPTrustAnnotations bool
 }
 
 // Server is the guarded forward proxy.
@@ -143,6 +152,11 @@ type Server struct {
 	now func() time.Time
 	// lookupBudget enforces lookup.rate.
 	lookupBudget lookupBudget
+	// mcp holds the MCP servers of the gateway and the forward proxy.
+	mcp *mcpEndpoints
+	// cancelHeld, when set (tests), runs when a notifications/cancelled
+	// for a guarded call is held back.
+	cancelHeld func()
 }
 
 // activity counts work in progress; idle returns a channel closed when the
@@ -215,6 +229,7 @@ func New(opts Options) (*Server, error) {
 		s.log = slog.New(slog.DiscardHandler)
 	}
 	s.now = time.Now
+	s.mcp = newMCPEndpoints(opts.MCPServers)
 	s.bg, s.stopBg = context.WithCancel(context.Background())
 	s.metrics = opts.Metrics
 	s.metrics.precreateRoutes(opts.Rules)
@@ -294,6 +309,9 @@ func setDefaults(o *Options) {
 	if o.BodyMinRate == 0 {
 		o.BodyMinRate = 1024
 	}
+	if o.MCPUnlisted == "" {
+		o.MCPUnlisted = MCPUnlistedGuard
+	}
 }
 
 // Handler returns the proxy's http.Handler, to be served on the proxy
@@ -365,6 +383,9 @@ func (s *Server) buildGoproxy() *goproxy.ProxyHttpServer {
 }
 
 func (s *Server) serveNonProxy(w http.ResponseWriter, r *http.Request) {
+	if s.serveMCP(w, r) {
+		return
+	}
 	why := "this is a forward proxy: send absolute-form requests (set HTTP_PROXY/HTTPS_PROXY)"
 	s.logRequest(r, slog.LevelInfo, OutcomeBlocked, http.StatusForbidden, why)
 	newProblem(ProblemRejected, "", why).write(w)
@@ -445,6 +466,10 @@ type reqState struct {
 	// why says why an unguarded request passed through, for the log; ""
 	// means no route matched.
 	why string
+	// mcp is the MCP endpoint of a passed-through message; listing the id
+	// of a tools/list request, whose answer shows tool annotations.
+	mcp     *mcpEndpoint
+	listing json.RawMessage
 }
 
 // tunnelState is the UserData of an intercepted tunnel, which goproxy
@@ -484,6 +509,9 @@ func (s *Server) handleRequest(req *http.Request, ctx *goproxy.ProxyCtx) (*http.
 	if refused := s.refuseEgress(req, host); refused != nil {
 		ctx.UserData = &reqState{guarded: true}
 		return req, refused
+	}
+	if api := s.rules.MCPEndpoint(host, req.URL.EscapedPath()); api != nil {
+		return s.handleMCPForward(req, ctx, api)
 	}
 	route, params := s.rules.Match(host, req.Method, req.URL.EscapedPath())
 	var why string
@@ -531,6 +559,9 @@ func (s *Server) handleRequest(req *http.Request, ctx *goproxy.ProxyCtx) (*http.
 // handleResponse marks passed-through answers.
 func (s *Server) handleResponse(resp *http.Response, ctx *goproxy.ProxyCtx) *http.Response {
 	st, _ := ctx.UserData.(*reqState)
+	if st != nil && resp != nil && st.mcp != nil {
+		st.mcp.tools.observe(resp, st.listing) // tools/list: the annotations
+	}
 	if resp != nil && !decided(ctx) {
 		why := "no route"
 		if st != nil && st.why != "" {

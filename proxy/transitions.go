@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/toolguard/toolguard/journal"
+	"github.com/toolguard/toolguard/mcp"
 	"github.com/toolguard/toolguard/rules"
 )
 
@@ -314,4 +315,73 @@ func abandonChange(cur journal.Step, lookup LookupAnswer, found *lookupResult, e
 		why += " (" + evidence + ")"
 	}
 	return journal.Change{Step: st, Event: journal.EventAbandoned, Reason: why}, true
+}
+
+// mcpVerdict is what one attempt of an MCP tools/call established, as
+// mcpOutcomeChange reads it.
+type mcpVerdict struct {
+	attempt
+	// outcome is what the JSON-RPC answer says of the tool (mcp.Outcome).
+	outcome mcp.Outcome
+	// answered: a JSON-RPC answer was read; rpcError describes its error.
+	answered bool
+	rpcError string
+	// rebind: the tool needs approval, so a call that did not run stays
+	// bound to the arguments the approval let through (bodyHash).
+	rebind   bool
+	bodyHash string
+}
+
+// mcpOutcomeChange classifies an attempt of a tools/call (see mcp.Outcome):
+// a protocol error or an HTTP 4xx means the tool did not run, so the step
+// goes back to prepared and the next retry is sent; a broken stream, a 5xx
+// or an internal error leave it started (unknown); a result, isError
+// included, commits it.
+func mcpOutcomeChange(cur journal.Step, v mcpVerdict, now time.Time) journal.Change {
+	next := cur
+	a := v.attempt
+	switch {
+	case a.err != nil && !a.sent:
+		next.Status, next.Retryable = journal.StatusFailed, true
+		next.LastError = "not executed: " + a.err.Error()
+		return journal.Change{Step: next, Event: journal.EventFailed, Reason: "upstream unreachable; nothing was sent"}
+	case a.err != nil:
+		next.LastError = a.err.Error()
+		return journal.Change{Step: next, Event: journal.EventOutcomeUnknown, Reason: "sent, no answer: " + a.err.Error()}
+	case a.status >= 500:
+		next.LastError = "upstream answered " + a.statusText
+		return journal.Change{Step: next, Event: journal.EventOutcomeUnknown, Reason: "upstream " + strconv.Itoa(a.status) + " after the request was sent"}
+	case !v.answered:
+		return mcpNotExecuted(next, v, "upstream answered "+a.statusText)
+	case v.outcome == mcp.OutcomeNotExecuted && v.rpcError != "":
+		return mcpNotExecuted(next, v, v.rpcError)
+	case v.outcome == mcp.OutcomeNotExecuted:
+		return mcpNotExecuted(next, v, "the server asked for input before running the tool")
+	case v.outcome == mcp.OutcomeUnknown:
+		next.LastError = v.rpcError
+		return journal.Change{Step: next, Event: journal.EventOutcomeUnknown, Reason: "the server answered " + next.LastError + ", which does not say whether the tool ran"}
+	}
+	next.Response = a.answer.response
+	next.LastError = ""
+	next.Status, next.Retryable = journal.StatusCommitted, false
+	next.OperationID = a.answer.operationID
+	next.Evidence = "the tool returned a result"
+	if v.outcome == mcp.OutcomeToolError {
+		next.Evidence = "the tool returned a result with isError: true"
+	} else if a.verifyWithin > 0 {
+		next.VerifyBy = now.Add(a.verifyWithin) // a tool error has no effect to verify
+	}
+	return journal.Change{Step: next, Event: journal.EventCommitted, Reason: next.Evidence}
+}
+
+// mcpNotExecuted puts a step whose tool did not run back to prepared,
+// bound to the same arguments where an approval let them through.
+func mcpNotExecuted(next journal.Step, v mcpVerdict, why string) journal.Change {
+	next.Status, next.Retryable = journal.StatusPrepared, false
+	next.Response = nil
+	next.LastError = "not executed: " + why
+	if v.rebind {
+		next.ApprovedBodyHash = v.bodyHash
+	}
+	return journal.Change{Step: next, Event: journal.EventNotExecuted, Reason: why + "; the tool did not run"}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"time"
 
 	"github.com/toolguard/toolguard/journal"
@@ -24,6 +25,9 @@ type verification struct {
 	// creds are the triggering request's credential headers, in memory
 	// only; nil after a restart.
 	creds http.Header
+	// mcpTarget is the MCP endpoint a tool's verification calls; nil for
+	// routes.
+	mcpTarget *url.URL
 }
 
 // startVerify verifies a committed step in the background, without
@@ -48,7 +52,11 @@ func (s *Server) verify(ctx context.Context, v verification) {
 	delay := firstProbeDelay
 	var last verifiers.Result
 	for {
-		last = s.verifier.Probe(ctx, v.route.Verify, v.vals, v.creds)
+		if v.route.Verify.Request.Tool != nil {
+			last = s.mcpProbe(ctx, v)
+		} else {
+			last = s.verifier.Probe(ctx, v.route.Verify, v.vals, v.creds)
+		}
 		if last.Answer == verifiers.Yes {
 			s.finishVerify(v, last, true)
 			return
@@ -133,7 +141,11 @@ func (s *Server) ResumeVerifications() (int, error) {
 		if st.Response != nil && !st.Response.Truncated {
 			vals.Response = st.Response.Body
 		}
-		s.startVerify(verification{route: route, step: st, vals: vals})
+		v := verification{route: route, step: st, vals: vals}
+		if route.Verify.Request.Tool != nil && !s.mcpResume(&v) {
+			continue
+		}
+		s.startVerify(v)
 		n++
 	}
 	return n, nil
@@ -141,7 +153,13 @@ func (s *Server) ResumeVerifications() (int, error) {
 
 // routeOf finds a loaded route by API and route name.
 func (s *Server) routeOf(api, name string) *rules.Route {
+	if ep := s.mcp.byName[api]; ep != nil {
+		return ep.api.Tool(name)
+	}
 	for _, a := range s.rules.APIs {
+		if a.Name == api && a.MCP != nil {
+			return a.Tool(name)
+		}
 		if a.Name != api {
 			continue
 		}

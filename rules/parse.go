@@ -50,6 +50,9 @@ func (d *decoder) file1(data []byte) *API {
 		d.errorf(docs[1].Body, "a rule file holds one yaml document (describe one api per file)")
 	}
 	d.collectAnchors(docs[0].Body)
+	if d.isMCP(docs[0].Body) {
+		return d.mcpAPI(docs[0].Body)
+	}
 	return d.api(docs[0].Body)
 }
 

@@ -77,6 +77,9 @@ type API struct {
 	// its zero value is problem+json.
 	Errors ErrorFormat
 	Routes []*Route
+	// MCP is set for a rule file that describes an MCP server's tools
+	// (see mcp.go); such an API has no Routes.
+	MCP *MCP
 	// File is the path the API was loaded from.
 	File string
 	// Pos is where the api name is declared, for messages.
@@ -207,6 +210,9 @@ type Request struct {
 	// Query holds parameters set on the expanded URL (a lookup's next-page
 	// cursor); nil for requests as a rule file writes them.
 	Query [][2]string
+	// Tool, when set, makes the request a tools/call of an MCP server
+	// (Method and URL are then unset).
+	Tool *ToolCall
 }
 
 // Expectation matches an answer. All set parts must hold.

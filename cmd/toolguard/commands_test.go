@@ -20,10 +20,10 @@ func TestRulesCheckExamples(t *testing.T) {
 	if code != 0 || stderr != "" {
 		t.Fatalf("rules check %s: exit code %d, want 0; stderr:\n%s", examples, code, stderr)
 	}
-	if !strings.HasPrefix(stdout, "ok: 3 APIs, ") {
-		t.Errorf("stdout does not start with %q:\n%s", "ok: 3 APIs, ", stdout)
+	if !strings.HasPrefix(stdout, "ok: 4 APIs, ") {
+		t.Errorf("stdout does not start with %q:\n%s", "ok: 4 APIs, ", stdout)
 	}
-	for _, route := range []string{"demo/create_invoice", "postmark/send_email", "stripe/create_payment_intent", "stripe/cancel_subscription"} {
+	for _, route := range []string{"demo/create_invoice", "postmark/send_email", "stripe/create_payment_intent", "stripe/cancel_subscription", "github/create_issue\ttools/call /mcp/"} {
 		if !strings.Contains(stdout, route) {
 			t.Errorf("stdout does not list %s:\n%s", route, stdout)
 		}

@@ -119,6 +119,9 @@ func printRoutes(w io.Writer, set *rules.Set, path string) {
 		for _, r := range a.Routes {
 			fmt.Fprintf(w, "  %s/%s\t%s %s\t%s\n", a.Name, r.Name, r.Method, r.Pattern, r.Effect)
 		}
+		for _, name := range a.ToolNames() {
+			fmt.Fprintf(w, "  %s/%s\ttools/call %s\t%s\n", a.Name, name, a.MCP.Path, a.Tool(name).Effect)
+		}
 	}
 }
 

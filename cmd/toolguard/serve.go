@@ -121,6 +121,9 @@ func serveWith(ctx context.Context, cfg config.Config, log *slog.Logger, stdout 
 	if err != nil {
 		return fmt.Errorf("load rules from %s:\n%w", cfg.Rules.Dir, err)
 	}
+	if _, err := wire.MCPServers(cfg, set); err != nil {
+		return err // before anything is created
+	}
 	if len(set.APIs) == 0 {
 		log.Warn("NO ROUTES: the rules directory holds no rule files (*.yaml, *.yml); every call follows the unmatched policy",
 			"rules_dir", absPath(cfg.Rules.Dir), "unmatched", cfg.Unmatched.String())

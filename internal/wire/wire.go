@@ -5,6 +5,7 @@
 package wire
 
 import (
+	"fmt"
 	"log/slog"
 	"net/http"
 	"net/netip"
@@ -32,6 +33,10 @@ type Deps struct {
 // Proxy maps the configuration onto the proxy's options and builds it.
 func Proxy(cfg config.Config, d Deps) (*proxy.Server, error) {
 	transport, err := proxy.NewTransport(proxy.TransportOptions{CAFile: cfg.Upstream.CAFile, MaxIdleConnsPerHost: cfg.Upstream.MaxIdleConnsPerHost})
+	if err != nil {
+		return nil, err
+	}
+	servers, err := MCPServers(cfg, d.Rules)
 	if err != nil {
 		return nil, err
 	}
@@ -70,7 +75,34 @@ func Proxy(cfg config.Config, d Deps) (*proxy.Server, error) {
 		Metrics:           d.Metrics,
 		Retention:         cfg.Journal.Retention,
 		Logger:            d.Logger,
+		MCPServers:        servers,
+		MCPUnlisted:       proxy.MCPUnlisted(cfg.MCP.Unlisted.String()),
+
+		MCPTrustAnnotations: cfg.MCP.Annotations == config.MCPAnnotationsTrust,
 	})
+}
+
+// MCPServers pairs each configured MCP server with the MCP rule file of
+// the same api name, if the rules have one.
+func MCPServers(cfg config.Config, set *rules.Set) ([]proxy.MCPServer, error) {
+	var out []proxy.MCPServer
+	for _, sv := range cfg.MCP.ParsedServers() {
+		ms := proxy.MCPServer{Name: sv.Name, URL: sv.URL}
+		if set != nil {
+			for _, api := range set.APIs {
+				if api.Name != sv.Name {
+					continue
+				}
+				if api.MCP == nil {
+					return nil, &config.Error{Field: "mcp.servers", Value: sv.Name,
+						Msg: fmt.Sprintf("server %s: the rule file %s of api %s describes routes, not MCP tools (want mcp: and tools:)", sv.Name, api.File, api.Name)}
+				}
+				ms.API = api
+			}
+		}
+		out = append(out, ms)
+	}
+	return out, nil
 }
 
 // HTTPServer serves h with the configured limits: header size and time

@@ -4,12 +4,50 @@ import (
 	"context"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/toolguard/toolguard/journal"
 )
 
-// keyEvents returns the events of key, in seq order.
-func keyEvents(t *testing.T, s Store, key string) []journal.Event {
+// feedLag bounds how long the suite waits for written events to show in
+// the feed: a backend may hold them back while older transactions of other
+// sessions are open (PostgreSQL reads below the oldest open transaction,
+// so that it never skips a late commit).
+const feedLag = 10 * time.Second
+
+// waitEvents returns the events after seq (at most limit, 0 for the
+// default) once the feed shows at least want of them, or what it shows
+// after feedLag.
+func waitEvents(t *testing.T, s Store, after uint64, limit, want int) []journal.Event {
+	t.Helper()
+	deadline := time.Now().Add(feedLag)
+	for {
+		evs, err := s.Events(after, limit)
+		if err != nil {
+			t.Fatalf("events after %d: %v", after, err)
+		}
+		if len(evs) >= want || time.Now().After(deadline) {
+			return evs
+		}
+		time.Sleep(20 * time.Millisecond) // the feed has no wake-up to wait on
+	}
+}
+
+// keyEvents returns the events of key, in seq order, once the feed shows
+// at least want of them (see waitEvents).
+func keyEvents(t *testing.T, s Store, key string, want int) []journal.Event {
+	t.Helper()
+	deadline := time.Now().Add(feedLag)
+	for {
+		evs := keyEventsNow(t, s, key)
+		if len(evs) >= want || time.Now().After(deadline) {
+			return evs
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func keyEventsNow(t *testing.T, s Store, key string) []journal.Event {
 	t.Helper()
 	var out []journal.Event
 	var after uint64
@@ -34,7 +72,7 @@ func keyEvents(t *testing.T, s Store, key string) []journal.Event {
 // in seq order, and that the step's Revision is n.
 func checkKeySeq(t *testing.T, s Store, key string, n int) {
 	t.Helper()
-	evs := keyEvents(t, s, key)
+	evs := keyEvents(t, s, key, n)
 	if len(evs) != n {
 		t.Fatalf("%s has %d events, want %d", key, len(evs), n)
 	}
@@ -67,7 +105,7 @@ func testRevisionAndKeySeq(t *testing.T, open Opener) {
 	apply(t, s, "a", commit(st.VerifyBy))
 	checkKeySeq(t, s, "a", 5)
 	checkKeySeq(t, s, "b", 2)
-	evs := keyEvents(t, s, "a")
+	evs := keyEvents(t, s, "a", 5)
 	if evs[1].Type != journal.EventOutcomeUnknown || evs[2].Type != journal.EventVersionChanged || evs[3].Type != journal.EventTakenOver {
 		t.Fatalf("events of one change out of order: %+v", evs[1:4])
 	}
@@ -100,7 +138,7 @@ func testConcurrentRevisions(t *testing.T, open Opener) {
 	}
 	wg.Wait()
 	checkKeySeq(t, s, "k", 1+writers*each)
-	evs := keyEvents(t, s, "k")
+	evs := keyEvents(t, s, "k", 1+writers*each)
 	for i := 1; i < len(evs); i++ {
 		if evs[i].Seq <= evs[i-1].Seq {
 			t.Fatalf("seq not increasing with key_seq: %d then %d", evs[i-1].Seq, evs[i].Seq)
@@ -121,9 +159,9 @@ func testEventsOrder(t *testing.T, open Opener) {
 	for i := 0; i < 7; i++ {
 		apply(t, s, keyOf("e", i), claim(keyOf("e", i), ""))
 	}
-	all, err := s.Events(0, 0)
-	if err != nil || len(all) != 7 {
-		t.Fatalf("events: %d, %v", len(all), err)
+	all := waitEvents(t, s, 0, 0, 7)
+	if len(all) != 7 {
+		t.Fatalf("events: %d, want 7", len(all))
 	}
 	for i, e := range all {
 		if e.Key != keyOf("e", i) || (i > 0 && e.Seq <= all[i-1].Seq) {

@@ -75,9 +75,9 @@ func testLifecycle(t *testing.T, open Opener) {
 				if stored := get(t, s, key); stored.Status != got.Status || stored.Revision != got.Revision {
 					t.Fatalf("%s: Get returned %s rev %d, Apply %s rev %d", p.name, stored.Status, stored.Revision, got.Status, got.Revision)
 				}
-				evs, err := s.Events(before, 0)
-				if err != nil || len(evs) != 1 {
-					t.Fatalf("%s: events after %d = %+v, %v; want one", p.name, before, evs, err)
+				evs := waitEvents(t, s, before, 0, 1)
+				if len(evs) != 1 {
+					t.Fatalf("%s: events after %d = %+v; want one", p.name, before, evs)
 				}
 				if e := evs[0]; e.Type != p.event || e.Key != key || e.To != p.status || e.Hold != p.hold || e.Epoch != got.Epoch || e.Fence != got.Fence {
 					t.Fatalf("%s: event %+v, want %s to %s/%s with the step's claim", p.name, e, p.event, p.status, p.hold)

@@ -1,0 +1,39 @@
+package mcp
+
+import (
+	"bytes"
+	"encoding/json"
+	"testing"
+)
+
+// FuzzMessage feeds arbitrary bodies to the parsers: they never panic, a
+// tools/call they accept has a name and object arguments, and a response
+// they accept renders as valid JSON under any accepted id.
+func FuzzMessage(f *testing.F) {
+	f.Add([]byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x","arguments":{"a":[1,2]}}}`))
+	f.Add([]byte(`[{"jsonrpc":"2.0","id":"a","method":"tools/call","params":{"name":"y"}}]`))
+	f.Add([]byte(`{"jsonrpc":"2.0","id":2,"result":{"isError":true,"content":[]}}`))
+	f.Add([]byte(`{"jsonrpc":"2.0","id":2,"error":{"code":-32602,"message":"m","data":{}}}`))
+	f.Fuzz(func(t *testing.T, body []byte) {
+		b, err := Parse(body)
+		if err == nil {
+			for _, m := range b.Messages {
+				if m.Method != MethodCallTool {
+					continue
+				}
+				c, err := ParseCall(m)
+				if err == nil && (c.Name == "" || !json.Valid(c.Arguments) || bytes.TrimSpace(c.Arguments)[0] != '{') {
+					t.Fatalf("ParseCall accepted %q as %+v", m.Params, c)
+				}
+			}
+		}
+		r, err := ParseResponse(body)
+		if err == nil {
+			if out := r.WithID(json.RawMessage(`"id"`)); !json.Valid(out) {
+				t.Fatalf("WithID rendered invalid JSON %q from %q", out, body)
+			}
+			_ = r.Classify()
+		}
+		_, _ = ReadResponse("text/event-stream", bytes.NewReader(body), []byte(`1`), 1<<16)
+	})
+}

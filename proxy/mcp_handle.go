@@ -1,0 +1,266 @@
+package proxy
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"time"
+
+	"github.com/elazarl/goproxy"
+
+	"github.com/toolguard/toolguard/mcp"
+	"github.com/toolguard/toolguard/rules"
+)
+
+// handleMCP reads a message sent to an MCP endpoint and guards it when it
+// is a tools/call of a guarded tool. It returns the answer, or nil when the
+// request passes through (its body, if read, is restored; listing is then
+// the id of a tools/list request, whose answer shows tool annotations).
+// target is the server's URL; nil means the request's own (the forward
+// proxy).
+func (s *Server) handleMCP(r *http.Request, ep *mcpEndpoint, target *url.URL) (resp *http.Response, listing json.RawMessage) {
+	if r.Method != http.MethodPost {
+		return nil, nil
+	}
+	c := &call{in: r, start: time.Now()}
+	defer s.releaseBody(c)
+	msgs, resp := s.readMessages(c)
+	if resp != nil {
+		return resp, nil
+	}
+	return s.dispatchMCP(c, ep, target, msgs)
+}
+
+// readMessages reads and parses c's body within the body budget, and puts
+// it back for a passthrough; a refusal is the answer to send instead.
+func (s *Server) readMessages(c *call) (mcp.Body, *http.Response) {
+	r := c.in
+	if a := s.readBody(c); a != nil {
+		if a.resp.StatusCode == http.StatusRequestEntityTooLarge {
+			return mcp.Body{}, rpcError(r, http.StatusRequestEntityTooLarge, nil, mcp.CodeInvalidRequest,
+				"toolguard: the message exceeds limits.max_body; nothing was sent")
+		}
+		return mcp.Body{}, a.resp // too slow (408), no room (503): nothing was sent
+	}
+	body := c.body
+	r.Body, r.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
+	msgs, err := mcp.Parse(body)
+	if err != nil {
+		s.metrics.reject("invalid_body")
+		return mcp.Body{}, rpcError(r, http.StatusBadRequest, nil, mcp.Code(err), "toolguard: "+err.Error())
+	}
+	return msgs, nil
+}
+
+// dispatchMCP guards the tools/call of msgs, refuses a batch that mixes
+// them with other messages, and lets everything else pass.
+func (s *Server) dispatchMCP(c *call, ep *mcpEndpoint, target *url.URL, msgs mcp.Body) (*http.Response, json.RawMessage) {
+	r := c.in
+	switch n := msgs.Calls(); {
+	case n == 0:
+		if cancelsGuardedCall(r, ep, msgs) {
+			s.log.Info("notifications/cancelled held back: the guarded call runs to its outcome", slog.String(logAPI, ep.api.Name))
+			if s.cancelHeld != nil {
+				s.cancelHeld()
+			}
+			return bodyResponse(r, http.StatusAccepted, http.Header{}, nil), nil
+		}
+		if m := msgs.Messages[0]; !msgs.Batch && m.Method == "tools/list" {
+			return nil, m.ID
+		}
+		return nil, nil
+	case msgs.Batch && n < len(msgs.Messages):
+		s.metrics.reject("invalid_body")
+		return rpcError(r, http.StatusBadRequest, nil, mcp.CodeInvalidRequest,
+			"toolguard: a batch that mixes tools/call with other messages is not accepted; send the tools/call requests in a batch of their own, or one per POST"), nil
+	case msgs.Batch:
+		return s.mcpBatch(r, ep, target, msgs), nil
+	}
+	resp, pass := s.mcpCallOne(r, ep, target, c, msgs.Messages[0], true)
+	if pass {
+		return nil, nil
+	}
+	return resp, nil
+}
+
+// mcpCallOne guards one tools/call message m, sent in r; c holds the body
+// budget's reservation. pass reports a tool that is not guarded. With
+// stream, an agent that accepts an event stream gets the server's messages
+// before the response relayed as they come (see guardMCPStreaming).
+func (s *Server) mcpCallOne(r *http.Request, ep *mcpEndpoint, target *url.URL, c *call, m mcp.Message, stream bool) (resp *http.Response, pass bool) {
+	tc, err := mcp.ParseCall(m)
+	if err != nil {
+		s.metrics.reject("invalid_body")
+		return rpcError(r, http.StatusOK, m.ID, mcp.Code(err), "toolguard: "+err.Error()), false
+	}
+	route, guarded := s.mcpRoute(ep, tc.Name)
+	if !guarded {
+		return nil, true
+	}
+	if target == nil {
+		target = r.URL
+	}
+	in := *r
+	in.URL = target
+	c.in, c.route, c.body = &in, route, m.Raw
+	c.mcp = &mcpCall{server: ep, tool: tc, target: target}
+	key := inflightKey(r, tc.ID)
+	ep.inflight.Store(key, struct{}{})
+	if stream && acceptsEventStream(r.Header) {
+		return s.guardMCPStreaming(c, func() { ep.inflight.Delete(key) }), false
+	}
+	defer ep.inflight.Delete(key)
+	return s.guardMCP(c), false
+}
+
+// cancelsGuardedCall reports whether msgs is a notifications/cancelled for
+// a guarded call in flight in the same session. Such a notification is not
+// passed on: toolguard owns that request now, and a cancelled tool would
+// leave its effect unknown.
+func cancelsGuardedCall(r *http.Request, ep *mcpEndpoint, msgs mcp.Body) bool {
+	if msgs.Batch || msgs.Messages[0].Method != "notifications/cancelled" {
+		return false
+	}
+	var p struct {
+		RequestID json.RawMessage `json:"requestId"`
+	}
+	if json.Unmarshal(msgs.Messages[0].Params, &p) != nil || p.RequestID == nil {
+		return false
+	}
+	_, ok := ep.inflight.Load(inflightKey(r, p.RequestID))
+	return ok
+}
+
+// rpcError answers with a JSON-RPC error; nothing was sent or journaled.
+func rpcError(r *http.Request, status int, id json.RawMessage, code int, msg string) *http.Response {
+	h := http.Header{"Content-Type": {"application/json"}}
+	h.Set(HeaderOutcome, OutcomeBlocked)
+	return bodyResponse(r, status, h, mcp.ErrorResponse(id, code, msg))
+}
+
+// mcpRoute is the route a tool is guarded by, and whether it is guarded at
+// all: the tool's rule, else the unlisted policy, which the tool's
+// annotations may tighten and, where the operator trusts them, loosen for
+// read-only tools.
+func (s *Server) mcpRoute(ep *mcpEndpoint, tool string) (*rules.Route, bool) {
+	if r := ep.api.Tool(tool); r != nil {
+		return r, r.Effect != rules.EffectSafe
+	}
+	ann := ep.tools.get(tool)
+	guard := s.opts.MCPUnlisted != MCPUnlistedPass || ann.destructive()
+	if guard && s.opts.MCPTrustAnnotations && ann.readOnly() {
+		guard = false
+	}
+	if !guard {
+		return nil, false
+	}
+	if r, ok := ep.unlisted.Load(tool); ok {
+		return r.(*rules.Route), true
+	}
+	r := &rules.Route{API: ep.api, Name: tool, Method: http.MethodPost, Pattern: ep.api.MCP.Path, Effect: rules.EffectIrreversible}
+	if ep.unlistedN.Add(1) <= maxUnlistedRoutes { // agents choose tool names: bound the cache
+		ep.unlisted.Store(tool, r)
+	}
+	return r, true
+}
+
+// maxUnlistedRoutes bounds the routes of unlisted tools cached per server.
+const maxUnlistedRoutes = 1024
+
+// metricRoute is the route label of c's metrics: an MCP tool that no rule
+// names counts as "unlisted", since agents choose tool names and labels
+// must stay few.
+func (c *call) metricRoute() string {
+	if c.mcp != nil && c.route.API.Tool(c.route.Name) != c.route {
+		return "unlisted"
+	}
+	return c.route.Name
+}
+
+// guardMCP runs a tools/call through the pipeline.
+func (s *Server) guardMCP(c *call) *http.Response {
+	if !s.active.tryAdd(s.opts.MaxInFlight) {
+		s.metrics.reject("in_flight_limit")
+		p := newProblem(ProblemUnavailable, "", "too many calls in flight (limits.max_in_flight); retry shortly")
+		p.RetryAfter = time.Second
+		a := s.problem(c, p)
+		s.logDecision(c, a)
+		return a.resp
+	}
+	defer s.active.Done()
+	a := s.prepareMCP(c)
+	if a == nil {
+		a = s.run(c)
+	}
+	s.logDecision(c, a)
+	return a.resp
+}
+
+// prepareMCP derives the key of a tools/call from its tool and arguments.
+func (s *Server) prepareMCP(c *call) *answer {
+	if s.draining.Load() {
+		s.metrics.reject("draining")
+		return s.problem(c, newProblem(ProblemUnavailable, "", "toolguard is shutting down; retry shortly"))
+	}
+	in := rules.Input{
+		ContentType: "application/json",
+		Body:        c.mcp.tool.Arguments,
+		Workflow:    c.in.Header.Get(HeaderWorkflow),
+	}
+	if h := c.route.API.Credential; h != "" {
+		in.Credential = c.in.Header.Get(h)
+	}
+	intent, err := s.deriver.Derive(c.route, in)
+	if err != nil {
+		s.metrics.reject("invalid_body")
+		return s.problem(c, newProblem(ProblemInvalidBody, "", "arguments of "+c.mcp.tool.Name+": "+err.Error()))
+	}
+	c.intent = intent
+	c.callerMAC = s.credentialMAC(c.route.API, c.in.Header)
+	s.parked.lend(c.callerMAC, c.route.API, c.in.Header)
+	return nil
+}
+
+// handleMCPForward handles a request the forward proxy sees for an MCP
+// API's endpoint.
+func (s *Server) handleMCPForward(req *http.Request, ctx *goproxy.ProxyCtx, api *rules.API) (*http.Request, *http.Response) {
+	ep := s.mcp.forAPI(api)
+	resp, listing := s.handleMCP(req, ep, nil)
+	if resp != nil {
+		ctx.UserData = &reqState{guarded: true}
+		return req, resp
+	}
+	stripToolguardHeaders(req.Header)
+	ctx.UserData = &reqState{mcp: ep, listing: listing}
+	ctx.RoundTripper = passthroughTripper{s}
+	return req, nil
+}
+
+// mcpPassthrough sends a request of the gateway that is not guarded on to
+// the server, streaming both ways (SSE included).
+func (s *Server) mcpPassthrough(w http.ResponseWriter, r *http.Request, ep *mcpEndpoint, listing json.RawMessage) {
+	rp := &httputil.ReverseProxy{
+		Rewrite: func(pr *httputil.ProxyRequest) {
+			u := *ep.url
+			pr.Out.URL = &u
+			pr.Out.Host = ""
+			stripToolguardHeaders(pr.Out.Header)
+		},
+		Transport:     s.upstream,
+		FlushInterval: -1,
+		ModifyResponse: func(resp *http.Response) error {
+			resp.Header.Set(HeaderOutcome, OutcomePassthrough)
+			ep.tools.observe(resp, listing)
+			return nil
+		},
+		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
+			writeResponse(w, newProblem(ProblemUpstreamUnreachable, "", "MCP server "+ep.api.Name+" unreachable: "+err.Error()).response(r))
+		},
+	}
+	s.metrics.passedThrough()
+	rp.ServeHTTP(w, r)
+}

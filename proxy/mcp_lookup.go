@@ -1,0 +1,143 @@
+package proxy
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolguard/toolguard/journal"
+	"github.com/toolguard/toolguard/rules"
+	"github.com/toolguard/toolguard/verifiers"
+)
+
+// mcpLookupFor asks the MCP server, with the lookup tool of the rule,
+// whether the step's call took effect, and remembers the answer for the
+// step's current fence. It opens a session of its own with the caller's
+// credential (in memory only), as any MCP client would.
+func (s *Server) mcpLookupFor(c *call, st *journal.Step) {
+	l := c.route.Lookup
+	c.lookupFence = st.Fence
+	res, evidence := s.mcpLookup(c, st, l)
+	c.lookup = LookupUnknown
+	c.lookupFound = nil
+	switch {
+	case res == nil || res.IsError:
+	case l.Found.Match(http.StatusOK, res.raw):
+		c.lookup = LookupFound
+		c.lookupFound = &lookupResult{operationID: l.OperationID.Extract(nil, res.raw), evidence: "lookup " + evidence}
+	case l.Absent != nil && l.Absent.Match(http.StatusOK, res.raw):
+		c.lookup = LookupAbsent
+	}
+	c.lookupEvidence = "lookup " + evidence
+	s.log.Info("lookup", logKey, st.Key, logRoute, c.route.Name, "answer", c.lookup.String(), "evidence", evidence)
+}
+
+// toolResult is a lookup tool's result, with its JSON.
+type toolResult struct {
+	IsError bool
+	raw     []byte
+}
+
+func (s *Server) mcpLookup(c *call, st *journal.Step, l *rules.Lookup) (*toolResult, string) {
+	creds := verifiers.CredentialHeaders(c.route.API, c.in.Header)
+	return s.callTool(context.WithoutCancel(c.in.Context()), c.mcp.target, creds, c.route, l.Request.Tool, s.values(c, st))
+}
+
+// callTool calls a lookup's or verification's tool at target, in a
+// session of its own, with the caller's credential headers.
+func (s *Server) callTool(ctx context.Context, target *url.URL, creds http.Header, route *rules.Route, tc *rules.ToolCall, vals rules.Values) (*toolResult, string) {
+	args, err := tc.Arguments.Expand(vals)
+	if err != nil {
+		return nil, fmt.Sprintf("%s: %v", tc.Name, err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.opts.UpstreamTimeout)
+	defer cancel()
+	client := sdk.NewClient(&sdk.Implementation{Name: "toolguard", Version: "1"}, nil)
+	tr := &sdk.StreamableClientTransport{
+		Endpoint:             target.String(),
+		HTTPClient:           &http.Client{Transport: credentialTripper{rt: s.upstream, h: creds}},
+		MaxRetries:           -1,
+		DisableStandaloneSSE: true,
+	}
+	began := time.Now()
+	sess, err := client.Connect(ctx, tr, nil)
+	if err != nil {
+		return nil, fmt.Sprintf("%s: connect: %v", tc.Name, err)
+	}
+	defer sess.Close()
+	res, err := sess.CallTool(ctx, &sdk.CallToolParams{Name: tc.Name, Arguments: json.RawMessage(args)})
+	s.metrics.upstreamCall(route.API.Name, route.Name+" "+tc.Name, time.Since(began))
+	if err != nil {
+		return nil, fmt.Sprintf("%s: %v", tc.Name, err)
+	}
+	raw, err := json.Marshal(res)
+	if err != nil {
+		return nil, fmt.Sprintf("%s: %v", tc.Name, err)
+	}
+	if res.IsError {
+		return &toolResult{IsError: true, raw: raw}, tc.Name + " returned isError: true: " + firstText(res)
+	}
+	return &toolResult{raw: raw}, tc.Name + " answered"
+}
+
+// mcpProbe makes one verification probe of a tool's effect: its verify
+// tool's result meets the expectation (yes), does not (no), or the tool
+// could not be called or reported an error (unknown).
+func (s *Server) mcpProbe(ctx context.Context, v verification) verifiers.Result {
+	vr := v.route.Verify
+	res, evidence := s.callTool(ctx, v.mcpTarget, v.creds, v.route, vr.Request.Tool, v.vals)
+	switch {
+	case res == nil || res.IsError:
+		return verifiers.Result{Answer: verifiers.Unknown, Evidence: evidence}
+	case vr.Expect.Match(http.StatusOK, res.raw):
+		return verifiers.Result{Answer: verifiers.Yes, Evidence: evidence + ": visible"}
+	}
+	return verifiers.Result{Answer: verifiers.No, Evidence: evidence + ": not as expected"}
+}
+
+// mcpResume finds the endpoint of a tool's verification resumed after a
+// restart: a gateway server's URL. A forward-proxy step does not keep its
+// endpoint's scheme, so its verification cannot be resumed: the step is
+// held as effect_not_visible rather than probed at a guessed URL. It
+// reports whether to resume.
+func (s *Server) mcpResume(v *verification) bool {
+	if ep := s.mcp.byName[v.step.API]; ep != nil && ep.url != nil {
+		v.mcpTarget = ep.url
+		return true
+	}
+	s.finishVerify(*v, verifiers.Result{Evidence: "not probed: the MCP endpoint of a forward-proxy step is not kept across restarts"}, false)
+	return false
+}
+
+// credentialTripper adds the caller's credential headers to a lookup's
+// requests.
+type credentialTripper struct {
+	rt http.RoundTripper
+	h  http.Header
+}
+
+func (t credentialTripper) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	for k, vs := range t.h {
+		r.Header[k] = vs
+	}
+	return t.rt.RoundTrip(r)
+}
+
+// firstText is the start of a result's first text content, for evidence.
+func firstText(res *sdk.CallToolResult) string {
+	for _, c := range res.Content {
+		if tc, ok := c.(*sdk.TextContent); ok {
+			if len(tc.Text) > 200 {
+				return tc.Text[:200] + "…"
+			}
+			return tc.Text
+		}
+	}
+	return ""
+}

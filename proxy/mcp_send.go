@@ -1,0 +1,147 @@
+package proxy
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptrace"
+	"sync/atomic"
+	"time"
+
+	"github.com/toolguard/toolguard/journal"
+	"github.com/toolguard/toolguard/mcp"
+)
+
+// mcpSend makes one upstream attempt of a tools/call and reads the
+// server's response to it: the JSON body, or the SSE stream up to the
+// response with the call's id. The agent going away does not end it (see
+// send). A stream that breaks before the response is an error after
+// sending: the outcome is unknown.
+func (s *Server) mcpSend(c *call) result {
+	m := c.mcp
+	m.answer, m.outcome = nil, 0
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(c.in.Context()), s.opts.UpstreamTimeout)
+	defer cancel()
+	var sent atomic.Bool
+	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
+		GotConn: func(httptrace.GotConnInfo) { sent.Store(true) },
+	})
+	out, err := http.NewRequestWithContext(ctx, http.MethodPost, m.target.String(), bytes.NewReader(c.body))
+	if err != nil {
+		return result{err: fmt.Errorf("build upstream request: %w", err)}
+	}
+	out.Header = outboundHeader(c.in.Header)
+	out.ContentLength = int64(len(c.body))
+	began := time.Now()
+	resp, err := s.upstream.RoundTrip(out)
+	s.metrics.upstreamCall(c.route.API.Name, c.metricRoute(), time.Since(began))
+	if err != nil {
+		return result{err: err, sent: possiblySent(s.upstream, sent.Load(), err)}
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, s.opts.MaxStoredResponse))
+		return result{resp: resp, body: body, sent: true}
+	}
+	raw, err := s.mcpReadStream(ctx, c, resp)
+	if err != nil {
+		return result{resp: resp, err: fmt.Errorf("read the MCP response: %w", err), sent: true}
+	}
+	ans, err := mcp.ParseResponse(raw)
+	if err != nil {
+		return result{resp: resp, err: fmt.Errorf("read the MCP response: %w", err), sent: true}
+	}
+	m.answer, m.outcome = ans, ans.Classify()
+	return result{resp: resp, body: raw, sent: true}
+}
+
+// maxResumes bounds the GETs that resume an SSE answer the server closed
+// before the response.
+const maxResumes = 10
+
+// mcpReadStream reads the server's response to c's call from resp, and
+// — where the server closed the SSE stream before it (2025-11-25 polling)
+// — from the resumed stream, asked for with a GET carrying Last-Event-ID.
+func (s *Server) mcpReadStream(ctx context.Context, c *call, resp *http.Response) ([]byte, error) {
+	st := mcp.Stream{Relay: c.mcp.relay}
+	raw, err := mcp.ReadResponseFrom(resp.Header.Get("Content-Type"), resp.Body, c.mcp.tool.ID, s.opts.MaxStoredResponse, &st)
+	for i := 0; errors.Is(err, mcp.ErrNoResponse) && st.LastEventID != "" && i < maxResumes; i++ {
+		t := time.NewTimer(min(st.Retry, 5*time.Second))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, ctx.Err()
+		case <-t.C:
+		}
+		var again *http.Response
+		if again, err = s.mcpResumeStream(ctx, c, st.LastEventID); err != nil {
+			return nil, err
+		}
+		raw, err = mcp.ReadResponseFrom(again.Header.Get("Content-Type"), again.Body, c.mcp.tool.ID, s.opts.MaxStoredResponse, &st)
+		again.Body.Close()
+	}
+	return raw, err
+}
+
+// mcpResumeStream asks the server for the events of a stream after
+// lastID.
+func (s *Server) mcpResumeStream(ctx context.Context, c *call, lastID string) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.mcp.target.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+	req.Header = outboundHeader(c.in.Header)
+	req.Header.Del("Content-Type")
+	req.Header.Del("Content-Length")
+	req.Header.Set("Accept", "text/event-stream")
+	req.Header.Set("Last-Event-ID", lastID)
+	resp, err := s.upstream.RoundTrip(req)
+	if err != nil {
+		return nil, fmt.Errorf("resume the stream: %w", err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		resp.Body.Close()
+		return nil, fmt.Errorf("resume the stream: the server answered %s", resp.Status)
+	}
+	return resp, nil
+}
+
+// mcpReadAnswer is what the journal keeps of a tools/call's answer: the
+// JSON-RPC response as received, when the tool ran (a result, isError
+// included); nothing otherwise.
+func (s *Server) mcpReadAnswer(c *call, res result) answerRecord {
+	m := c.mcp
+	if res.err != nil || m.answer == nil || (m.outcome != mcp.OutcomeResult && m.outcome != mcp.OutcomeToolError) {
+		return answerRecord{}
+	}
+	sum := sha256.Sum256(res.body)
+	a := answerRecord{response: &journal.Response{
+		Status:   http.StatusOK,
+		Header:   http.Header{"Content-Type": {"application/json"}},
+		Body:     res.body,
+		BodyHash: hex.EncodeToString(sum[:]),
+	}}
+	if m.outcome == mcp.OutcomeResult {
+		a.operationID = c.route.OperationID.Extract(nil, res.body)
+	}
+	return a
+}
+
+// mcpVerdictOf captures what mcpOutcomeChange needs to know of a
+// tools/call attempt, before the outcome is journaled.
+func mcpVerdictOf(c *call, res result, ans answerRecord) mcpVerdict {
+	v := mcpVerdict{attempt: attemptOf(c, res, ans), outcome: c.mcp.outcome,
+		rebind: c.route.ApprovalRequired, bodyHash: c.intent.BodyHash}
+	if a := c.mcp.answer; a != nil {
+		v.answered = true
+		if e := a.Error; e != nil {
+			v.rpcError = fmt.Sprintf("JSON-RPC error %d: %s", e.Code, e.Message)
+		}
+	}
+	return v
+}

@@ -1,0 +1,103 @@
+package proxy
+
+import (
+	"bytes"
+	"io"
+	"mime"
+	"net/http"
+	"strings"
+)
+
+// Streamed answers. A guarded tools/call is answered once its outcome is
+// durable. Meanwhile the server may send messages before its response:
+// progress notifications, and — in the 2025 revisions — requests it makes
+// of the client (elicitation, sampling) that the tool waits for. When the
+// agent accepts an event stream, those are relayed to it as they come, and
+// the response follows as the stream's last event once it is journaled;
+// the agent answers the server's requests with POSTs of its own, which
+// pass through. Without such messages, or for an agent that accepts only
+// JSON, the answer is a single JSON response.
+
+// guardMCPStreaming runs c through the pipeline and answers with an event
+// stream as soon as the server relays a message, or with the pipeline's
+// answer when it comes first. done runs when the call has finished.
+func (s *Server) guardMCPStreaming(c *call, done func()) *http.Response {
+	events := make(chan []byte, 16)
+	c.mcp.relay = func(data []byte) { events <- data }
+	final := make(chan *http.Response, 1)
+	reserved := c.reserved // the goroutine gives the body's room back
+	c.reserved = 0
+	go func() {
+		resp := s.guardMCP(c)
+		close(events)
+		if reserved > 0 {
+			s.bodies.Release(reserved)
+		}
+		done()
+		final <- resp
+	}()
+	first, ok := <-events
+	if !ok {
+		return <-final
+	}
+	pr, pw := io.Pipe()
+	go streamAnswer(pw, first, events, final, c.mcp.tool.ID)
+	h := http.Header{"Content-Type": {"text/event-stream"}, "Cache-Control": {"no-cache"}}
+	h.Set(HeaderKey, c.intent.Key)
+	// The call was sent; the last event is the authoritative answer (a
+	// hold result, should the outcome turn out unknown).
+	h.Set(HeaderOutcome, OutcomeForwarded)
+	return &http.Response{
+		Status: "200 OK", StatusCode: http.StatusOK, Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
+		Header: h, Body: pr, ContentLength: -1, Request: c.in,
+	}
+}
+
+// streamAnswer writes the relayed messages, then the final answer, as SSE
+// events. When the agent has gone it keeps draining, so that the call
+// runs to its recorded outcome.
+func streamAnswer(pw *io.PipeWriter, first []byte, events <-chan []byte, final <-chan *http.Response, id []byte) {
+	var werr error
+	write := func(data []byte) {
+		if werr == nil {
+			_, werr = pw.Write(sseEvent(data))
+		}
+	}
+	write(first)
+	for e := range events {
+		write(e)
+	}
+	write(batchEntry(<-final, id))
+	pw.Close()
+}
+
+// sseEvent renders one message as an SSE event.
+func sseEvent(data []byte) []byte {
+	var b bytes.Buffer
+	b.WriteString("event: message\n")
+	for _, line := range bytes.Split(data, []byte("\n")) {
+		b.WriteString("data: ")
+		b.Write(line)
+		b.WriteByte('\n')
+	}
+	b.WriteByte('\n')
+	return b.Bytes()
+}
+
+// acceptsEventStream reports whether the agent's Accept header admits
+// text/event-stream.
+func acceptsEventStream(h http.Header) bool {
+	for _, v := range h.Values("Accept") {
+		for _, part := range strings.Split(v, ",") {
+			if mt, _, err := mime.ParseMediaType(strings.TrimSpace(part)); err == nil && mt == "text/event-stream" {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func isEventStream(h http.Header) bool {
+	mt, _, _ := mime.ParseMediaType(h.Get("Content-Type"))
+	return mt == "text/event-stream"
+}
