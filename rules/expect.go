@@ -7,6 +7,21 @@ import (
 	"github.com/tidwall/gjson"
 )
 
+// KeyPlaceholder is the reference a lookup's contains may hold: it stands
+// for the step's key (see Bind).
+const KeyPlaceholder = "{{key}}"
+
+// Bind returns the expectation with {{key}} in Contains replaced by key; e
+// itself when it references nothing.
+func (e *Expectation) Bind(key string) *Expectation {
+	if e == nil || !strings.Contains(e.Contains, KeyPlaceholder) {
+		return e
+	}
+	b := *e
+	b.Contains = strings.ReplaceAll(e.Contains, KeyPlaceholder, key)
+	return &b
+}
+
 // Match reports whether an answer meets every part of the expectation: the
 // status is one of Status (any when empty), each Body path exists and its
 // value's string form (gjson's Result.String: numbers as written, true and

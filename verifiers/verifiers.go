@@ -66,7 +66,7 @@ func (c *Client) Lookup(ctx context.Context, l *rules.Lookup, v rules.Values, cr
 		if err != nil {
 			return Result{Answer: Unknown, Evidence: ev + ": " + err.Error()}
 		}
-		if l.Found != nil && l.Found.Match(status, body) {
+		if l.Found != nil && l.Found.Bind(v.Key).Match(status, body) {
 			r := Result{Answer: Yes, Status: status, OperationID: l.OperationID.Extract(nil, body)}
 			r.Evidence = fmt.Sprintf("%s → %d: found%s", ev, status, pageNote(page))
 			r.Recovered = recovered(l.Answer, body)
@@ -79,7 +79,7 @@ func (c *Client) Lookup(ctx context.Context, l *rules.Lookup, v rules.Values, cr
 		case more:
 			rq = withQuery(rq, l.Next.Param, cursor)
 			continue
-		case l.Absent != nil && l.Absent.Match(status, body):
+		case l.Absent != nil && l.Absent.Bind(v.Key).Match(status, body):
 			return Result{Answer: No, Status: status, Evidence: fmt.Sprintf("%s → %d: absent%s", ev, status, pageNote(page))}
 		}
 		return Result{Status: status, Evidence: fmt.Sprintf("%s → %d: matched neither found nor absent", ev, status)}
