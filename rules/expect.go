@@ -28,10 +28,14 @@ func (e *Expectation) Bind(key string) *Expectation {
 // false, strings unquoted) equals the expected value, and the raw body
 // contains Contains, and each Present path exists. A body that is not
 // valid JSON never meets a Body or Present expectation. A nil Expectation
-// matches nothing.
+// matches nothing. An expectation with alternatives (Any) matches when one
+// of them does.
 func (e *Expectation) Match(status int, body []byte) bool {
 	if e == nil {
 		return false
+	}
+	if len(e.Any) > 0 {
+		return slices.ContainsFunc(e.Any, func(x *Expectation) bool { return x.Match(status, body) })
 	}
 	if len(e.Status) > 0 && !slices.Contains(e.Status, status) {
 		return false

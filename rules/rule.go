@@ -211,6 +211,10 @@ type Expectation struct {
 	// Present lists gjson paths that must exist, whatever their value
 	// (errors.0: a non-empty GraphQL errors list).
 	Present []string
+	// Any, when set, holds alternatives (an outcome rule given as a
+	// list): the expectation matches when one of them does, and its
+	// other fields are empty.
+	Any []*Expectation
 }
 
 // BodyMatch is one gjson path → expected value pair, in file order.
