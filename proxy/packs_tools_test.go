@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
+	"mime"
+	"mime/multipart"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -410,5 +412,70 @@ func TestPackResendNativeKey(t *testing.T) {
 	key := first.Header.Get(HeaderKey)
 	if len(sent) != 1 || sent[key] != 2 {
 		t.Fatalf("Idempotency-Key values sent %v, want the derived key %s twice", sent, key)
+	}
+}
+
+// Mailgun (v: variable in a multipart body + events lookup that must hold
+// the key): the SDK's multipart body gets a v:toolguard_key part; a lookup
+// answer of other messages' events (a filter Mailgun ignored) is neither
+// found nor absent, so the send is held, never repeated; an answer holding
+// the key recovers it.
+func TestPackMailgunMultipartReference(t *testing.T) {
+	sent := map[string]string{} // subject → injected key
+	ignoreFilter := true
+	sim := &toolSim{answer: func(c simCall) (int, http.Header, string) {
+		if c.Method == http.MethodPost {
+			_, params, _ := mime.ParseMediaType(c.Header.Get("Content-Type"))
+			form, err := multipart.NewReader(strings.NewReader(c.Body), params["boundary"]).ReadForm(1 << 20)
+			if err != nil {
+				return 400, nil, `{"message":"bad multipart"}`
+			}
+			sent[form.Value["subject"][0]] = form.Value["v:toolguard_key"][0]
+			return 500, nil, `{"message":"internal"}`
+		}
+		if ignoreFilter {
+			return 200, nil, `{"items":[{"event":"accepted","user-variables":{"toolguard_key":"not-ours"}}]}`
+		}
+		u, _ := url.Parse(c.URL)
+		for _, k := range sent {
+			if strings.Contains(u.Query().Get("user-variables"), k) {
+				return 200, nil, `{"items":[{"event":"accepted","message":{"headers":{"message-id":"20261201.1@mg.example.com"}},"user-variables":{"toolguard_key":"` + k + `"}}]}`
+			}
+		}
+		return 200, nil, `{"items":[]}`
+	}}
+	p := startPackProxy(t, "mailgun", sim)
+	send := func(subject string) (*http.Response, string) {
+		var b bytes.Buffer
+		w := multipart.NewWriter(&b)
+		w.WriteField("from", "billing@mg.example.com")
+		w.WriteField("to", "ada@example.com")
+		w.WriteField("subject", subject)
+		fw, _ := w.CreateFormFile("attachment", "invoice.pdf")
+		fw.Write([]byte("%PDF-1.4 invoice"))
+		w.Close()
+		return p.send(t, http.MethodPost, "http://api.mailgun.net/v3/mg.example.com/messages", w.FormDataContentType(), b.String(), http.Header{"Authorization": {"Basic YXBpOmtleQ=="}})
+	}
+	first, b := send("Invoice 1")
+	wantOutcome(t, "first send", first, b, http.StatusGatewayTimeout, OutcomeBlocked)
+	if sent["Invoice 1"] != first.Header.Get(HeaderKey) {
+		t.Fatalf("v:toolguard_key sent = %q, want the derived key %s", sent["Invoice 1"], first.Header.Get(HeaderKey))
+	}
+	p.clock.add(31 * time.Minute)
+	held, b := send("Invoice 1")
+	if held.StatusCode != http.StatusConflict || !strings.Contains(b, "ambiguous-effect") {
+		t.Fatalf("lookup answered by other events: %d %s, want 409 ambiguous-effect", held.StatusCode, b)
+	}
+	ignoreFilter = false
+	second, b := send("Invoice 2")
+	wantOutcome(t, "second intent", second, b, http.StatusGatewayTimeout, OutcomeBlocked)
+	p.clock.add(31 * time.Minute)
+	found, b := send("Invoice 2")
+	wantOutcome(t, "retry of the second intent", found, b, http.StatusOK, OutcomeRecovered)
+	if st, _ := p.j.Get(second.Header.Get(HeaderKey)); st.OperationID != "20261201.1@mg.example.com" {
+		t.Fatalf("operation id %q, want the found message id", st.OperationID)
+	}
+	if got := len(sim.calls(http.MethodPost)); got != 2 {
+		t.Fatalf("messages sent = %d, want 2 (one per intent)", got)
 	}
 }
