@@ -118,6 +118,7 @@ func (d *decoder) request(r *Route, e entry, name string, inLookup bool) Request
 			d.errs.add(d.at(e.val, off+p.off), "%s: %s", name, msg)
 		}
 	}
+	t.markRest(r.segs)
 	return Request{Method: method, URL: t}
 }
 
