@@ -202,3 +202,160 @@ func postTokenUntilSettled(t *testing.T, c *http.Client, u, body string) (*http.
 		time.Sleep(wait)
 	}
 }
+
+// githubSim is a GitHub simulator for issue creation whose search index
+// lags: an issue is found by the search API only lag after it was created.
+type githubSim struct {
+	*httptest.Server
+	mu      sync.Mutex
+	issues  []ghIssue
+	effects atomic.Int64
+	hold    func(stage string) bool
+	lag     time.Duration
+}
+
+type ghIssue struct {
+	Number  int    `json:"number"`
+	Title   string `json:"title"`
+	Body    string `json:"body"`
+	created time.Time
+}
+
+func newGitHubSim(t *testing.T, lag time.Duration) *githubSim {
+	s := &githubSim{lag: lag}
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /repos/{owner}/{repo}/issues", s.create)
+	mux.HandleFunc("GET /search/issues", s.search)
+	s.Server = httptest.NewServer(mux)
+	t.Cleanup(s.Close)
+	return s
+}
+
+func (s *githubSim) create(w http.ResponseWriter, r *http.Request) {
+	var in ghIssue
+	body, _ := io.ReadAll(r.Body)
+	json.Unmarshal(body, &in)
+	s.mu.Lock()
+	hold := s.hold
+	s.mu.Unlock()
+	if hold != nil && !hold("before") {
+		panic(http.ErrAbortHandler)
+	}
+	s.mu.Lock()
+	in.Number = int(s.effects.Add(1))
+	in.created = time.Now()
+	s.issues = append(s.issues, in)
+	s.mu.Unlock()
+	if hold != nil {
+		hold("after")
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusCreated)
+	json.NewEncoder(w).Encode(in)
+}
+
+// search finds issues whose body holds the quoted phrase of q.
+func (s *githubSim) search(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query().Get("q")
+	phrase := ""
+	if i := strings.Index(q, `"`); i >= 0 {
+		if j := strings.Index(q[i+1:], `"`); j >= 0 {
+			phrase = q[i+1 : i+1+j]
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	items := []ghIssue{}
+	for _, is := range s.issues {
+		if phrase != "" && strings.Contains(is.Body, phrase) && time.Since(is.created) >= s.lag {
+			items = append(items, is)
+		}
+	}
+	w.Header().Set("Content-Type", "application/json")
+	json.NewEncoder(w).Encode(map[string]any{"total_count": len(items), "incomplete_results": false, "items": items})
+}
+
+// githubPack is the shipped GitHub pack pointed at the simulator, with a
+// settle window of two seconds instead of two minutes.
+func githubPack(t *testing.T, host string) string {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join("..", "rules", "packs", "github", "github.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := strings.ReplaceAll(string(data), "hosts: [api.github.com]", fmt.Sprintf("hosts: [%q]", host))
+	s = strings.ReplaceAll(s, "https://api.github.com/", "http://"+host+"/")
+	if strings.Contains(s, "api.github.com") || !strings.Contains(s, "settle: 2m") {
+		t.Fatalf("the github pack changed shape; update this test")
+	}
+	return strings.ReplaceAll(s, "settle: 2m", "settle: 2s")
+}
+
+// The GitHub pack through the crash matrix, with a search index that lags
+// one second behind: after a SIGKILL the retries are told to wait while
+// the search cannot see the issue yet (the settle window), then find it by
+// its hidden marker; an issue that was never created is created once.
+func TestPackGitHubIssueKilledMidCreate(t *testing.T) {
+	const issue = `{"title":"Checkout fails for EUR","body":"Steps: pay in EUR.","labels":["bug"]}`
+	for _, stage := range []string{"before", "after"} {
+		t.Run("kill-"+stage, func(t *testing.T) {
+			sim := newGitHubSim(t, time.Second)
+			host := strings.TrimPrefix(sim.URL, "http://")
+			s := newSetup(t, map[string]string{"github.yaml": githubPack(t, host)})
+			s.env = append(s.env, "TOOLGUARD_UPSTREAM_TIMEOUT=1s")
+			p := s.start(t)
+			reached, release := make(chan struct{}), make(chan struct{})
+			var once sync.Once
+			sim.mu.Lock()
+			sim.hold = func(at string) bool {
+				if at != stage {
+					return true
+				}
+				once.Do(func() { close(reached) })
+				<-release
+				return at == "after"
+			}
+			sim.mu.Unlock()
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				if r, err := p.client(t).Do(ghRequest(sim.URL, issue)); err == nil {
+					r.Body.Close()
+				}
+			}()
+			<-reached
+			p.kill()
+			close(release)
+			<-done
+			sim.mu.Lock()
+			sim.hold = nil
+			sim.mu.Unlock()
+
+			p = s.start(t)
+			c := p.client(t)
+			first, body := do(t, c, ghRequest(sim.URL, issue))
+			if stage == "after" && (first.StatusCode != http.StatusConflict || !strings.Contains(body, "urn:toolguard:in-progress")) {
+				t.Fatalf("retry while the index lags: %d %s, want 409 in-progress", first.StatusCode, body)
+			}
+			deadline := time.Now().Add(30 * time.Second)
+			r, b := first, body
+			for r.StatusCode == http.StatusConflict && strings.Contains(b, "urn:toolguard:in-progress") && time.Now().Before(deadline) {
+				time.Sleep(100 * time.Millisecond) // the agent's backoff
+				r, b = do(t, c, ghRequest(sim.URL, issue))
+			}
+			if r.StatusCode != http.StatusCreated || !strings.Contains(b, `"number":1`) {
+				t.Fatalf("settled retry: %d %s, want 201 with issue 1", r.StatusCode, b)
+			}
+			if got := sim.effects.Load(); got != 1 {
+				t.Fatalf("issues created = %d, want 1", got)
+			}
+		})
+	}
+}
+
+func ghRequest(base, body string) *http.Request {
+	req, _ := http.NewRequest(http.MethodPost, base+"/repos/acme/api/issues", strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer ghp_1")
+	return req
+}
