@@ -9,10 +9,10 @@ func TestMCPValidate(t *testing.T) {
 		want    string
 	}{
 		{name: "ok", servers: List{"tickets=http://127.0.0.1:9000/mcp", "gh=https://api.example.com/mcp/"}},
-		{name: "no URL", servers: List{"tickets"}, want: "mcp.servers: want name=URL (got tickets)"},
-		{name: "bad name", servers: List{"Tickets=http://x/mcp"}, want: `mcp.servers: name "Tickets": want lowercase letters, digits, _ and - (got Tickets=http://x/mcp)`},
-		{name: "relative URL", servers: List{"t=/mcp"}, want: "mcp.servers: server t: want an absolute http(s) URL (got t=/mcp)"},
-		{name: "duplicate", servers: List{"t=http://a/mcp", "t=http://b/mcp"}, want: "mcp.servers: duplicate server name t (got t=http://b/mcp)"},
+		{name: "no URL", servers: List{"tickets"}, want: "mcp.servers (TOOLGUARD_MCP_SERVERS): want name=URL (got tickets)"},
+		{name: "bad name", servers: List{"Tickets=http://x/mcp"}, want: `mcp.servers (TOOLGUARD_MCP_SERVERS): name "Tickets": want lowercase letters, digits, _ and - (got Tickets=http://x/mcp)`},
+		{name: "relative URL", servers: List{"t=/mcp"}, want: "mcp.servers (TOOLGUARD_MCP_SERVERS): server t: want an absolute http(s) URL (got t=/mcp)"},
+		{name: "duplicate", servers: List{"t=http://a/mcp", "t=http://b/mcp"}, want: "mcp.servers (TOOLGUARD_MCP_SERVERS): duplicate server name t (got t=http://b/mcp)"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -40,7 +40,7 @@ func TestMCPEnv(t *testing.T) {
 		t.Errorf("MCP = %+v, servers %+v", c.MCP, sv)
 	}
 	err = ApplyEnv(&c, []string{"TOOLGUARD_MCP_UNLISTED=maybe"})
-	if err == nil || err.Error() != `TOOLGUARD_MCP_UNLISTED: unknown policy "maybe" (want guard or pass)` {
+	if err == nil || err.Error() != `TOOLGUARD_MCP_UNLISTED (mcp.unlisted): unknown policy "maybe" (want guard or pass)` {
 		t.Errorf("ApplyEnv(bad) = %v", err)
 	}
 }

@@ -84,6 +84,7 @@ func (s *Server) prepare(c *call) *answer {
 		RawQuery:    c.in.URL.RawQuery,
 		PathValues:  c.params,
 		Workflow:    c.in.Header.Get(HeaderWorkflow),
+		Host:        c.in.URL.Host,
 	}
 	if h := c.route.API.Credential; h != "" {
 		in.Credential = c.in.Header.Get(h)

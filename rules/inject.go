@@ -22,7 +22,8 @@ type Inject struct {
 	// (Postmark Metadata.toolguard_key); missing objects are created.
 	Body string
 	// Form is a form field name, taken literally (Stripe
-	// metadata[toolguard_key], Mailgun v:toolguard_key).
+	// metadata[toolguard_key], Mailgun v:toolguard_key); in a
+	// multipart/form-data body it is a field part.
 	Form string
 	// Append is a string field, a dotted path into a JSON body or a form
 	// field name, that Template is appended to (a hidden marker in a
@@ -74,6 +75,8 @@ func (r *Route) Apply(h http.Header, contentType string, body []byte, key string
 			return nil, fmt.Errorf("%w: inject.body %q needs a JSON body (use inject.form for forms)", ErrInvalidBody, in.Body)
 		}
 		return setJSONPath(orEmptyObject(body), splitDotted(in.Body), val)
+	case in.Form != "" && isMultipart(contentType):
+		return setMultipartField(body, contentType, in.Form, val)
 	case in.Form != "":
 		if !isForm(contentType) {
 			return nil, fmt.Errorf("%w: inject.form %q needs a form body (%s)", ErrInvalidBody, in.Form, formType)
@@ -242,8 +245,8 @@ func (r *Route) checkWritable(contentType string, doc []byte) error {
 
 // check refuses, before anything is journaled, a request whose body
 // cannot take the injected field: inject.body needs a JSON object body,
-// inject.form a form, inject.append a JSON or form body whose field is a
-// string or absent. doc is the canonical body.
+// inject.form a form or a multipart/form-data body, inject.append a JSON
+// or form body whose field is a string or absent. doc is the canonical body.
 func (in *Inject) check(r *Route, contentType string, doc []byte) error {
 	if in == nil || in.Header != "" {
 		return nil
@@ -251,6 +254,8 @@ func (in *Inject) check(r *Route, contentType string, doc []byte) error {
 	form := isForm(contentType)
 	var what string
 	switch {
+	case in.Form != "" && isMultipart(contentType) && !r.Key.RawContent:
+		// a field part is added to the multipart body
 	case r.Key.RawContent || isMultipart(contentType):
 		what = "a JSON or form body"
 	case in.Body != "" && (form || !isObject(doc)):

@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
+	"net"
 	"slices"
+	"strings"
 	"sync"
 	"unsafe"
 
@@ -27,6 +29,9 @@ type Input struct {
 	Credential string
 	// Workflow is the Toolguard-Workflow header; empty means none.
 	Workflow string
+	// Host is the request's host name; it is part of the key only when
+	// the route's key.scope names host.
+	Host string
 }
 
 // Intent is the derived identity of a request.
@@ -157,8 +162,15 @@ func (d *Deriver) material(s *deriveScratch, r *Route, in Input, doc []byte) ([]
 		m = d.appendMAC(m, s, api, in.Credential)
 		m = append(m, '"')
 	}
-	if wf {
+	if r.Key.hasScope(ScopeHost) {
 		if cred {
+			m = append(m, ',')
+		}
+		m = append(m, `"host":`...)
+		m = appendString(m, canonicalHost(in.Host))
+	}
+	if wf {
+		if cred || r.Key.hasScope(ScopeHost) {
 			m = append(m, ',')
 		}
 		m = append(m, `"workflow":`...)
@@ -177,6 +189,18 @@ func (k *KeySpec) scopes() (cred, wf bool) {
 		wf = wf || sc == ScopeWorkflow
 	}
 	return cred, wf
+}
+
+// hasScope reports whether k names sc explicitly (host is never a
+// default scope).
+func (k *KeySpec) hasScope(sc Scope) bool { return slices.Contains(k.Scope, sc) }
+
+// canonicalHost is h lowercased, without a port or a trailing dot.
+func canonicalHost(h string) string {
+	if host, _, err := net.SplitHostPort(h); err == nil {
+		h = host
+	}
+	return strings.TrimSuffix(strings.ToLower(h), ".")
 }
 
 // fields writes the selected fields (an object of path → value, null when

@@ -1,6 +1,7 @@
 package rules
 
 import (
+	"fmt"
 	"github.com/goccy/go-yaml/ast"
 )
 
@@ -79,8 +80,7 @@ func (d *decoder) outcome(r *Route, e entry) *Outcome {
 		if !ok {
 			continue
 		}
-		exp := d.expectation(x, "outcome."+name)
-		d.no5xx(x, exp, "outcome."+name)
+		exp := d.outcomeRule(x, "outcome."+name)
 		switch name {
 		case "failure":
 			o.Failure = exp
@@ -96,6 +96,33 @@ func (d *decoder) outcome(r *Route, e entry) *Outcome {
 		}
 	}
 	return o
+}
+
+// outcomeRule reads one outcome rule: an expectation, or a list of them
+// of which any may match (a GraphQL mutation fails with a top-level
+// "errors" list or with its own "userErrors").
+func (d *decoder) outcomeRule(x entry, name string) *Expectation {
+	if _, isList := x.val.(*ast.SequenceNode); !isList {
+		exp := d.expectation(x, name)
+		d.no5xx(x, exp, name)
+		return exp
+	}
+	items, _ := d.list(x, name)
+	if len(items) == 0 {
+		d.errorf(x.val, "%s: empty list (want one or more expectations)", name)
+		return nil
+	}
+	alts := &Expectation{}
+	for i, it := range items {
+		sub := fmt.Sprintf("%s[%d]", name, i)
+		item := entry{key: x.key, node: it, val: it}
+		exp := d.expectation(item, sub)
+		d.no5xx(item, exp, sub)
+		if exp != nil {
+			alts.Any = append(alts.Any, exp)
+		}
+	}
+	return alts
 }
 
 // no5xx refuses outcome rules on 5xx statuses: such an answer may come

@@ -118,6 +118,7 @@ func (d *decoder) request(r *Route, e entry, name string, inLookup bool) Request
 			d.errs.add(d.at(e.val, off+p.off), "%s: %s", name, msg)
 		}
 	}
+	t.markRest(r.segs)
 	return Request{Method: method, URL: t}
 }
 
@@ -169,6 +170,7 @@ func (d *decoder) expectation(e entry, name string) *Expectation {
 		if x.Contains, ok = d.str(c.val, name+".contains"); ok && x.Contains == "" {
 			d.errorf(c.val, "%s.contains: empty string", name)
 		}
+		d.containsKey(c, name, x.Contains)
 	}
 	if p, ok := fs["present"]; ok {
 		x.Present = d.paths(p, name+".present")
@@ -177,6 +179,23 @@ func (d *decoder) expectation(e entry, name string) *Expectation {
 		d.errorf(e.node, "%s: empty expectation would match every answer (want status, body, contains or present)", name)
 	}
 	return x
+}
+
+// containsKey checks the references of a contains: a lookup's found and
+// absent may name {{key}} (the answer must hold this very key: a filter the
+// provider ignored cannot pass another effect off as ours); nothing else
+// may be referenced, and no other expectation may reference anything.
+func (d *decoder) containsKey(c entry, name, s string) {
+	if !strings.Contains(s, "{{") {
+		return
+	}
+	rest := strings.ReplaceAll(s, KeyPlaceholder, "")
+	switch {
+	case !strings.HasPrefix(name, "lookup."):
+		d.errorf(c.val, "%s.contains: templates are allowed only in lookup.found and lookup.absent", name)
+	case strings.Contains(rest, "{{") || strings.Contains(rest, "}}"):
+		d.errorf(c.val, "%s.contains: only {{key}} may be referenced", name)
+	}
 }
 
 func (d *decoder) statuses(e entry, name string) []int {

@@ -54,6 +54,10 @@ const (
 	ScopeCredential Scope = iota + 1
 	// ScopeWorkflow: the Toolguard-Workflow header.
 	ScopeWorkflow
+	// ScopeHost: the request's host name (lowercase, without port), for
+	// APIs whose host names the resource, such as an S3 bucket in
+	// virtual-hosted style ("*.s3.amazonaws.com"). Only when named.
+	ScopeHost
 )
 
 // Set is every loaded API, with the tables Match uses. Build it with Load
@@ -226,6 +230,10 @@ type Expectation struct {
 	// Present lists gjson paths that must exist, whatever their value
 	// (errors.0: a non-empty GraphQL errors list).
 	Present []string
+	// Any, when set, holds alternatives (an outcome rule given as a
+	// list): the expectation matches when one of them does, and its
+	// other fields are empty.
+	Any []*Expectation
 }
 
 // BodyMatch is one gjson path → expected value pair, in file order.
@@ -288,7 +296,7 @@ type Pos struct {
 
 func (p Pos) String() string { return fmt.Sprintf("%s:%d:%d", p.File, p.Line, p.Col) }
 
-var scopeNames = [...]string{"", "credential", "workflow"}
+var scopeNames = [...]string{"", "credential", "workflow", "host"}
 
 func (s Scope) String() string {
 	if int(s) < len(scopeNames) && s > 0 {
@@ -297,14 +305,14 @@ func (s Scope) String() string {
 	return fmt.Sprintf("scope(%d)", s)
 }
 
-// ParseScope parses credential or workflow.
+// ParseScope parses credential, workflow or host.
 func ParseScope(s string) (Scope, error) {
 	for i, n := range scopeNames {
 		if i > 0 && n == s {
 			return Scope(i), nil
 		}
 	}
-	return 0, fmt.Errorf("unknown scope %q (want credential or workflow)", s)
+	return 0, fmt.Errorf("unknown scope %q (want credential, workflow or host)", s)
 }
 
 func (m VerifyMode) String() string {

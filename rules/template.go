@@ -37,6 +37,10 @@ type tmplPart struct {
 	text  string // literal text, or the NAME / PATH of a reference
 	query bool   // the part comes after the URL's '?'
 	off   int    // offset of the part in src
+	// rest: a {{path.NAME}} of a {NAME...} wildcard, whose value is
+	// several path segments: in a URL path each is escaped and the '/'
+	// between them kept.
+	rest bool
 }
 
 // Values are what a template can refer to. Body and Response are
@@ -124,8 +128,9 @@ func parseRef(inner string, off int) (tmplPart, error) {
 func (t *Template) String() string { return t.src }
 
 // Expand substitutes the values. With escapeURL, a value before the URL's
-// first '?' is escaped as a path segment (url.PathEscape: '/' becomes %2F)
-// and a value after it as a query component (url.QueryEscape). A reference
+// first '?' is escaped as a path segment (url.PathEscape: '/' becomes %2F;
+// the value of a {NAME...} wildcard segment by segment, its '/' kept) and
+// a value after it as a query component (url.QueryEscape). A reference
 // whose value is missing, null or empty gives an error wrapping
 // ErrMissingValue. A JSON object or array value is substituted as compact
 // JSON.
@@ -145,12 +150,38 @@ func (t *Template) Expand(v Values, escapeURL bool) (string, error) {
 		case !escapeURL:
 		case p.query:
 			val = url.QueryEscape(val)
+		case p.rest:
+			val = escapeSegments(val)
 		default:
 			val = url.PathEscape(val)
 		}
 		b.WriteString(val)
 	}
 	return b.String(), nil
+}
+
+// escapeSegments path-escapes each '/'-separated segment of s.
+func escapeSegments(s string) string {
+	segs := strings.Split(s, "/")
+	for i, seg := range segs {
+		segs[i] = url.PathEscape(seg)
+	}
+	return strings.Join(segs, "/")
+}
+
+// markRest marks the {{path.NAME}} references to the multi-segment
+// wildcards among segs.
+func (t *Template) markRest(segs []segment) {
+	for i, p := range t.parts {
+		if p.ref != refPath {
+			continue
+		}
+		for _, sg := range segs {
+			if sg.kind == segMulti && sg.text == p.text {
+				t.parts[i].rest = true
+			}
+		}
+	}
 }
 
 func (p tmplPart) value(v Values) string {

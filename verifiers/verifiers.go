@@ -66,7 +66,7 @@ func (c *Client) Lookup(ctx context.Context, l *rules.Lookup, v rules.Values, cr
 		if err != nil {
 			return Result{Answer: Unknown, Evidence: ev + ": " + err.Error()}
 		}
-		if l.Found != nil && l.Found.Match(status, body) {
+		if l.Found != nil && l.Found.Bind(v.Key).Match(status, body) {
 			r := Result{Answer: Yes, Status: status, OperationID: l.OperationID.Extract(nil, body)}
 			r.Evidence = fmt.Sprintf("%s → %d: found%s", ev, status, pageNote(page))
 			r.Recovered = recovered(l.Answer, body)
@@ -79,7 +79,7 @@ func (c *Client) Lookup(ctx context.Context, l *rules.Lookup, v rules.Values, cr
 		case more:
 			rq = withQuery(rq, l.Next.Param, cursor)
 			continue
-		case l.Absent != nil && l.Absent.Match(status, body):
+		case l.Absent != nil && l.Absent.Bind(v.Key).Match(status, body):
 			return Result{Answer: No, Status: status, Evidence: fmt.Sprintf("%s → %d: absent%s", ev, status, pageNote(page))}
 		}
 		return Result{Status: status, Evidence: fmt.Sprintf("%s → %d: matched neither found nor absent", ev, status)}
@@ -145,8 +145,11 @@ func (c *Client) Probe(ctx context.Context, vr *rules.Verify, v rules.Values, cr
 }
 
 // Check asks whether a precondition holds (verify.before): Yes when the
-// answer meets the expectation, No otherwise, Unknown when it could not be
-// asked. A No carries the answer's body in Body, in memory only.
+// answer meets the expectation; No when it does not and is a definitive
+// answer about the thing (2xx, 404 or 410); Unknown when it could not be
+// asked or the answer says nothing about the thing (401, 403, 429, any
+// other 4xx, 3xx or 5xx: the check was refused, not answered). A No
+// carries the answer's body in Body, in memory only.
 func (c *Client) Check(ctx context.Context, ch *rules.Check, v rules.Values, creds http.Header) Result {
 	status, body, ev, err := c.do(ctx, ch.Request, v, creds)
 	if err != nil {
@@ -155,7 +158,16 @@ func (c *Client) Check(ctx context.Context, ch *rules.Check, v rules.Values, cre
 	if ch.Expect.Match(status, body) {
 		return Result{Answer: Yes, Status: status, Evidence: fmt.Sprintf("%s → %d: as expected", ev, status)}
 	}
+	if !definitive(status) {
+		return Result{Answer: Unknown, Status: status, Evidence: fmt.Sprintf("%s → %d: not an answer about the thing", ev, status)}
+	}
 	return Result{Answer: No, Status: status, Body: body, Evidence: fmt.Sprintf("%s → %d: not as expected", ev, status)}
+}
+
+// definitive reports whether a check's answer speaks about the thing
+// checked: a 2xx describes it, 404 and 410 say it is not there.
+func definitive(status int) bool {
+	return status >= 200 && status < 300 || status == http.StatusNotFound || status == http.StatusGone
 }
 
 var errTooLarge = errors.New("response larger than the verifier's limit")

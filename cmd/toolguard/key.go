@@ -110,7 +110,7 @@ func explain(w io.Writer, set *rules.Set, journalPath, method string, u *url.URL
 		return nil
 	}
 	secret, note := explainSecret(journalPath)
-	in := rules.Input{ContentType: h.Get("Content-Type"), Body: body, RawQuery: u.RawQuery, PathValues: params, Workflow: h.Get(proxy.HeaderWorkflow)}
+	in := rules.Input{ContentType: h.Get("Content-Type"), Body: body, RawQuery: u.RawQuery, PathValues: params, Workflow: h.Get(proxy.HeaderWorkflow), Host: u.Host}
 	if route.API.Credential != "" {
 		in.Credential = h.Get(route.API.Credential)
 	}

@@ -131,9 +131,9 @@ func TestExitCodes(t *testing.T) {
 		{name: "config file ca file not PEM", args: serve("--config", "testdata/config/ca_file_not_pem.yaml"), wantCode: 2,
 			wantStderr: "toolguard: config: upstream.ca_file (TOOLGUARD_UPSTREAM_CA_FILE): testdata/config/unknown_field.yaml holds no PEM certificate"},
 		{name: "env mcp servers", args: serve(), env: map[string]string{"TOOLGUARD_MCP_SERVERS": "tickets"}, wantCode: 2,
-			wantStderr: "toolguard: config: mcp.servers: want name=URL (got tickets)"},
+			wantStderr: "toolguard: config: mcp.servers (TOOLGUARD_MCP_SERVERS): want name=URL (got tickets)"},
 		{name: "mcp server described by a REST rule file", args: serve("--rules", "../../examples/rules"), env: map[string]string{"TOOLGUARD_MCP_SERVERS": "demo=http://127.0.0.1:1/mcp"}, wantCode: 2,
-			wantStderr: "toolguard: config: mcp.servers: server demo: the rule file ../../examples/rules/demo.yaml of api demo describes routes, not MCP tools"},
+			wantStderr: "toolguard: config: mcp.servers (TOOLGUARD_MCP_SERVERS): server demo: the rule file ../../examples/rules/demo.yaml of api demo describes routes, not MCP tools"},
 		{name: "config file missing", args: serve("--config", "testdata/config/absent.yaml"), wantCode: 2,
 			wantStderr: "testdata/config/absent.yaml: cannot open config file"},
 
