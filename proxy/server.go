@@ -104,6 +104,9 @@ type Options struct {
 	// MaxInFlight bounds the guarded calls handled at once, duplicates
 	// waiting included (default 1024).
 	MaxInFlight int
+	// NoKeySummary keeps no summary of the key fields in new steps
+	// (journal.Step.KeyFields); operators then see only hashes.
+	NoKeySummary bool
 	// Retention is how long a finished step is kept (and so how long its
 	// key answers duplicates); zero keeps steps forever.
 	Retention time.Duration
