@@ -49,7 +49,7 @@ func Proxy(cfg config.Config, d Deps) (*proxy.Server, error) {
 	}
 	return proxy.New(proxy.Options{
 		Rules: d.Rules, Journal: d.Journal, Maintainer: d.Maintainer, Secret: d.Secret, CA: d.CA, Transport: transport,
-		Unmatched:         proxy.Unmatched(cfg.Unmatched.String()),
+		Unmatched:         cfg.Unmatched,
 		AllowHosts:        cfg.Upstream.AllowHosts,
 		ConnectPorts:      ports,
 		SelfAddrs:         d.SelfAddrs,
@@ -66,7 +66,7 @@ func Proxy(cfg config.Config, d Deps) (*proxy.Server, error) {
 		MaxAttempts:       cfg.Retry.MaxAttempts,
 		AbandonAfter:      cfg.Recovery.AbandonAfter,
 		VerifyMaxInterval: cfg.Verify.MaxInterval,
-		OnVersionChange:   proxy.VersionPolicy(cfg.Workflows.OnVersionChange.String()),
+		OnVersionChange:   cfg.Workflows.OnVersionChange,
 		Metrics:           d.Metrics,
 		Retention:         cfg.Journal.Retention,
 		Logger:            d.Logger,
