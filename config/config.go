@@ -74,6 +74,9 @@ type Journal struct {
 	// CheckOnStart says when serve checks the whole journal before it
 	// serves; larger files are left to `toolguard journal check`.
 	CheckOnStart StartCheck `yaml:"check_on_start" env:"CHECK_ON_START"`
+	// KeySummary says whether new steps keep a short, redacted summary of
+	// their key fields for the operators who approve and review them.
+	KeySummary KeySummary `yaml:"key_summary" env:"KEY_SUMMARY"`
 }
 
 // Rules says where the rule files are.

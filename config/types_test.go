@@ -121,6 +121,9 @@ func TestEnums(t *testing.T) {
 		{name: "start check never", parse: wrap(ParseStartCheck), in: "never", want: "never"},
 		{name: "start check bad", parse: wrap(ParseStartCheck), in: "sometimes",
 			wantErr: `unknown mode "sometimes" (want auto, always or never)`},
+		{name: "key summary off", parse: wrap(ParseKeySummary), in: "OFF", want: "off"},
+		{name: "key summary bad", parse: wrap(ParseKeySummary), in: "redacted",
+			wantErr: `unknown mode "redacted" (want on or off)`},
 		{name: "start check empty", parse: wrap(ParseStartCheck), in: "",
 			wantErr: `unknown mode "" (want auto, always or never)`},
 	}

@@ -69,6 +69,7 @@ func Proxy(cfg config.Config, d Deps) (*proxy.Server, error) {
 		OnVersionChange:   cfg.Workflows.OnVersionChange,
 		Metrics:           d.Metrics,
 		Retention:         cfg.Journal.Retention,
+		NoKeySummary:      cfg.Journal.KeySummary == config.KeySummaryOff,
 		Logger:            d.Logger,
 	})
 }
