@@ -2,6 +2,7 @@ package rules
 
 import (
 	"bytes"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/tidwall/gjson"
@@ -59,22 +60,35 @@ func summarizeFields(fields []string, red []byte) []KeyField {
 	return out
 }
 
-// summarizeNames keeps only the names of the document's top-level members.
+// summarizeNames keeps only the names of the document's top-level members,
+// in one string that the entries view.
 func summarizeNames(red []byte) []KeyField {
-	res := gjson.ParseBytes(red)
+	res := gjson.Parse(bstr(red))
 	if !res.IsObject() {
 		return nil
 	}
-	var out []KeyField
-	size := 0
+	ends := make([]int, 0, 16)
+	buf := make([]byte, 0, 128)
+	omitted := false
 	res.ForEach(func(k, _ gjson.Result) bool {
-		if size += len(k.Str); size > SummaryMax {
-			out = append(out, KeyField{Field: SummaryOmitted})
+		if len(buf)+len(k.Str) > SummaryMax {
+			omitted = true
 			return false
 		}
-		out = append(out, KeyField{Field: k.Str})
+		buf = append(buf, k.Str...) // k.Str may view the pooled buffer: copied
+		ends = append(ends, len(buf))
 		return true
 	})
+	all := string(buf)
+	out := make([]KeyField, 0, len(ends)+1)
+	start := 0
+	for _, end := range ends {
+		out = append(out, KeyField{Field: all[start:end]})
+		start = end
+	}
+	if omitted {
+		out = append(out, KeyField{Field: SummaryOmitted})
+	}
 	return out
 }
 
@@ -87,7 +101,11 @@ func summaryValue(res gjson.Result) string {
 				" sha256:" + sum.Str[:min(12, len(sum.Str))]
 		}
 	}
-	return truncate(string(maskRedacted([]byte(res.Raw))), SummaryValueMax)
+	raw := res.Raw // a view of the pooled canonical body: copy what is kept
+	if strings.Contains(raw, `"redacted:`) {
+		raw = string(maskRedacted([]byte(raw)))
+	}
+	return strings.Clone(truncate(raw, SummaryValueMax))
 }
 
 // maskRedacted replaces every "redacted:HMAC" string with "[redacted]":

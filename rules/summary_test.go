@@ -113,3 +113,32 @@ func TestSummaryCapped(t *testing.T) {
 		t.Errorf("a capped summary ends with %q after %d fields, want %q", last.Field, len(got), SummaryOmitted)
 	}
 }
+
+// A summary is its own memory: deriving another intent, which reuses the
+// pooled buffers, leaves it as it was.
+func TestSummaryOutlivesScratch(t *testing.T) {
+	api := mustParse(t, summaryRules)
+	d := &Deriver{Secret: []byte("s"), Lean: true}
+	first, err := d.Derive(routeByName(t, api, "whole"), jsonIn(`{"alpha":1,"beta":2}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pay, err := d.Derive(routeByName(t, api, "pay"), jsonIn(`{"customer":"cus_1","amount":5,"card":null,"note":"n"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		if _, err := d.Derive(routeByName(t, api, "pay"), jsonIn(`{"customer":"XXXXXXXXXXXXXXXX","amount":99999,"card":{},"note":"zzzzzzzz"}`)); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := d.Derive(routeByName(t, api, "whole"), jsonIn(`{"gamma":1,"delta":2}`)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if want := []KeyField{{Field: "alpha"}, {Field: "beta"}}; !reflect.DeepEqual(first.Summary, want) {
+		t.Errorf("first summary became %q, want %q", first.Summary, want)
+	}
+	if want := []KeyField{{Field: "customer", Value: `"cus_1"`}, {Field: "amount", Value: "5"}, {Field: "card", Value: "null"}, {Field: "note", Value: `"n"`}}; !reflect.DeepEqual(pay.Summary, want) {
+		t.Errorf("pay summary became %q, want %q", pay.Summary, want)
+	}
+}
