@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/toolguard/toolguard/journal"
+	"github.com/toolguard/toolguard/policy"
 )
 
 // summaryRoute needs approval and redacts the card number, which is also
@@ -77,4 +78,26 @@ func jsonText(t *testing.T, v any) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// A call guarded by unmatched: guard is keyed on its whole body: its step
+// keeps the body's member names, never a value.
+func TestUnmatchedGuardKeySummaryHasNamesOnly(t *testing.T) {
+	h := startHarness(t, harnessConfig{TLS: true, Routes: invoiceRoute, RuleHost: "elsewhere.example",
+		Options: Options{Unmatched: policy.UnmatchedGuard}, ConnectToUpstream: true})
+	r, b := h.post("/v1/emails", `{"to":"secret-recipient@example.com","body":"private text"}`)
+	if r.StatusCode != http.StatusCreated || r.Header.Get(HeaderOutcome) != OutcomeForwarded {
+		t.Fatalf("call: %d %q %s, want 201 forwarded", r.StatusCode, r.Header.Get(HeaderOutcome), b)
+	}
+	steps := h.steps()
+	if len(steps) != 1 {
+		t.Fatalf("%d steps, want 1", len(steps))
+	}
+	want := []journal.KeyField{{Field: "body"}, {Field: "to"}}
+	if !reflect.DeepEqual(steps[0].KeyFields, want) {
+		t.Errorf("key_fields = %q, want %q", steps[0].KeyFields, want)
+	}
+	if got := h.up.effects.Load(); got != 1 {
+		t.Errorf("upstream effects = %d, want 1", got)
+	}
 }
