@@ -10,6 +10,8 @@ import (
 	"regexp"
 	"strings"
 	"time"
+
+	"github.com/toolguard/toolguard/policy"
 )
 
 // EnvPrefix starts the name of every environment variable ApplyEnv reads.
@@ -24,22 +26,22 @@ const EnvPrefix = "TOOLGUARD_"
 // Parse and ApplyEnv replace a List rather than change it, so copies of a
 // Config may share them.
 type Config struct {
-	Listen    string    `yaml:"listen" env:"LISTEN"` // proxy address, host:port
-	Admin     Admin     `yaml:"admin" envPrefix:"ADMIN_"`
-	Journal   Journal   `yaml:"journal" envPrefix:"JOURNAL_"`
-	Rules     Rules     `yaml:"rules" envPrefix:"RULES_"`
-	CA        CA        `yaml:"ca" envPrefix:"CA_"`
-	Upstream  Upstream  `yaml:"upstream" envPrefix:"UPSTREAM_"`
-	Egress    Egress    `yaml:"egress" envPrefix:"EGRESS_"`
-	Unmatched Unmatched `yaml:"unmatched" env:"UNMATCHED"`
-	Limits    Limits    `yaml:"limits"` // no prefix: TOOLGUARD_MAX_BODY
-	Retry     Retry     `yaml:"retry" envPrefix:"RETRY_"`
-	Recovery  Recovery  `yaml:"recovery" envPrefix:"RECOVERY_"`
-	Verify    Verify    `yaml:"verify" envPrefix:"VERIFY_"`
-	Workflows Workflows `yaml:"workflows"` // no prefix: TOOLGUARD_ON_VERSION_CHANGE
-	Log       Log       `yaml:"log" envPrefix:"LOG_"`
-	Shutdown  Shutdown  `yaml:"shutdown" envPrefix:"SHUTDOWN_"`
-	MCP       MCP       `yaml:"mcp" envPrefix:"MCP_"`
+	Listen    string           `yaml:"listen" env:"LISTEN"` // proxy address, host:port
+	Admin     Admin            `yaml:"admin" envPrefix:"ADMIN_"`
+	Journal   Journal          `yaml:"journal" envPrefix:"JOURNAL_"`
+	Rules     Rules            `yaml:"rules" envPrefix:"RULES_"`
+	CA        CA               `yaml:"ca" envPrefix:"CA_"`
+	Upstream  Upstream         `yaml:"upstream" envPrefix:"UPSTREAM_"`
+	Egress    Egress           `yaml:"egress" envPrefix:"EGRESS_"`
+	Unmatched policy.Unmatched `yaml:"unmatched" env:"UNMATCHED"`
+	Limits    Limits           `yaml:"limits"` // no prefix: TOOLGUARD_MAX_BODY
+	Retry     Retry            `yaml:"retry" envPrefix:"RETRY_"`
+	Recovery  Recovery         `yaml:"recovery" envPrefix:"RECOVERY_"`
+	Verify    Verify           `yaml:"verify" envPrefix:"VERIFY_"`
+	Workflows Workflows        `yaml:"workflows"` // no prefix: TOOLGUARD_ON_VERSION_CHANGE
+	Log       Log              `yaml:"log" envPrefix:"LOG_"`
+	Shutdown  Shutdown         `yaml:"shutdown" envPrefix:"SHUTDOWN_"`
+	MCP       MCP              `yaml:"mcp" envPrefix:"MCP_"`
 }
 
 // Admin configures the admin API. With no Token the API is open to anyone
@@ -73,6 +75,9 @@ type Journal struct {
 	// CheckOnStart says when serve checks the whole journal before it
 	// serves; larger files are left to `toolguard journal check`.
 	CheckOnStart StartCheck `yaml:"check_on_start" env:"CHECK_ON_START"`
+	// KeySummary says whether new steps keep a short, redacted summary of
+	// their key fields for the operators who approve and review them.
+	KeySummary KeySummary `yaml:"key_summary" env:"KEY_SUMMARY"`
 }
 
 // Rules says where the rule files are.
@@ -162,7 +167,7 @@ type Verify struct {
 
 // Workflows configures workflow-wide policies.
 type Workflows struct {
-	OnVersionChange VersionPolicy `yaml:"on_version_change" env:"ON_VERSION_CHANGE"`
+	OnVersionChange policy.VersionChange `yaml:"on_version_change" env:"ON_VERSION_CHANGE"`
 }
 
 // Log configures logging.
@@ -196,7 +201,7 @@ func Default() Config {
 			ConnectPorts:        List{"443", "80"},
 		},
 		Egress:    Egress{Deny: List{"169.254.169.254/32", "fd00:ec2::254/128"}},
-		Unmatched: UnmatchedPassthrough,
+		Unmatched: policy.UnmatchedPassthrough,
 		Limits: Limits{
 			MaxBody:           8 * MiB,
 			BodyBuffer:        4 * MiB,
@@ -213,7 +218,7 @@ func Default() Config {
 		Retry:     Retry{MaxAttempts: 3},
 		Recovery:  Recovery{AbandonAfter: 10 * time.Minute},
 		Verify:    Verify{MaxInterval: 30 * time.Second},
-		Workflows: Workflows{OnVersionChange: VersionStop},
+		Workflows: Workflows{OnVersionChange: policy.VersionStop},
 		Log:       Log{Level: LevelInfo, Format: FormatAuto},
 		Shutdown:  Shutdown{DrainTimeout: 25 * time.Second},
 	}

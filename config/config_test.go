@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/caarlos0/env/v11"
+
+	"github.com/toolguard/toolguard/policy"
 )
 
 func TestDefaultIsValid(t *testing.T) {
@@ -60,8 +62,8 @@ func TestParse(t *testing.T) {
 			name: "enums",
 			yaml: "unmatched: guard\nworkflows:\n  on_version_change: allow\nlog:\n  level: debug\n  format: json\n",
 			want: func(c *Config) {
-				c.Unmatched = UnmatchedGuard
-				c.Workflows.OnVersionChange = VersionAllow
+				c.Unmatched = policy.UnmatchedGuard
+				c.Workflows.OnVersionChange = policy.VersionAllow
 				c.Log.Level = LevelDebug
 				c.Log.Format = FormatJSON
 			},
@@ -341,12 +343,12 @@ func TestApplyEnv(t *testing.T) {
 				c.CA.Dir = "/ca"
 				c.Upstream.CAFile = "/roots.pem"
 				c.Upstream.Timeout = time.Minute
-				c.Unmatched = UnmatchedReject
+				c.Unmatched = policy.UnmatchedReject
 				c.Limits.MaxBody = 512 * KiB
 				c.Limits.MaxStoredResponse = 2 * KiB
 				c.Limits.InFlightWait = 5 * time.Second
 				c.Retry.MaxAttempts = 7
-				c.Workflows.OnVersionChange = VersionAllow
+				c.Workflows.OnVersionChange = policy.VersionAllow
 				c.Log.Level = LevelError
 				c.Log.Format = FormatText
 			},
@@ -754,7 +756,7 @@ func TestValidate(t *testing.T) {
 		{name: "verify interval", edit: func(c *Config) { c.Verify.MaxInterval = 0 },
 			want: "verify.max_interval (TOOLGUARD_VERIFY_MAX_INTERVAL): must be > 0 (got 0s)"},
 		{name: "version policy", edit: func(c *Config) { c.Workflows.OnVersionChange = -1 },
-			want: "workflows.on_version_change (TOOLGUARD_ON_VERSION_CHANGE): unknown policy VersionPolicy(-1) (want stop or allow)"},
+			want: "workflows.on_version_change (TOOLGUARD_ON_VERSION_CHANGE): unknown policy VersionChange(-1) (want stop or allow)"},
 		{name: "log level", edit: func(c *Config) { c.Log.Level = 1 },
 			want: "log.level (TOOLGUARD_LOG_LEVEL): unknown level LogLevel(1) (want debug, info, warn or error)"},
 		{name: "log format", edit: func(c *Config) { c.Log.Format = 9 },

@@ -4,6 +4,8 @@ import (
 	"math"
 	"reflect"
 	"testing"
+
+	"github.com/toolguard/toolguard/policy"
 )
 
 func TestParseByteSize(t *testing.T) {
@@ -101,12 +103,12 @@ func TestEnums(t *testing.T) {
 		want    string
 		wantErr string
 	}{
-		{name: "unmatched guard", parse: wrap(ParseUnmatched), in: "guard", want: "guard"},
-		{name: "unmatched case", parse: wrap(ParseUnmatched), in: "Reject", want: "reject"},
-		{name: "unmatched bad", parse: wrap(ParseUnmatched), in: "maybe",
+		{name: "unmatched guard", parse: wrap(policy.ParseUnmatched), in: "guard", want: "guard"},
+		{name: "unmatched case", parse: wrap(policy.ParseUnmatched), in: "Reject", want: "reject"},
+		{name: "unmatched bad", parse: wrap(policy.ParseUnmatched), in: "maybe",
 			wantErr: `unknown policy "maybe" (want passthrough, guard or reject)`},
-		{name: "version allow", parse: wrap(ParseVersionPolicy), in: "allow", want: "allow"},
-		{name: "version bad", parse: wrap(ParseVersionPolicy), in: "ignore",
+		{name: "version allow", parse: wrap(policy.ParseVersionChange), in: "allow", want: "allow"},
+		{name: "version bad", parse: wrap(policy.ParseVersionChange), in: "ignore",
 			wantErr: `unknown policy "ignore" (want stop or allow)`},
 		{name: "format tint", parse: wrap(ParseLogFormat), in: "tint", want: "tint"},
 		{name: "format bad", parse: wrap(ParseLogFormat), in: "xml",
@@ -119,6 +121,9 @@ func TestEnums(t *testing.T) {
 		{name: "start check never", parse: wrap(ParseStartCheck), in: "never", want: "never"},
 		{name: "start check bad", parse: wrap(ParseStartCheck), in: "sometimes",
 			wantErr: `unknown mode "sometimes" (want auto, always or never)`},
+		{name: "key summary off", parse: wrap(ParseKeySummary), in: "OFF", want: "off"},
+		{name: "key summary bad", parse: wrap(ParseKeySummary), in: "redacted",
+			wantErr: `unknown mode "redacted" (want on or off)`},
 		{name: "start check empty", parse: wrap(ParseStartCheck), in: "",
 			wantErr: `unknown mode "" (want auto, always or never)`},
 	}
@@ -153,11 +158,11 @@ func wrap[T textEnum](parse func(string) (T, error)) func(string) (textEnum, err
 
 func TestEnumZeroValues(t *testing.T) {
 	var c Config
-	if c.Unmatched != UnmatchedPassthrough || c.Workflows.OnVersionChange != VersionStop ||
+	if c.Unmatched != policy.UnmatchedPassthrough || c.Workflows.OnVersionChange != policy.VersionStop ||
 		c.Log.Format != FormatAuto || c.Log.Level != LevelInfo || c.Journal.CheckOnStart != CheckAuto {
 		t.Errorf("zero values are not the defaults: %+v", c)
 	}
-	if got := Unmatched(7).String(); got != "Unmatched(7)" {
+	if got := policy.Unmatched(7).String(); got != "Unmatched(7)" {
 		t.Errorf("Unmatched(7).String() = %q", got)
 	}
 	if got := StartCheck(3).String(); got != "StartCheck(3)" {

@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/toolguard/toolguard/policy"
 )
 
 // Validate returns the first setting, in the order of Config's fields, that
@@ -22,6 +24,7 @@ func (c Config) Validate() error {
 		notNegative("journal.retention", c.Journal.Retention),
 		checkEnum("journal.check_on_start", startCheckEnum.valid(int(c.Journal.CheckOnStart)),
 			c.Journal.CheckOnStart.String(), startCheckEnum),
+		checkEnum("journal.key_summary", keySummaryEnum.valid(int(c.Journal.KeySummary)), c.Journal.KeySummary.String(), keySummaryEnum),
 		nonEmpty("rules.dir", c.Rules.Dir),
 		nonEmpty("ca.dir", c.CA.Dir),
 		positive("upstream.timeout", c.Upstream.Timeout),
@@ -29,7 +32,7 @@ func (c Config) Validate() error {
 		checkHosts("upstream.allow_hosts", c.Upstream.AllowHosts),
 		checkPorts("upstream.connect_ports", c.Upstream.ConnectPorts),
 		checkPrefixes("egress.deny", c.Egress.Deny),
-		checkEnum("unmatched", unmatchedEnum.valid(int(c.Unmatched)), c.Unmatched.String(), unmatchedEnum),
+		checkEnum("unmatched", c.Unmatched.Valid(), c.Unmatched.String(), unmatchedEnum),
 		positive("limits.max_body", c.Limits.MaxBody),
 		positive("limits.body_buffer", c.Limits.BodyBuffer),
 		positive("limits.max_stored_response", c.Limits.MaxStoredResponse),
@@ -44,7 +47,7 @@ func (c Config) Validate() error {
 		atLeast("retry.max_attempts", c.Retry.MaxAttempts, 1),
 		positive("recovery.abandon_after", c.Recovery.AbandonAfter),
 		positive("verify.max_interval", c.Verify.MaxInterval),
-		checkEnum("workflows.on_version_change", versionEnum.valid(int(c.Workflows.OnVersionChange)),
+		checkEnum("workflows.on_version_change", c.Workflows.OnVersionChange.Valid(),
 			c.Workflows.OnVersionChange.String(), versionEnum),
 		checkEnum("log.level", c.Log.Level.valid(), c.Log.Level.String(), levelEnum),
 		checkEnum("log.format", formatEnum.valid(int(c.Log.Format)), c.Log.Format.String(), formatEnum),
@@ -241,6 +244,12 @@ func atLeast(field string, v, least int) error {
 	}
 	return nil
 }
+
+// The policies' names, for checkEnum's messages.
+var (
+	unmatchedEnum = enum{"policy", policy.UnmatchedNames()}
+	versionEnum   = enum{"policy", policy.VersionChangeNames()}
+)
 
 func checkEnum(field string, ok bool, value string, e enum) error {
 	if ok {

@@ -228,13 +228,16 @@ func (tb *tab) noDialogs() {
 	}
 }
 
-// consoleRoutes: refunds need approval; emails are irreversible with no
-// way to look them up, so an unknown outcome is held for review.
+// consoleRoutes: refunds need approval (their card number is redacted);
+// emails are irreversible with no way to look them up, so an unknown
+// outcome is held for review.
 const consoleRoutes = `  - name: create_refund
     match: POST /v1/invoices
     effect: irreversible
     key:
-      fields: [customer, amount]
+      fields: [customer, amount, card]
+      optional: [card]
+    redact: [card.number]
     approval: required
   - name: send_email
     match: POST /v1/emails
@@ -252,6 +255,10 @@ type consoleFixture struct {
 	workflow            string
 }
 
+// refundBody plants a script in a key field and a card number that the
+// route redacts.
+const refundBody = `{"customer":"c1 ` + xss + `","amount":10,"card":{"number":"4242424242424242"}}`
+
 func newConsoleFixture(t *testing.T) *consoleFixture {
 	t.Helper()
 	up := newUpstream(t, false)
@@ -261,7 +268,7 @@ func newConsoleFixture(t *testing.T) *consoleFixture {
 	p := s.start(t)
 	c := p.client(t)
 	f := &consoleFixture{p: p, up: up, workflow: "wf-" + xss}
-	r, b := post(t, c, up.URL+"/v1/invoices", `{"customer":"c1","amount":10}`, "Toolguard-Workflow", f.workflow)
+	r, b := post(t, c, up.URL+"/v1/invoices", refundBody, "Toolguard-Workflow", f.workflow)
 	if r.StatusCode != http.StatusConflict {
 		t.Fatalf("refund: %d %s, want 409 awaiting approval", r.StatusCode, b)
 	}
@@ -341,6 +348,23 @@ func TestConsole(t *testing.T) {
 		if got := tb.text(row(f.approvalKey, `a[href^="#/workflow/"]`)); got != f.workflow {
 			t.Errorf("workflow cell = %q, want the literal %q", got, f.workflow)
 		}
+		// The key fields are summarised with the card number redacted; the
+		// script planted in the customer is text.
+		fields := tb.text(row(f.approvalKey, ".key-fields"))
+		for _, want := range []string{"customer", xss, "amount 10", `"number":"[redacted]"`} {
+			if !strings.Contains(fields, want) {
+				t.Errorf("key fields %q do not show %q", fields, want)
+			}
+		}
+		if strings.Contains(fields, "4242") {
+			t.Errorf("key fields %q show the redacted card number", fields)
+		}
+		if n := eval[int](tb, `document.querySelectorAll(".key-fields img, .key-fields script").length`); n != 0 {
+			t.Errorf("the key fields hold %d planted elements", n)
+		}
+		if got := tb.text(row(f.review, ".key-fields")); !strings.Contains(got, `to "a@example.com"`) {
+			t.Errorf("review row key fields = %q", got)
+		}
 		tb.noDialogs()
 	})
 
@@ -371,6 +395,9 @@ func TestConsole(t *testing.T) {
 		tb.signIn(p.adminURL, operatorToken)
 		tb.run(chromedp.Navigate(p.adminURL + "/ui/#/step/" + f.approvalKey))
 		tb.waitJS("step page", `document.querySelector("[data-field=hold]") && document.querySelector("[data-field=hold]").textContent === "awaiting_approval"`)
+		if got := tb.text("[data-field='key fields']"); !strings.Contains(got, xss) || !strings.Contains(got, "[redacted]") {
+			t.Errorf("step page key fields = %q", got)
+		}
 		eval[bool](tb, `window.noReload = true`)
 		tb.run(chromedp.Click(chromedp.CSS("button.approve")),
 			chromedp.WaitVisible(chromedp.CSS("dialog[open] input[name=note]")),
@@ -378,7 +405,7 @@ func TestConsole(t *testing.T) {
 			chromedp.Click(chromedp.CSS("dialog[open] button.confirm")))
 		tb.waitJS("approved", `!document.querySelector("[data-field=hold]") && document.querySelector("[data-field=decision]").textContent === "approved"`)
 		// The agent's retry is sent now; the open page follows the journal.
-		r, b := post(t, p.client(t), f.up.URL+"/v1/invoices", `{"customer":"c1","amount":10}`, "Toolguard-Workflow", f.workflow)
+		r, b := post(t, p.client(t), f.up.URL+"/v1/invoices", refundBody, "Toolguard-Workflow", f.workflow)
 		if r.StatusCode != 201 || r.Header.Get("Toolguard-Outcome") != "forwarded" {
 			t.Fatalf("retry after approval: %d %q %s", r.StatusCode, r.Header.Get("Toolguard-Outcome"), b)
 		}

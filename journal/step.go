@@ -101,7 +101,7 @@ func (h *Hold) UnmarshalText(b []byte) error {
 }
 
 // Step is the journal record of one idempotency key. It never holds a
-// credential or a request body: only hashes of them.
+// credential or a request body: only hashes of them, and KeyFields.
 type Step struct {
 	Schema   int    `json:"schema"`
 	Key      string `json:"key"`
@@ -145,6 +145,12 @@ type Step struct {
 	// BodyHash is the sha256 of the canonical whole request body; approvals
 	// and reviews bind to it.
 	BodyHash string `json:"body_hash"`
+	// KeyFields summarises the request's key fields for the operator who
+	// approves or reviews it, with the route's redact paths masked: short
+	// values (64 bytes each, 1 KiB in all), never the credential, and only
+	// member names for a body keyed whole. Set when the step is created;
+	// nil when the proxy keeps no summary.
+	KeyFields []KeyField `json:"key_fields,omitempty"`
 	// ApprovedBodyHash is set when an operator approved the request with
 	// that body; it is consumed by the one forward it allows.
 	ApprovedBodyHash string `json:"approved_body_hash,omitempty"`
@@ -167,6 +173,14 @@ type Step struct {
 	// VerifyBy is the deadline of a pending verification; zero when none is
 	// pending.
 	VerifyBy time.Time `json:"verify_by,omitzero"`
+}
+
+// KeyField is one entry of Step.KeyFields: a key field's path and its
+// value as canonical JSON text (shortened, redacted), or a top-level member
+// name with an empty Value.
+type KeyField struct {
+	Field string `json:"field"`
+	Value string `json:"value,omitempty"`
 }
 
 // Response is an upstream answer as stored for replay. Header holds only

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/toolguard/toolguard/journal"
+	"github.com/toolguard/toolguard/policy"
 )
 
 // Two requests that differ only in field order, number spelling,
@@ -219,23 +220,23 @@ func TestReviewResolveInProcess(t *testing.T) {
 // irreversible on the whole body, or refused (reads included).
 func TestUnmatchedPolicies(t *testing.T) {
 	tests := []struct {
-		policy      Unmatched
+		unmatched   policy.Unmatched
 		wantEffects int64
 		wantStatus  int
 		wantOutcome string
 		readStatus  int
 		readOutcome string
 	}{
-		{policy: UnmatchedPassthrough, wantEffects: 2, wantStatus: 201, wantOutcome: OutcomePassthrough, readStatus: 200, readOutcome: OutcomePassthrough},
-		{policy: UnmatchedGuard, wantEffects: 1, wantStatus: 201, wantOutcome: OutcomeReplayed, readStatus: 200, readOutcome: OutcomePassthrough},
-		{policy: UnmatchedReject, wantEffects: 0, wantStatus: 403, wantOutcome: OutcomeBlocked, readStatus: 403, readOutcome: OutcomeBlocked},
+		{unmatched: policy.UnmatchedPassthrough, wantEffects: 2, wantStatus: 201, wantOutcome: OutcomePassthrough, readStatus: 200, readOutcome: OutcomePassthrough},
+		{unmatched: policy.UnmatchedGuard, wantEffects: 1, wantStatus: 201, wantOutcome: OutcomeReplayed, readStatus: 200, readOutcome: OutcomePassthrough},
+		{unmatched: policy.UnmatchedReject, wantEffects: 0, wantStatus: 403, wantOutcome: OutcomeBlocked, readStatus: 403, readOutcome: OutcomeBlocked},
 	}
 	for _, tc := range tests {
-		t.Run(string(tc.policy), func(t *testing.T) {
+		t.Run(tc.unmatched.String(), func(t *testing.T) {
 			// HTTPS where the policy makes toolguard intercept every host; a
 			// passed-through HTTPS call is a tunnel it cannot mark.
-			h := startHarness(t, harnessConfig{TLS: tc.policy != UnmatchedPassthrough, Routes: invoiceRoute, RuleHost: "elsewhere.example",
-				Options: Options{Unmatched: tc.policy}, ConnectToUpstream: true})
+			h := startHarness(t, harnessConfig{TLS: tc.unmatched != policy.UnmatchedPassthrough, Routes: invoiceRoute, RuleHost: "elsewhere.example",
+				Options: Options{Unmatched: tc.unmatched}, ConnectToUpstream: true})
 			var r *http.Response
 			for range 2 {
 				r, _ = h.post("/v1/emails", `{"to":"a@example.com"}`)

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/toolguard/toolguard/journal"
+	"github.com/toolguard/toolguard/policy"
 )
 
 // anyLocalAddr is an address of this machine other than loopback, to show
@@ -51,7 +52,7 @@ func TestOwnListenerRefusedByName(t *testing.T) {
 					Resolver:     fakeResolver{"vm.test": {l.target}},
 				}
 				if mode == "intercepted" {
-					opts.Unmatched = UnmatchedGuard // intercept every tunnel
+					opts.Unmatched = policy.UnmatchedGuard // intercept every tunnel
 				}
 				p := startNetProxy(t, opts, "", mode == "intercepted")
 				target := "vm.test:" + strconv.Itoa(port)

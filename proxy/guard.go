@@ -292,10 +292,24 @@ func (s *Server) newStep(c *call) journal.Step {
 		Host:          c.in.URL.Host,
 		Path:          c.in.URL.Path,
 		BodyHash:      c.intent.BodyHash,
+		KeyFields:     s.keyFields(c.intent),
 		CredentialMAC: c.callerMAC,
 		PromptVersion: c.in.Header.Get(HeaderPromptVersion),
 		PolicyVersion: c.in.Header.Get(HeaderPolicyVersion),
 	}
+}
+
+// keyFields is the summary of the intent's key fields kept in its step,
+// for operators to see what they approve; nil when summaries are off.
+func (s *Server) keyFields(it *rules.Intent) []journal.KeyField {
+	if s.opts.NoKeySummary || len(it.Summary) == 0 {
+		return nil
+	}
+	out := make([]journal.KeyField, len(it.Summary))
+	for i, f := range it.Summary {
+		out[i] = journal.KeyField(f)
+	}
+	return out
 }
 
 // await waits for the call in flight with the step's key: for fl, this

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/toolguard/toolguard/journal"
+	"github.com/toolguard/toolguard/policy"
 )
 
 // failingJournal fails every write while fail is set, as a full disk
@@ -127,7 +128,7 @@ func TestRefusalsLogWhy(t *testing.T) {
 				r, _ := h.post("/v1/invoices", `{"n":1}`, "X-Padding", strings.Repeat("p", 1024))
 				return r
 			}},
-		{name: "unmatched reject", opts: Options{Unmatched: UnmatchedReject}, status: http.StatusForbidden,
+		{name: "unmatched reject", opts: Options{Unmatched: policy.UnmatchedReject}, status: http.StatusForbidden,
 			send: func(h *harness) *http.Response { r, _ := h.post("/v1/emails", `{"to":"a"}`); return r }},
 	}
 	for _, tc := range tests {
@@ -157,7 +158,7 @@ func TestUnmatchedRejectRefusesEveryMethod(t *testing.T) {
 	for _, useTLS := range []bool{false, true} {
 		t.Run(map[bool]string{false: "http", true: "https"}[useTLS], func(t *testing.T) {
 			h := startHarness(t, harnessConfig{TLS: useTLS, Routes: invoiceRoute, RuleHost: "elsewhere.example",
-				Options: Options{Unmatched: UnmatchedReject}, ConnectToUpstream: true})
+				Options: Options{Unmatched: policy.UnmatchedReject}, ConnectToUpstream: true})
 			for _, method := range []string{http.MethodGet, http.MethodHead, http.MethodOptions, http.MethodPost, http.MethodPut, http.MethodDelete} {
 				r, b := h.send(method, "/v1/ping", "")
 				if r.StatusCode != http.StatusForbidden || r.Header.Get(HeaderOutcome) != OutcomeBlocked {
@@ -179,7 +180,7 @@ func TestUnmatchedRejectPassesSafeRoutes(t *testing.T) {
 	h := startHarness(t, harnessConfig{Routes: invoiceRoute + `  - name: ping
     match: GET /v1/ping
     effect: safe
-`, Options: Options{Unmatched: UnmatchedReject}})
+`, Options: Options{Unmatched: policy.UnmatchedReject}})
 	if r, b := h.send(http.MethodGet, "/v1/ping", ""); r.StatusCode != http.StatusOK || b != "pong" {
 		t.Fatalf("safe read: %d %s, want 200 pong", r.StatusCode, b)
 	}

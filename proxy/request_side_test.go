@@ -13,6 +13,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+
+	"github.com/toolguard/toolguard/policy"
 )
 
 // recordingUpstream is a provider that counts effects per route and keeps
@@ -224,7 +226,7 @@ func testMultipartUpload(t *testing.T, useTLS bool) {
 
 func TestEffectNoneExemptsInsideGuard(t *testing.T) {
 	up := newRecordingUpstream(t)
-	h := requestSideHarness(t, up, Options{Unmatched: UnmatchedGuard})
+	h := requestSideHarness(t, up, Options{Unmatched: policy.UnmatchedGuard})
 	for i := 0; i < 2; i++ {
 		resp, _ := h.sendTo(up, "POST", "/v1/search", "application/json", []byte(`{"q":"x"}`))
 		if got := resp.Header.Get(HeaderOutcome); got != OutcomePassthrough {

@@ -14,32 +14,35 @@ import (
 // StepView is the JSON shape of a step in the admin API and the CLI. It
 // carries the stored response's status and hash, never its body.
 type StepView struct {
-	Key            string    `json:"key"`
-	API            string    `json:"api"`
-	Route          string    `json:"route"`
-	Workflow       string    `json:"workflow"`
-	Status         string    `json:"status"`
-	Hold           string    `json:"hold"`
-	HoldReason     string    `json:"hold_reason,omitempty"`
-	Attempt        int       `json:"attempt"`
-	Retryable      bool      `json:"retryable,omitempty"`
-	OperationID    string    `json:"operation_id"`
-	Method         string    `json:"method"`
-	Target         string    `json:"target"`
-	BodyHash       string    `json:"body_hash"`
-	ResponseStatus int       `json:"response_status,omitempty"`
-	ResponseHash   string    `json:"response_hash,omitempty"`
-	ResponseBytes  int       `json:"response_bytes,omitempty"`
-	Evidence       string    `json:"evidence,omitempty"`
-	LastError      string    `json:"last_error,omitempty"`
-	Decision       string    `json:"decision,omitempty"`
-	PromptVersion  string    `json:"prompt_version,omitempty"`
-	PolicyVersion  string    `json:"policy_version,omitempty"`
-	Epoch          uint64    `json:"epoch"`
-	Fence          uint64    `json:"fence"`
-	CreatedAt      time.Time `json:"created_at"`
-	UpdatedAt      time.Time `json:"updated_at"`
-	VerifyBy       time.Time `json:"verify_by,omitzero"`
+	Key         string `json:"key"`
+	API         string `json:"api"`
+	Route       string `json:"route"`
+	Workflow    string `json:"workflow"`
+	Status      string `json:"status"`
+	Hold        string `json:"hold"`
+	HoldReason  string `json:"hold_reason,omitempty"`
+	Attempt     int    `json:"attempt"`
+	Retryable   bool   `json:"retryable,omitempty"`
+	OperationID string `json:"operation_id"`
+	Method      string `json:"method"`
+	Target      string `json:"target"`
+	BodyHash    string `json:"body_hash"`
+	// KeyFields summarises the key fields, redaction applied; absent on
+	// steps recorded without a summary.
+	KeyFields      []journal.KeyField `json:"key_fields,omitempty"`
+	ResponseStatus int                `json:"response_status,omitempty"`
+	ResponseHash   string             `json:"response_hash,omitempty"`
+	ResponseBytes  int                `json:"response_bytes,omitempty"`
+	Evidence       string             `json:"evidence,omitempty"`
+	LastError      string             `json:"last_error,omitempty"`
+	Decision       string             `json:"decision,omitempty"`
+	PromptVersion  string             `json:"prompt_version,omitempty"`
+	PolicyVersion  string             `json:"policy_version,omitempty"`
+	Epoch          uint64             `json:"epoch"`
+	Fence          uint64             `json:"fence"`
+	CreatedAt      time.Time          `json:"created_at"`
+	UpdatedAt      time.Time          `json:"updated_at"`
+	VerifyBy       time.Time          `json:"verify_by,omitzero"`
 }
 
 // ViewOf renders a step for operators.
@@ -48,7 +51,7 @@ func ViewOf(st *journal.Step) StepView {
 		Key: st.Key, API: st.API, Route: st.Route, Workflow: st.Workflow,
 		Status: st.Status.String(), Hold: st.Hold.String(), HoldReason: st.HoldReason,
 		Attempt: st.Attempt, Retryable: st.Retryable, OperationID: st.OperationID,
-		Method: st.Method, Target: st.Host + st.Path, BodyHash: st.BodyHash,
+		Method: st.Method, Target: st.Host + st.Path, BodyHash: st.BodyHash, KeyFields: st.KeyFields,
 		Evidence: st.Evidence, LastError: st.LastError, Decision: st.Decision,
 		PromptVersion: st.PromptVersion, PolicyVersion: st.PolicyVersion,
 		Epoch: st.Epoch, Fence: st.Fence, CreatedAt: st.CreatedAt, UpdatedAt: st.UpdatedAt, VerifyBy: st.VerifyBy,

@@ -17,17 +17,9 @@ import (
 	"github.com/elazarl/goproxy"
 	"golang.org/x/sync/semaphore"
 
+	"github.com/toolguard/toolguard/policy"
 	"github.com/toolguard/toolguard/rules"
 	"github.com/toolguard/toolguard/verifiers"
-)
-
-// Unmatched is the policy for calls that no route matches.
-type Unmatched string
-
-const (
-	UnmatchedPassthrough Unmatched = "passthrough"
-	UnmatchedGuard       Unmatched = "guard"
-	UnmatchedReject      Unmatched = "reject"
 )
 
 // Options configure a Server. Zero values take the documented defaults.
@@ -43,7 +35,9 @@ type Options struct {
 	CA *CA
 	// Transport sends upstream calls; nil means NewTransport's default.
 	Transport http.RoundTripper
-	Unmatched Unmatched
+	// Unmatched is the policy for calls no route matches (zero:
+	// passthrough).
+	Unmatched policy.Unmatched
 	// MaxBody bounds a guarded request body (default 8 MiB).
 	MaxBody int64
 	// BodyBuffer bounds the bytes of guarded request bodies held in memory
@@ -67,8 +61,8 @@ type Options struct {
 	// (default 30s).
 	VerifyMaxInterval time.Duration
 	// OnVersionChange is the policy for a prompt or policy version change
-	// in the middle of a workflow (default stop).
-	OnVersionChange VersionPolicy
+	// in the middle of a workflow (zero: stop).
+	OnVersionChange policy.VersionChange
 	// MaxAttempts bounds re-execution of retryable failures (default 3).
 	MaxAttempts int
 	// CertCacheSize bounds cached leaf certificates (default 1024).
@@ -105,6 +99,9 @@ type Options struct {
 	// MaxInFlight bounds the guarded calls handled at once, duplicates
 	// waiting included (default 1024).
 	MaxInFlight int
+	// NoKeySummary keeps no summary of the key fields in new steps
+	// (journal.Step.KeyFields); operators then see only hashes.
+	NoKeySummary bool
 	// Retention is how long a finished step is kept (and so how long its
 	// key answers duplicates); zero keeps steps forever.
 	Retention time.Duration
@@ -264,9 +261,6 @@ func New(opts Options) (*Server, error) {
 }
 
 func setDefaults(o *Options) {
-	if o.Unmatched == "" {
-		o.Unmatched = UnmatchedPassthrough
-	}
 	if o.MaxBody <= 0 {
 		o.MaxBody = 8 << 20
 	}
@@ -290,9 +284,6 @@ func setDefaults(o *Options) {
 	}
 	if o.VerifyMaxInterval <= 0 {
 		o.VerifyMaxInterval = 30 * time.Second
-	}
-	if o.OnVersionChange == "" {
-		o.OnVersionChange = VersionStop
 	}
 	if o.MaxAttempts <= 0 {
 		o.MaxAttempts = 3
@@ -416,7 +407,7 @@ func (s *Server) handleConnect(host string, ctx *goproxy.ProxyCtx) (*goproxy.Con
 		s.logRequest(ctx.Req, slog.LevelInfo, OutcomeBlocked, http.StatusForbidden, why)
 		return goproxy.RejectConnect, host
 	}
-	if s.certs == nil && !named && s.opts.Unmatched == UnmatchedReject {
+	if s.certs == nil && !named && s.opts.Unmatched == policy.UnmatchedReject {
 		// Without a CA the requests inside cannot be seen, so none could
 		// be refused one by one.
 		why := "no rule names " + host + " and unmatched calls are rejected"
@@ -425,7 +416,7 @@ func (s *Server) handleConnect(host string, ctx *goproxy.ProxyCtx) (*goproxy.Con
 		s.logRequest(ctx.Req, slog.LevelInfo, OutcomeBlocked, http.StatusForbidden, why)
 		return goproxy.RejectConnect, host
 	}
-	if s.certs == nil || (s.opts.Unmatched == UnmatchedPassthrough && !s.rules.Intercepts(host)) {
+	if s.certs == nil || (s.opts.Unmatched == policy.UnmatchedPassthrough && !s.rules.Intercepts(host)) {
 		return goproxy.OkConnect, host
 	}
 	// Requests read inside the tunnel inherit this UserData (goproxy
@@ -526,9 +517,9 @@ func (s *Server) handleRequest(req *http.Request, ctx *goproxy.ProxyCtx) (*http.
 		// guard takes only mutations; reject refuses every method, reads
 		// included: a rule with effect: safe lets a read through.
 		switch {
-		case s.opts.Unmatched == UnmatchedGuard && isMutation(req.Method):
+		case s.opts.Unmatched == policy.UnmatchedGuard && isMutation(req.Method):
 			route = rules.Fallback(req.Method, host, req.URL.Path)
-		case s.opts.Unmatched == UnmatchedReject:
+		case s.opts.Unmatched == policy.UnmatchedReject:
 			ctx.UserData = &reqState{guarded: true}
 			resp := newProblem(ProblemRejected, "", "no rule describes "+req.Method+" "+host+req.URL.Path+" and unmatched calls are rejected").response(req)
 			resp.Header.Set(HeaderOutcome, OutcomeBlocked)

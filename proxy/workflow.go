@@ -5,17 +5,7 @@ import (
 	"strings"
 
 	"github.com/toolguard/toolguard/journal"
-)
-
-// VersionPolicy says what a prompt or policy version change in the middle
-// of a workflow does.
-type VersionPolicy string
-
-const (
-	// VersionStop holds the step for review with version-changed.
-	VersionStop VersionPolicy = "stop"
-	// VersionAllow records the change as an event and goes on.
-	VersionAllow VersionPolicy = "allow"
+	"github.com/toolguard/toolguard/policy"
 )
 
 // versionChange compares the versions a request carries with the ones its
@@ -47,7 +37,7 @@ func (s *Server) applyVersionPolicy(c *call, d Decision) Decision {
 	if c.versionChange == "" || d.Action != ActionForward {
 		return d
 	}
-	if s.opts.OnVersionChange == VersionAllow {
+	if s.opts.OnVersionChange == policy.VersionAllow {
 		return d
 	}
 	return Decision{Action: ActionHold, Hold: journal.HoldNeedsReview, Reason: ReasonVersionChanged,

@@ -54,6 +54,9 @@ type Intent struct {
 	// "redacted:" + an HMAC of it: what may be stored or shown. It is Doc
 	// itself when the route redacts nothing. Material is built from it.
 	Redacted []byte
+	// Summary is what an operator is shown of the key fields, read from
+	// Redacted (see KeyField); nil when the body has nothing to show.
+	Summary []KeyField
 }
 
 // Deriver derives keys. Secret keys the HMAC of credentials; it must be
@@ -109,10 +112,14 @@ func (d *Deriver) Derive(r *Route, in Input) (*Intent, error) {
 	if s.mat, err = d.material(s, r, in, red); err != nil {
 		return nil, err
 	}
+	var it *Intent
 	if d.Lean {
-		return leanIntent(s.mat, s.doc, r.Lookup != nil || r.Verify != nil), nil
+		it = leanIntent(s.mat, s.doc, r.Lookup != nil || r.Verify != nil)
+	} else {
+		it = newIntent(s.mat, s.doc, red, len(r.Redact) > 0)
 	}
-	return newIntent(s.mat, s.doc, red, len(r.Redact) > 0), nil
+	it.Summary = summarize(&r.Key, red)
+	return it, nil
 }
 
 func (r *Route) apiName() string {

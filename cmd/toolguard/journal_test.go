@@ -251,3 +251,46 @@ func TestAdminTokenFile(t *testing.T) {
 		})
 	}
 }
+
+// review ls and journal show print a held step's key summary: compact in
+// the table, whole in show.
+func TestKeyFieldsShown(t *testing.T) {
+	cleanEnv(t)
+	path := filepath.Join(t.TempDir(), "toolguard.db")
+	j, err := journal.Open(path, journal.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := strings.Repeat("7", 64)
+	fields := []journal.KeyField{{Field: "customer", Value: `"cus_1"`}, {Field: "amount", Value: "1250"},
+		{Field: "card", Value: `{"exp":"12/30","number":"[redacted]"}`}}
+	_, err = j.Apply(context.Background(), key, func(*journal.Step) (journal.Change, error) {
+		return journal.Change{Step: journal.Step{Key: key, API: "billing", Route: "charge", KeyFields: fields,
+			Status: journal.StatusPrepared, Hold: journal.HoldAwaitingApproval, HoldReason: "approval_required"}}, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := j.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(secretPath(path), []byte("0123456789abcdef0123456789abcdef"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{name: "review ls", args: []string{"review", "ls"}, want: `customer="cus_1" amount=1250 card={"exp":"12/30…`},
+		{name: "journal show", args: []string{"journal", "show", key}, want: `key_fields:    customer="cus_1" amount=1250 card={"exp":"12/30","number":"[redacted]"}`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			code, stdout, stderr := cli(t, append(tc.args, "--journal", path)...)
+			if code != 0 || !strings.Contains(stdout, tc.want) {
+				t.Errorf("exit code %d; stdout does not contain %q:\n%s%s", code, tc.want, stdout, stderr)
+			}
+		})
+	}
+}

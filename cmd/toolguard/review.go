@@ -71,14 +71,15 @@ func reviewLs(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return printJSON(stdout, map[string]any{"steps": nonNil(held)})
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "KEY\tROUTE\tWORKFLOW\tHOLD\tREASON\tSINCE\tATTEMPT\tOPERATION_ID\tKNOWN")
+	fmt.Fprintln(tw, "KEY\tROUTE\tWORKFLOW\tHOLD\tREASON\tSINCE\tATTEMPT\tOPERATION_ID\tKEY_FIELDS\tKNOWN")
 	for _, st := range held {
 		known := st.LastError
 		if known == "" {
 			known = st.Evidence
 		}
-		fmt.Fprintf(tw, "%s\t%s/%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\n", st.Key, st.API, st.Route, dash(st.Workflow), st.Hold,
-			dash(st.HoldReason), st.UpdatedAt.UTC().Format(time.RFC3339), st.Attempt, dash(st.OperationID), dash(known))
+		fmt.Fprintf(tw, "%s\t%s/%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\n", st.Key, st.API, st.Route, dash(st.Workflow), st.Hold,
+			dash(st.HoldReason), st.UpdatedAt.UTC().Format(time.RFC3339), st.Attempt, dash(st.OperationID),
+			dash(keyFieldsColumn(st.KeyFields)), dash(known))
 	}
 	return tw.Flush()
 }

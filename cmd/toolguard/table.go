@@ -7,6 +7,7 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+	"unicode/utf8"
 
 	"github.com/toolguard/toolguard/journal"
 	"github.com/toolguard/toolguard/proxy"
@@ -55,6 +56,7 @@ func printStep(w io.Writer, s proxy.StepView) error {
 	row("evidence", s.Evidence)
 	row("last_error", s.LastError)
 	row("decision", s.Decision)
+	row("key_fields", keyFieldsText(s.KeyFields))
 	row("body_hash", s.BodyHash)
 	row("versions", strings.TrimSpace(s.PromptVersion+" "+s.PolicyVersion))
 	row("epoch/fence", fmt.Sprintf("%d/%d", s.Epoch, s.Fence))
@@ -64,6 +66,29 @@ func printStep(w io.Writer, s proxy.StepView) error {
 		row("verify_by", s.VerifyBy.UTC().Format(time.RFC3339))
 	}
 	return tw.Flush()
+}
+
+// keyFieldsText renders a step's key summary on one line: field=value, or
+// the member name alone for a body keyed whole.
+func keyFieldsText(fs []journal.KeyField) string {
+	parts := make([]string, len(fs))
+	for i, f := range fs {
+		parts[i] = f.Field
+		if f.Value != "" {
+			parts[i] += "=" + f.Value
+		}
+	}
+	return strings.Join(parts, " ")
+}
+
+// keyFieldsColumn is keyFieldsText cut to fit a table column.
+func keyFieldsColumn(fs []journal.KeyField) string {
+	const width = 48
+	s := keyFieldsText(fs)
+	if utf8.RuneCountInString(s) <= width {
+		return s
+	}
+	return string([]rune(s)[:width-1]) + "…"
 }
 
 // printEvents prints events one a line.

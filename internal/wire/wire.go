@@ -54,7 +54,7 @@ func Proxy(cfg config.Config, d Deps) (*proxy.Server, error) {
 	}
 	return proxy.New(proxy.Options{
 		Rules: d.Rules, Journal: d.Journal, Maintainer: d.Maintainer, Secret: d.Secret, CA: d.CA, Transport: transport,
-		Unmatched:         proxy.Unmatched(cfg.Unmatched.String()),
+		Unmatched:         cfg.Unmatched,
 		AllowHosts:        cfg.Upstream.AllowHosts,
 		ConnectPorts:      ports,
 		SelfAddrs:         d.SelfAddrs,
@@ -71,9 +71,10 @@ func Proxy(cfg config.Config, d Deps) (*proxy.Server, error) {
 		MaxAttempts:       cfg.Retry.MaxAttempts,
 		AbandonAfter:      cfg.Recovery.AbandonAfter,
 		VerifyMaxInterval: cfg.Verify.MaxInterval,
-		OnVersionChange:   proxy.VersionPolicy(cfg.Workflows.OnVersionChange.String()),
+		OnVersionChange:   cfg.Workflows.OnVersionChange,
 		Metrics:           d.Metrics,
 		Retention:         cfg.Journal.Retention,
+		NoKeySummary:      cfg.Journal.KeySummary == config.KeySummaryOff,
 		Logger:            d.Logger,
 		MCPServers:        servers,
 		MCPUnlisted:       proxy.MCPUnlisted(cfg.MCP.Unlisted.String()),

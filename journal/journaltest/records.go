@@ -3,6 +3,7 @@ package journaltest
 import (
 	"encoding/json"
 	"errors"
+	"reflect"
 	"testing"
 	"time"
 
@@ -315,4 +316,34 @@ func testWatch(t *testing.T, open Opener) {
 	}
 	stop()
 	stop()
+}
+
+// testKeyFields: a step's key summary is stored with it, read back by Get
+// and List, and kept by later changes that do not touch it.
+func testKeyFields(t *testing.T, open Opener) {
+	s := fresh(t, open)
+	want := []journal.KeyField{{Field: "customer", Value: `"cus_<b>1</b>"`}, {Field: "card", Value: `{"number":"[redacted]"}`}, {Field: "to"}}
+	apply(t, s, "k1", func(*journal.Step) (journal.Change, error) {
+		st := newStep("k1", "")
+		st.Status, st.KeyFields = journal.StatusPrepared, want
+		return journal.Change{Step: st, Event: journal.EventPrepared}, nil
+	})
+	apply(t, s, "k2", prepare("k2", "", journal.HoldNone))
+	apply(t, s, "k1", claim("k1", ""))
+	got := get(t, s, "k1")
+	if !reflect.DeepEqual(got.KeyFields, want) {
+		t.Errorf("get: key fields %q, want %q", got.KeyFields, want)
+	}
+	if other := get(t, s, "k2"); other.KeyFields != nil {
+		t.Errorf("a step recorded without a summary reads back %q, want nil", other.KeyFields)
+	}
+	list, err := s.List(journal.Filter{Limit: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, st := range list {
+		if st.Key == "k1" && !reflect.DeepEqual(st.KeyFields, want) {
+			t.Errorf("list: key fields %q, want %q", st.KeyFields, want)
+		}
+	}
 }

@@ -84,6 +84,7 @@ func Run(t *testing.T, open Opener) {
 		{"Sweep", testSweep},
 		{"Lease", testLease},
 		{"Watch", testWatch},
+		{"KeyFields", testKeyFields},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, open) })

@@ -251,6 +251,7 @@
     confirmDialog('Approve this call?', step.key,
       [el('p', null, 'The next retry of exactly this request (body hash ', el('code', null, short(step.body_hash)), ') will be sent to ',
         el('code', null, step.method + ' ' + step.target), '.'),
+       keyFields(step),
        el('label', null, 'Note ', el('input', { name: 'note', size: 40 }))],
       'Approve', (f) => api('/v1/steps/' + encodeURIComponent(step.key) + '/approve', { method: 'POST', body: { note: f.get('note') || '' } }));
   }
@@ -284,6 +285,15 @@
 
   const short = (h) => (h ? h.slice(0, 12) + '…' : '');
 
+  // keyFields lists a step's key summary (redaction applied by the proxy):
+  // field and value, or the member name alone for a body keyed whole.
+  function keyFields(step) {
+    const fs = step.key_fields || [];
+    if (!fs.length) return '';
+    return el('ul', { class: 'key-fields' }, fs.map((f) => el('li', null, el('span', { class: 'kf-name' }, f.field),
+      f.value ? [' ', el('code', { class: 'kf-value' }, f.value)] : '')));
+  }
+
   // ---- views ---------------------------------------------------------------
 
   async function viewReview() {
@@ -293,7 +303,7 @@
       el('td', null, stepLink(s.key)), el('td', null, badge(s.hold)), el('td', { class: 'reason' }, s.hold_reason || '', s.last_error ? el('div', { class: 'detail' }, s.last_error) : ''),
       el('td', null, s.api + ' / ' + s.route), el('td', null, wfLink(s.workflow)), el('td', null, String(s.attempt)),
       el('td', null, age(s.updated_at)),
-      el('td', { class: 'summary' }, el('code', null, s.method + ' ' + s.target), el('br'), 'body ', el('code', null, short(s.body_hash))),
+      el('td', { class: 'summary' }, el('code', null, s.method + ' ' + s.target), el('br'), 'body ', el('code', null, short(s.body_hash)), keyFields(s)),
       el('td', { class: 'actions' }, actions(s))));
     show(el('h1', null, 'Review queue'),
       el('p', null, operator() ? 'Held steps, oldest first. Approving or resolving asks for confirmation.'
@@ -367,7 +377,7 @@
       dl([['status', badge(s.status)], ['hold', badge(s.hold)], ['hold reason', s.hold_reason], ['route', s.api + ' / ' + s.route],
         ['workflow', wfLink(s.workflow)], ['request', el('code', null, s.method + ' ' + s.target)], ['attempt', String(s.attempt)],
         ['operation id', s.operation_id], ['evidence', s.evidence], ['last error', s.last_error], ['decision', s.decision],
-        ['body hash', el('code', null, s.body_hash)], ['response', s.response_status ? String(s.response_status) + ' (' + s.response_bytes + ' bytes)' : ''],
+        ['key fields', keyFields(s)], ['body hash', el('code', null, s.body_hash)], ['response', s.response_status ? String(s.response_status) + ' (' + s.response_bytes + ' bytes)' : ''],
         ['response hash', s.response_hash ? el('code', null, s.response_hash) : ''], ['verification', verification],
         ['prompt version', s.prompt_version], ['policy version', s.policy_version],
         ['created', new Date(s.created_at).toLocaleString()], ['updated', new Date(s.updated_at).toLocaleString()]]),
