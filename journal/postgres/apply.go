@@ -91,6 +91,9 @@ func (j *Journal) Apply(ctx context.Context, key string, m journal.Mutation) (jo
 		if won {
 			j.commits.Add(1)
 			j.watch.signal(key)
+			if final(&step) {
+				j.notify.add(key) // other replicas' waiters (notify.go)
+			}
 			return step, nil
 		}
 		// Lost the race: another writer changed the step since the read.
@@ -254,7 +257,7 @@ func (j *Journal) write(ctx context.Context, p *pending) (journal.Step, bool, er
 	args := []any{
 		s.Key, int64(s.Revision), int64(readRev), int16(s.Status), int16(s.Hold), s.Retryable, s.Workflow,
 		int64(s.Epoch), int64(s.Fence), p.claimed, p.lease.Microseconds(), nullTime(s.VerifyBy), s.UpdatedAt,
-		string(p.record), body, types, froms, reasons, notes, final(s),
+		string(p.record), body, types, froms, reasons, notes, false, // NOTIFY: after the commit (notify.go)
 		f.ids, f.steps, f.held, f.started, f.retryable, f.verifying, f.done, f.prepared,
 		f.curStep, f.curRoute, f.inputHash, f.prompt, f.policy, j.channel,
 	}

@@ -22,8 +22,10 @@
 // statement that commits on its own under READ COMMITTED: the step's
 // UPDATE ... WHERE revision = <the revision read> (or INSERT ... ON
 // CONFLICT DO NOTHING for a new key), its events numbered Revision+1.. per
-// key, its workflow's counts, and for a final transition a pg_notify. A
-// writer that lost a race matches no row, writes nothing, reads again and
+// key and its workflow's counts; for a final transition a pg_notify
+// follows the commit, sent in batches by a goroutine of its own (a NOTIFY
+// inside the write would serialise commits on PostgreSQL's notification
+// lock; see notify.go). A writer that lost a race matches no row, writes nothing, reads again and
 // runs the mutation again. A guarded call therefore costs two committing
 // round trips (the claim, the outcome) and a replay one read.
 //

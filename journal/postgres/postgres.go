@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -20,6 +21,11 @@ import (
 // DefaultSchema is the schema that holds the journal's tables when
 // Options.Schema is empty.
 const DefaultSchema = "toolguard"
+
+// DefaultMaxConns is the journal's connection pool size when neither
+// Options.MaxConns nor the DSN's pool_max_conns sets one. Each replica also
+// holds one listener connection (Watch).
+const DefaultMaxConns = 16
 
 // Options configure Open and Migrate.
 type Options struct {
@@ -38,9 +44,10 @@ type Options struct {
 	// version is refused), no epoch, and writes fail with
 	// journal.ErrReadOnly.
 	ReadOnly bool
-	// MaxConns bounds the connection pool; 0 means pgxpool's default
-	// (the larger of 4 and the number of CPUs) unless the DSN sets
-	// pool_max_conns.
+	// MaxConns bounds the connection pool; 0 means DefaultMaxConns unless
+	// the DSN sets pool_max_conns. (pgxpool's own default, the larger of 4
+	// and the number of CPUs, made guarded calls at concurrency 64 wait for
+	// a connection on nearly every statement: bench/results/diary.md.)
 	MaxConns int32
 	// ConnectTimeout bounds a connection attempt; zero means 5s, unless the
 	// DSN sets connect_timeout.
@@ -91,8 +98,11 @@ func (o Options) poolConfig() (*pgxpool.Config, error) {
 	if cfg.ConnConfig.ConnectTimeout == 0 {
 		cfg.ConnConfig.ConnectTimeout = o.ConnectTimeout
 	}
-	if o.MaxConns > 0 {
+	switch {
+	case o.MaxConns > 0:
 		cfg.MaxConns = o.MaxConns
+	case !strings.Contains(o.DSN, "pool_max_conns"):
+		cfg.MaxConns = DefaultMaxConns
 	}
 	cfg.ConnConfig.RuntimeParams["search_path"] = pgx.Identifier{o.Schema}.Sanitize()
 	if o.ReadOnly {
@@ -116,6 +126,7 @@ type Journal struct {
 	closed   atomic.Bool
 	commits  atomic.Uint64
 	watch    *watcher
+	notify   *notifier
 	sql      statements
 	// anyTransition lets the package's own tests seed any state without
 	// the allowlist (journal.AllowedChange), which the conformance suite
@@ -145,6 +156,9 @@ func Open(ctx context.Context, opts Options) (*Journal, error) {
 	if err := j.init(ctx); err != nil {
 		pool.Close()
 		return nil, err
+	}
+	if !j.readOnly {
+		j.notify = newNotifier(j)
 	}
 	return j, nil
 }
@@ -242,6 +256,9 @@ func (j *Journal) Close() error {
 		return nil
 	}
 	j.watch.close()
+	if j.notify != nil {
+		j.notify.close()
+	}
 	j.pool.Close()
 	return nil
 }

@@ -6,7 +6,10 @@ type statements struct {
 }
 
 // The write of a transition is one statement: the step (s), its events
-// (e), its workflows' counts (w) and, for a final transition, a NOTIFY (n).
+// (e), its workflows' counts (w) and, when $20 asks for it, a NOTIFY (n).
+// toolguard passes false: a NOTIFY inside the write's transaction would
+// serialise commits on PostgreSQL's notification lock, so the notifier
+// sends it after the commit (notify.go).
 // Every part reads s, so a step write that matches no row (a lost race)
 // writes nothing else. Parameters:
 //
