@@ -90,6 +90,13 @@ type options struct {
 	replaySet    int
 	memConc      int
 	memBody      int
+	// backends are the journals to measure (bolt, postgres); dsn locates
+	// the PostgreSQL server on which each run creates a fresh database,
+	// with pgSettings (name=value) set on it.
+	grid       bool
+	backends   []string
+	dsn        string
+	pgSettings []string
 }
 
 func main() {
@@ -134,6 +141,11 @@ func parseFlags(args []string) (options, error) {
 	fs.IntVar(&o.replaySet, "replay-set", 2048, "intents committed before the replay cells, then cycled")
 	fs.IntVar(&o.memConc, "mem-conc", 256, "concurrency of the memory measurement")
 	fs.IntVar(&o.memBody, "mem-body", 64<<10, "body size in bytes of the memory measurement")
+	var backend, pgSet string
+	fs.BoolVar(&o.grid, "grid", true, "run the grid of scenarios × concurrencies × latencies (false: only the backends table, memory and in-process measurements)")
+	fs.StringVar(&backend, "backend", "bolt", "journal of the measured toolguard: bolt, postgres or both (postgres adds the cross-replica scenarios and a backends table)")
+	fs.StringVar(&o.dsn, "dsn", defaultDSN, "PostgreSQL server URL (backend postgres): each run creates a fresh database there and drops it at the end")
+	fs.StringVar(&pgSet, "pg-settings", "", "comma-separated name=value settings for the bench database (ALTER DATABASE ... SET), for experiments")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
@@ -164,6 +176,23 @@ func parseFlags(args []string) (options, error) {
 			return o, fmt.Errorf("-toolguard-env: %q is not TOOLGUARD_NAME=value, GOGC=…, GOMEMLIMIT=… or GOMAXPROCS=…", kv)
 		}
 		o.toolguardEnv = append(o.toolguardEnv, kv)
+	}
+	switch backend {
+	case "bolt", "postgres":
+		o.backends = []string{backend}
+	case "both":
+		o.backends = []string{"bolt", "postgres"}
+	default:
+		return o, fmt.Errorf("-backend: %q is not bolt, postgres or both", backend)
+	}
+	for _, kv := range strings.Split(pgSet, ",") {
+		if kv = strings.TrimSpace(kv); kv == "" {
+			continue
+		}
+		if k, _, ok := strings.Cut(kv, "="); !ok || !validSettingName(k) {
+			return o, fmt.Errorf("-pg-settings: %q is not name=value", kv)
+		}
+		o.pgSettings = append(o.pgSettings, kv)
 	}
 	if o.warmup <= 0 {
 		o.warmup = min(o.duration/6, 500*time.Millisecond).Round(time.Millisecond)
