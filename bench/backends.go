@@ -46,6 +46,11 @@ type backendCell struct {
 	// EffectsPerIntent is the upstream effects per intent sent (cross-dup):
 	// exactly 1 when no duplicate went through.
 	EffectsPerIntent *float64 `json:"effects_per_intent,omitempty"`
+	// CPU time per completed call (warm-up included) of the toolguard
+	// processes and of the PostgreSQL server processes connected to the
+	// bench database, in microseconds.
+	ToolguardCPUUS float64  `json:"toolguard_cpu_us_per_call"`
+	PostgresCPUUS  *float64 `json:"postgres_cpu_us_per_call,omitempty"`
 }
 
 // runBackends measures guarded and replay on each backend, and the
@@ -56,11 +61,13 @@ func runBackends(ctx context.Context, o options, rep *report, up *upstreams, pg 
 	for _, backend := range o.backends {
 		dir := filepath.Join(tmp, "backends-"+backend)
 		var envA, envB []string
+		var dbName string
 		if backend == "postgres" {
 			dsn, err := pg.create(ctx, "backends")
 			if err != nil {
 				return err
 			}
+			dbName = pg.last()
 			secret, err := writeSecret(dir)
 			if err != nil {
 				return err
@@ -100,7 +107,11 @@ func runBackends(ctx context.Context, o options, rep *report, up *upstreams, pg 
 				if ctx.Err() != nil {
 					return ctx.Err()
 				}
-				c, err := runBackendCell(ctx, o, e, backend, name, conc, procs)
+				var pgPIDs []int
+				if dbName != "" {
+					pgPIDs = pg.backendPIDs(ctx, dbName)
+				}
+				c, err := runBackendCell(ctx, o, e, backend, name, conc, procs, pgPIDs)
 				if err != nil {
 					return err
 				}
@@ -114,9 +125,14 @@ func runBackends(ctx context.Context, o options, rep *report, up *upstreams, pg 
 	return nil
 }
 
-func runBackendCell(ctx context.Context, o options, e *env, backend, name string, conc int, procs []*proc) (backendCell, error) {
+func runBackendCell(ctx context.Context, o options, e *env, backend, name string, conc int, procs []*proc, pgPIDs []int) (backendCell, error) {
 	runtime.GC()
 	var before []commitStats
+	var tgPIDs []int
+	for _, p := range procs {
+		tgPIDs = append(tgPIDs, p.pid())
+	}
+	tgCPU0, pgCPU0 := cpuTimes(tgPIDs), cpuTimes(pgPIDs)
 	for _, p := range procs {
 		s, _ := scrapeCommits(p.adminURL)
 		before = append(before, s)
@@ -133,8 +149,13 @@ func runBackendCell(ctx context.Context, o options, e *env, backend, name string
 		l = e.load(name, conc)
 	}
 	res := l.run(ctx, o.warmup, o.duration)
+	tgCPU, pgCPU := cpuTimes(tgPIDs)-tgCPU0, cpuTimes(pgPIDs)-pgCPU0
 	c := backendCell{Backend: backend, Scenario: name, Conc: conc, Requests: res.measured, Errors: res.errors,
 		FirstError: res.firstErr, RPS: res.rps(), P50MS: ms(res.percentile(0.5)), P99MS: ms(res.percentile(0.99))}
+	c.ToolguardCPUUS = perCall(float64(tgCPU.Microseconds()), res.total)
+	if len(pgPIDs) > 0 {
+		c.PostgresCPUUS = ptr(perCall(float64(pgCPU.Microseconds()), res.total))
+	}
 	var d commitStats
 	scraped := true
 	for i, p := range procs {
@@ -162,6 +183,10 @@ func runBackendCell(ctx context.Context, o options, e *env, backend, name string
 	extra := ""
 	if c.CommitsPerCall != nil {
 		extra = fmt.Sprintf("  %.3f commits/call", *c.CommitsPerCall)
+	}
+	extra += fmt.Sprintf("  CPU/call toolguard %.0f µs", c.ToolguardCPUUS)
+	if c.PostgresCPUUS != nil {
+		extra += fmt.Sprintf(", postgres %.0f µs", *c.PostgresCPUUS)
 	}
 	if c.EffectsPerIntent != nil {
 		extra += fmt.Sprintf("  %.4f effects/intent", *c.EffectsPerIntent)
@@ -248,8 +273,8 @@ func (r *report) writeBackends(b io.Writer) {
 		}
 		fmt.Fprintf(b, "\n\n")
 	}
-	fmt.Fprintf(b, "| backend | scenario | conc | req/s | p50 ms | p99 ms | errors | commits/call | commit mean ms | effects/intent |\n")
-	fmt.Fprintf(b, "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n")
+	fmt.Fprintf(b, "| backend | scenario | conc | req/s | p50 ms | p99 ms | errors | commits/call | commit mean ms | effects/intent | CPU µs/call toolguard | CPU µs/call PostgreSQL |\n")
+	fmt.Fprintf(b, "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n")
 	opt := func(f *float64, format string) string {
 		if f == nil {
 			return "–"
@@ -261,10 +286,10 @@ func (r *report) writeBackends(b io.Writer) {
 		if c.Errors > 0 {
 			errs = fmt.Sprintf("**%d**", c.Errors)
 		}
-		fmt.Fprintf(b, "| %s | %s | %d | %.0f | %.3f | %.3f | %s | %s | %s | %s |\n", c.Backend, c.Scenario, c.Conc, c.RPS, c.P50MS, c.P99MS,
-			errs, opt(c.CommitsPerCall, "%.3f"), opt(c.CommitMeanMS, "%.3f"), opt(c.EffectsPerIntent, "%.4f"))
+		fmt.Fprintf(b, "| %s | %s | %d | %.0f | %.3f | %.3f | %s | %s | %s | %s | %.0f | %s |\n", c.Backend, c.Scenario, c.Conc, c.RPS, c.P50MS, c.P99MS,
+			errs, opt(c.CommitsPerCall, "%.3f"), opt(c.CommitMeanMS, "%.3f"), opt(c.EffectsPerIntent, "%.4f"), c.ToolguardCPUUS, opt(c.PostgresCPUUS, "%.0f"))
 	}
-	fmt.Fprintf(b, "\ncommits/call: journal commits per completed call from GET /metrics (both replicas summed): bbolt group commits (shared by concurrent writes), PostgreSQL transactions (one per transition, each its own WAL flush unless the server groups them). The round trips are in the in-process table below.\n\n")
+	fmt.Fprintf(b, "\ncommits/call: journal commits per completed call from GET /metrics (both replicas summed): bbolt group commits (shared by concurrent writes), PostgreSQL transactions (one per transition, each its own WAL flush unless the server groups them). The round trips are in the in-process table below. CPU µs/call: user+system time of the toolguard process(es) and of the PostgreSQL backends connected to the bench database (not the WAL writer or checkpointer) per completed call, from /proc (10 ms ticks).\n\n")
 	for _, c := range r.Backends {
 		if c.FirstError != "" {
 			fmt.Fprintf(b, "- %s %s c%d: first error: `%s`\n", c.Backend, c.Scenario, c.Conc, c.FirstError)

@@ -25,6 +25,7 @@ type pgServer struct {
 	prefix   string
 	settings []string // name=value set on every database it creates
 	created  []string
+	names    []string // every database created, dropped or not
 }
 
 func newPGServer(dsn string, settings []string) *pgServer {
@@ -40,7 +41,7 @@ func (s *pgServer) create(ctx context.Context, what string) (string, error) {
 		return "", fmt.Errorf("-dsn: want a postgres:// URL")
 	}
 	name := s.prefix + "_" + what
-	conn, err := pgx.Connect(ctx, s.admin)
+	conn, err := pgx.Connect(ctx, s.adminDSN())
 	if err != nil {
 		return "", fmt.Errorf("connect to %s: %w", u.Redacted(), err)
 	}
@@ -57,8 +58,29 @@ func (s *pgServer) create(ctx context.Context, what string) (string, error) {
 		}
 	}
 	u.Path = "/" + name
+	s.names = append(s.names, name)
 	return u.String(), nil
 }
+
+// adminDSN is the -dsn without pgxpool's own parameters (pool_max_conns
+// and the like), which a single connection would send to the server.
+func (s *pgServer) adminDSN() string {
+	u, err := url.Parse(s.admin)
+	if err != nil {
+		return s.admin
+	}
+	q := u.Query()
+	for k := range q {
+		if strings.HasPrefix(k, "pool_") {
+			q.Del(k)
+		}
+	}
+	u.RawQuery = q.Encode()
+	return u.String()
+}
+
+// last is the name of the newest database create made.
+func (s *pgServer) last() string { return s.names[len(s.names)-1] }
 
 // drop removes every database create made.
 func (s *pgServer) drop() {
@@ -67,7 +89,7 @@ func (s *pgServer) drop() {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	conn, err := pgx.Connect(ctx, s.admin)
+	conn, err := pgx.Connect(ctx, s.adminDSN())
 	if err != nil {
 		progress("drop bench databases: %v", err)
 		return
@@ -83,7 +105,7 @@ func (s *pgServer) drop() {
 
 // serverSettings reads the server settings that bound a commit.
 func (s *pgServer) serverSettings(ctx context.Context) ([]string, error) {
-	conn, err := pgx.Connect(ctx, s.admin)
+	conn, err := pgx.Connect(ctx, s.adminDSN())
 	if err != nil {
 		return nil, err
 	}

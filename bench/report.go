@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 )
@@ -195,7 +196,9 @@ func (r *report) markdown() string {
 	fmt.Fprintln(&b)
 	r.writeTargets(&b)
 	for _, lat := range r.LatenciesMS {
-		r.writeCells(&b, lat)
+		if slices.ContainsFunc(r.Cells, func(c cell) bool { return c.LatencyMS == lat }) {
+			r.writeCells(&b, lat)
+		}
 	}
 	r.writeMemory(&b)
 	r.writeBackends(&b)
