@@ -10,7 +10,9 @@ import (
 	"net/http"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"sync/atomic"
+	"time"
 )
 
 // Scenarios of the backends table that need two toolguard processes on
@@ -51,6 +53,10 @@ type backendCell struct {
 	// bench database, in microseconds.
 	ToolguardCPUUS float64  `json:"toolguard_cpu_us_per_call"`
 	PostgresCPUUS  *float64 `json:"postgres_cpu_us_per_call,omitempty"`
+	// Waits are the bench database's active server processes by what they
+	// waited on (sampled every 5 ms; "CPU" when running): the mean number
+	// of processes in each state, the five most frequent.
+	Waits []string `json:"postgres_waits,omitempty"`
 }
 
 // runBackends measures guarded and replay on each backend, and the
@@ -108,10 +114,16 @@ func runBackends(ctx context.Context, o options, rep *report, up *upstreams, pg 
 					return ctx.Err()
 				}
 				var pgPIDs []int
+				var ws *waitSampler
 				if dbName != "" {
 					pgPIDs = pg.backendPIDs(ctx, dbName)
+					ws = pg.sampleWaits(ctx, dbName, 5*time.Millisecond)
 				}
 				c, err := runBackendCell(ctx, o, e, backend, name, conc, procs, pgPIDs)
+				if ws != nil {
+					c.Waits = ws.finish()
+					progress("  waits (mean active backends): %v", c.Waits)
+				}
 				if err != nil {
 					return err
 				}
@@ -290,6 +302,13 @@ func (r *report) writeBackends(b io.Writer) {
 			errs, opt(c.CommitsPerCall, "%.3f"), opt(c.CommitMeanMS, "%.3f"), opt(c.EffectsPerIntent, "%.4f"), c.ToolguardCPUUS, opt(c.PostgresCPUUS, "%.0f"))
 	}
 	fmt.Fprintf(b, "\ncommits/call: journal commits per completed call from GET /metrics (both replicas summed): bbolt group commits (shared by concurrent writes), PostgreSQL transactions (one per transition, each its own WAL flush unless the server groups them). The round trips are in the in-process table below. CPU µs/call: user+system time of the toolguard process(es) and of the PostgreSQL backends connected to the bench database (not the WAL writer or checkpointer) per completed call, from /proc (10 ms ticks).\n\n")
+	fmt.Fprintf(b, "PostgreSQL waits: the bench database's active backends sampled every 5 ms during the cell (warm-up included), mean number per state; CPU = running or runnable.\n\n")
+	for _, c := range r.Backends {
+		if len(c.Waits) > 0 {
+			fmt.Fprintf(b, "- %s %s c%d: %s\n", c.Backend, c.Scenario, c.Conc, strings.Join(c.Waits, ", "))
+		}
+	}
+	fmt.Fprintln(b)
 	for _, c := range r.Backends {
 		if c.FirstError != "" {
 			fmt.Fprintf(b, "- %s %s c%d: first error: `%s`\n", c.Backend, c.Scenario, c.Conc, c.FirstError)

@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -66,6 +67,81 @@ func (s *pgServer) backendPIDs(ctx context.Context, name string) []int {
 	out := make([]int, len(pids))
 	for i, p := range pids {
 		out[i] = int(p)
+	}
+	return out
+}
+
+// waitSampler samples what the active server processes of one database
+// are waiting on (pg_stat_activity.wait_event; "CPU" when none) while a
+// load runs.
+type waitSampler struct {
+	stop   context.CancelFunc
+	done   chan map[string]int
+	sample int
+}
+
+func (s *pgServer) sampleWaits(ctx context.Context, name string, every time.Duration) *waitSampler {
+	ctx, cancel := context.WithCancel(ctx)
+	w := &waitSampler{stop: cancel, done: make(chan map[string]int, 1)}
+	go func() {
+		counts := map[string]int{}
+		defer func() { w.done <- counts }()
+		conn, err := pgx.Connect(ctx, s.adminDSN())
+		if err != nil {
+			return
+		}
+		defer conn.Close(context.Background())
+		t := time.NewTicker(every)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+			rows, err := conn.Query(ctx, `SELECT coalesce(wait_event_type || ':' || wait_event, 'CPU') FROM pg_stat_activity
+				WHERE datname = $1 AND state = 'active' AND pid <> pg_backend_pid()`, name)
+			if err != nil {
+				return
+			}
+			events, err := pgx.CollectRows(rows, pgx.RowTo[string])
+			if err != nil {
+				return
+			}
+			for _, e := range events {
+				counts[e]++
+			}
+			counts[""]++ // the number of samples
+		}
+	}()
+	return w
+}
+
+// finish stops sampling and returns the wait events seen, most frequent
+// first, as the mean number of active processes in each.
+func (w *waitSampler) finish() []string {
+	w.stop()
+	counts := <-w.done
+	n := counts[""]
+	delete(counts, "")
+	if n == 0 {
+		return nil
+	}
+	type kv struct {
+		k string
+		v int
+	}
+	var all []kv
+	for k, v := range counts {
+		all = append(all, kv{k, v})
+	}
+	slices.SortFunc(all, func(a, b kv) int { return b.v - a.v })
+	var out []string
+	for i, e := range all {
+		if i == 5 {
+			break
+		}
+		out = append(out, fmt.Sprintf("%s %.2f", e.k, float64(e.v)/float64(n)))
 	}
 	return out
 }
