@@ -99,8 +99,12 @@ func (s *pgServer) sampleWaits(ctx context.Context, name string, every time.Dura
 				return
 			case <-t.C:
 			}
-			rows, err := conn.Query(ctx, `SELECT coalesce(wait_event_type || ':' || wait_event, 'CPU') FROM pg_stat_activity
-				WHERE datname = $1 AND state = 'active' AND pid <> pg_backend_pid()`, name)
+			// A heavyweight lock wait names its object: class/object/database
+			// (pg_database/0/0 is the lock NOTIFY takes at commit).
+			rows, err := conn.Query(ctx, `SELECT coalesce(a.wait_event_type || ':' || a.wait_event, 'CPU') ||
+				coalesce(' (' || (SELECT l.classid::regclass || '/' || l.objid || '/' || l.database FROM pg_locks l
+					WHERE l.pid = a.pid AND NOT l.granted AND l.locktype = 'object' LIMIT 1) || ')', '')
+				FROM pg_stat_activity a WHERE a.datname = $1 AND a.state = 'active' AND a.pid <> pg_backend_pid()`, name)
 			if err != nil {
 				return
 			}
