@@ -9,6 +9,8 @@
 //	go run ./bench -cpuprofile           # also profile the in-process proxy (guarded, replay; conc 64)
 //	go run ./bench -memprofile           # and its heap (guarded, conc 256, 64 KiB bodies)
 //	go run ./bench -toolguard-env TOOLGUARD_UPSTREAM_MAX_IDLE_CONNS_PER_HOST=512   # an experiment
+//	go run ./bench -backend both -conc 1,64 -latency 0 -duration 2s -memory=false  # bbolt next to PostgreSQL
+//	go run ./bench -backend postgres -grid=false -conc 64 -dsn 'postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable&pool_max_conns=16' -pg-settings synchronous_commit=off
 //
 // # What runs
 //
@@ -48,6 +50,37 @@
 // call and their durations; with -cpuprofile its CPU profiles under guarded
 // and replay load at concurrency 64 are written with pprof labels
 // role=proxy|client|upstream (go tool pprof -tagfocus role=proxy).
+//
+// # Journal backends
+//
+// -backend postgres or both adds a table of journal scenarios at every
+// concurrency (upstream latency 0) on fresh toolguard processes per
+// backend: guarded and replay on each, and on PostgreSQL two more with
+// TWO toolguard processes on one database (sharing journal.secret_file):
+//
+//	cross-replica  a new intent forwarded by one replica, then replayed
+//	               through the other (which is which alternates)
+//	cross-dup      one new intent sent to both replicas at once: one must
+//	               forward, the other replay; the upstream's effects per
+//	               intent are counted (1 when none was doubled)
+//
+// Each row has the journal commits per call (GET /metrics of both
+// replicas), the CPU time per call of the toolguard processes and of the
+// PostgreSQL backends connected to the bench database (/proc: the server
+// runs on this machine), and what those backends waited on, sampled from
+// pg_stat_activity every 5 ms (a lock wait names its object). The
+// in-process toolguard runs on each backend too: on PostgreSQL its pgx
+// pool's acquisitions count the statements per call (one round trip each
+// once pgx has cached the prepared statement), and the acquisitions that
+// waited for a free connection.
+//
+// -dsn names the server (default the local one, user postgres): the
+// harness creates a fresh database per use (the grid with -backend
+// postgres, the backends table, the in-process toolguard) and drops them
+// all at the end; pool_max_conns and other pgxpool parameters in -dsn go to
+// toolguard's journal only. -pg-settings sets name=value on those databases
+// (ALTER DATABASE ... SET, e.g. synchronous_commit=off, commit_delay=200),
+// never on the server. -grid=false skips the grid.
 //
 // Before the grid and after the run, a probe times fdatasync of a 4 KiB
 // write on the journal's file system: guarded calls are bounded by it, and
