@@ -62,6 +62,7 @@ func run(ctx context.Context, o options) error {
 			return fmt.Errorf("read PostgreSQL settings: %w", err)
 		}
 		rep.PGSettings = o.pgSettings
+		rep.Notes = append(rep.Notes, "On PostgreSQL every transition is its own transaction (no group commit across calls in toolguard): a guarded call is 2 commits and 5 statements, bounded by the journal's pgx pool (4 connections by default; pool_max_conns in the DSN), by the lock NOTIFY takes at commit (pg_database/0/0 in the waits: the outcome's commit, WAL flush included, is serialized across the server) and by the WAL flush; see bench/results/diary.md.")
 		progress("PostgreSQL %v", rep.PGServer)
 	}
 	gridEnv := o.toolguardEnv
