@@ -15,9 +15,12 @@ import (
 	"runtime/pprof"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/toolguard/toolguard/config"
 	"github.com/toolguard/toolguard/internal/wire"
 	"github.com/toolguard/toolguard/journal"
+	"github.com/toolguard/toolguard/journal/postgres"
 	"github.com/toolguard/toolguard/proxy"
 	"github.com/toolguard/toolguard/rules"
 )
@@ -28,7 +31,10 @@ import (
 // Its serving goroutines and the journal's committer carry the pprof label
 // role=proxy.
 type inproc struct {
-	journal *journal.Bolt
+	journal inprocJournal
+	// pool is the PostgreSQL journal's connection pool (nil on bbolt):
+	// its acquisitions count the statements, one round trip each.
+	pool    *pgxpool.Pool
 	proxy   *proxy.Server
 	commits *commitRecorder
 	server  *http.Server
@@ -36,7 +42,16 @@ type inproc struct {
 	roots   *x509.CertPool
 }
 
-func startInproc(dir, rulesDir, upstreamCAFile string) (*inproc, error) {
+// inprocJournal is what the harness needs of either backend.
+type inprocJournal interface {
+	proxy.Store
+	Commits() uint64
+	Close() error
+}
+
+// startInproc wires toolguard in this process on a bbolt journal in dir,
+// or, when dsn is not empty, on the PostgreSQL database at dsn.
+func startInproc(dir, rulesDir, upstreamCAFile, dsn string) (*inproc, error) {
 	cfg := config.Default()
 	cfg.Journal.Path = filepath.Join(dir, "tg.db")
 	cfg.Upstream.CAFile = upstreamCAFile
@@ -61,14 +76,26 @@ func startInproc(dir, rulesDir, upstreamCAFile string) (*inproc, error) {
 		rec.observe(d, batch)
 	}
 	// The journal's committer goroutine inherits the label too.
-	var j *journal.Bolt
-	pprof.Do(context.Background(), pprof.Labels("role", "proxy"), func(context.Context) {
-		j, err = journal.Open(cfg.Journal.Path, journal.Options{Timeout: cfg.Journal.OpenTimeout, Logger: log, OnCommit: onCommit})
+	var j inprocJournal
+	var maint proxy.Maintainer
+	var pool *pgxpool.Pool
+	pprof.Do(context.Background(), pprof.Labels("role", "proxy"), func(ctx context.Context) {
+		if dsn == "" {
+			var b *journal.Bolt
+			b, err = journal.Open(cfg.Journal.Path, journal.Options{Timeout: cfg.Journal.OpenTimeout, Logger: log, OnCommit: onCommit})
+			j, maint = b, b
+			return
+		}
+		var pg *postgres.Journal
+		pg, err = postgres.Open(ctx, postgres.Options{DSN: dsn, Secret: secret, Logger: log, OnCommit: onCommit})
+		if err == nil {
+			j, pool = pg, pg.Pool()
+		}
 	})
 	if err != nil {
 		return nil, err
 	}
-	srv, err := wire.Proxy(cfg, wire.Deps{Rules: set, Journal: j, Maintainer: j, Secret: secret, CA: ca, Metrics: metrics, Logger: log})
+	srv, err := wire.Proxy(cfg, wire.Deps{Rules: set, Journal: j, Maintainer: maint, Secret: secret, CA: ca, Metrics: metrics, Logger: log})
 	if err != nil {
 		j.Close()
 		return nil, err
@@ -85,7 +112,7 @@ func startInproc(dir, rulesDir, upstreamCAFile string) (*inproc, error) {
 	go pprof.Do(context.Background(), pprof.Labels("role", "proxy"), func(context.Context) { hs.Serve(ln) })
 	roots := x509.NewCertPool()
 	roots.AddCert(ca.Cert)
-	return &inproc{journal: j, proxy: srv, commits: rec, server: hs, url: &url.URL{Scheme: "http", Host: ln.Addr().String()}, roots: roots}, nil
+	return &inproc{journal: j, pool: pool, proxy: srv, commits: rec, server: hs, url: &url.URL{Scheme: "http", Host: ln.Addr().String()}, roots: roots}, nil
 }
 
 func (p *inproc) close() {
@@ -97,11 +124,33 @@ func (p *inproc) close() {
 // withCommits runs l and returns what it measured with the journal
 // commits made meanwhile (warm-up included, as in res.total): the count
 // from the journal's own counter, durations and batch sizes from OnCommit.
-func (p *inproc) withCommits(ctx context.Context, l load, o options) (loadResult, uint64, commitStats) {
-	before := p.journal.Commits()
+func (p *inproc) withCommits(ctx context.Context, l load, o options) (loadResult, uint64, commitStats, poolStats) {
+	before, pb := p.journal.Commits(), p.poolStats()
 	p.commits.take()
 	res := l.run(ctx, o.warmup, o.duration)
-	return res, p.journal.Commits() - before, p.commits.take()
+	return res, p.journal.Commits() - before, p.commits.take(), p.poolStats().sub(pb)
+}
+
+// poolStats are a PostgreSQL journal's connection pool counters.
+type poolStats struct {
+	// Acquires counts statements (each acquires a connection once);
+	// Waits the acquisitions that found no idle connection and waited
+	// for one, WaitTime their total wait.
+	Acquires, Waits int64
+	WaitTime        time.Duration
+	MaxConns        int32
+}
+
+func (p *inproc) poolStats() poolStats {
+	if p.pool == nil {
+		return poolStats{}
+	}
+	st := p.pool.Stat()
+	return poolStats{Acquires: st.AcquireCount(), Waits: st.EmptyAcquireCount(), WaitTime: st.EmptyAcquireWaitTime(), MaxConns: st.MaxConns()}
+}
+
+func (s poolStats) sub(b poolStats) poolStats {
+	return poolStats{Acquires: s.Acquires - b.Acquires, Waits: s.Waits - b.Waits, WaitTime: s.WaitTime - b.WaitTime, MaxConns: s.MaxConns}
 }
 
 // profileCPU writes a CPU profile of the whole harness to path while l runs

@@ -33,6 +33,11 @@ type load struct {
 	// dials counts the connections the client opened: about conc when
 	// keep-alive works.
 	dials *atomic.Int64
+	// do, when set, replaces sending next(w, i) through client: one call
+	// of a scenario that sends through more than one proxy.
+	do func(ctx context.Context, w, i int) error
+	// done, when set, runs after the load (closing do's other clients).
+	done func()
 }
 
 func newLoad(conc int, proxy *url.URL, roots *x509.CertPool, next func(w, i int) *http.Request, check func(*http.Response) error) load {
@@ -114,6 +119,9 @@ func (l load) run(ctx context.Context, warmup, d time.Duration) loadResult {
 	}
 	wg.Wait()
 	l.client.CloseIdleConnections()
+	if l.done != nil {
+		l.done()
+	}
 	r := merge(per, until.Sub(from))
 	if l.dials != nil {
 		r.dials = int(l.dials.Load())
@@ -156,6 +164,9 @@ func (l load) worker(ctx context.Context, w int, from, until time.Time, r *worke
 // once sends one request and reads its answer whole, so that the
 // connection is reused.
 func (l load) once(ctx context.Context, w, i int) error {
+	if l.do != nil {
+		return l.do(ctx, w, i)
+	}
 	return send(l.client, l.next(w, i).WithContext(ctx), l.check)
 }
 

@@ -9,6 +9,8 @@
 //	go run ./bench -cpuprofile           # also profile the in-process proxy (guarded, replay; conc 64)
 //	go run ./bench -memprofile           # and its heap (guarded, conc 256, 64 KiB bodies)
 //	go run ./bench -toolguard-env TOOLGUARD_UPSTREAM_MAX_IDLE_CONNS_PER_HOST=512   # an experiment
+//	go run ./bench -backend both -conc 1,64 -latency 0 -duration 2s -memory=false  # bbolt next to PostgreSQL
+//	go run ./bench -backend postgres -grid=false -conc 64 -dsn 'postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable&pool_max_conns=16' -pg-settings synchronous_commit=off
 //
 // # What runs
 //
@@ -48,6 +50,37 @@
 // call and their durations; with -cpuprofile its CPU profiles under guarded
 // and replay load at concurrency 64 are written with pprof labels
 // role=proxy|client|upstream (go tool pprof -tagfocus role=proxy).
+//
+// # Journal backends
+//
+// -backend postgres or both adds a table of journal scenarios at every
+// concurrency (upstream latency 0) on fresh toolguard processes per
+// backend: guarded and replay on each, and on PostgreSQL two more with
+// TWO toolguard processes on one database (sharing journal.secret_file):
+//
+//	cross-replica  a new intent forwarded by one replica, then replayed
+//	               through the other (which is which alternates)
+//	cross-dup      one new intent sent to both replicas at once: one must
+//	               forward, the other replay; the upstream's effects per
+//	               intent are counted (1 when none was doubled)
+//
+// Each row has the journal commits per call (GET /metrics of both
+// replicas), the CPU time per call of the toolguard processes and of the
+// PostgreSQL backends connected to the bench database (/proc: the server
+// runs on this machine), and what those backends waited on, sampled from
+// pg_stat_activity every 5 ms (a lock wait names its object). The
+// in-process toolguard runs on each backend too: on PostgreSQL its pgx
+// pool's acquisitions count the statements per call (one round trip each
+// once pgx has cached the prepared statement), and the acquisitions that
+// waited for a free connection.
+//
+// -dsn names the server (default the local one, user postgres): the
+// harness creates a fresh database per use (the grid with -backend
+// postgres, the backends table, the in-process toolguard) and drops them
+// all at the end; pool_max_conns and other pgxpool parameters in -dsn go to
+// toolguard's journal only. -pg-settings sets name=value on those databases
+// (ALTER DATABASE ... SET, e.g. synchronous_commit=off, commit_delay=200),
+// never on the server. -grid=false skips the grid.
 //
 // Before the grid and after the run, a probe times fdatasync of a 4 KiB
 // write on the journal's file system: guarded calls are bounded by it, and
@@ -90,6 +123,13 @@ type options struct {
 	replaySet    int
 	memConc      int
 	memBody      int
+	// backends are the journals to measure (bolt, postgres); dsn locates
+	// the PostgreSQL server on which each run creates a fresh database,
+	// with pgSettings (name=value) set on it.
+	grid       bool
+	backends   []string
+	dsn        string
+	pgSettings []string
 }
 
 func main() {
@@ -134,6 +174,11 @@ func parseFlags(args []string) (options, error) {
 	fs.IntVar(&o.replaySet, "replay-set", 2048, "intents committed before the replay cells, then cycled")
 	fs.IntVar(&o.memConc, "mem-conc", 256, "concurrency of the memory measurement")
 	fs.IntVar(&o.memBody, "mem-body", 64<<10, "body size in bytes of the memory measurement")
+	var backend, pgSet string
+	fs.BoolVar(&o.grid, "grid", true, "run the grid of scenarios × concurrencies × latencies (false: only the backends table, memory and in-process measurements)")
+	fs.StringVar(&backend, "backend", "bolt", "journal of the measured toolguard: bolt, postgres or both (postgres adds the cross-replica scenarios and a backends table)")
+	fs.StringVar(&o.dsn, "dsn", defaultDSN, "PostgreSQL server URL (backend postgres): each run creates a fresh database there and drops it at the end")
+	fs.StringVar(&pgSet, "pg-settings", "", "comma-separated name=value settings for the bench database (ALTER DATABASE ... SET), for experiments")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
@@ -164,6 +209,23 @@ func parseFlags(args []string) (options, error) {
 			return o, fmt.Errorf("-toolguard-env: %q is not TOOLGUARD_NAME=value, GOGC=…, GOMEMLIMIT=… or GOMAXPROCS=…", kv)
 		}
 		o.toolguardEnv = append(o.toolguardEnv, kv)
+	}
+	switch backend {
+	case "bolt", "postgres":
+		o.backends = []string{backend}
+	case "both":
+		o.backends = []string{"bolt", "postgres"}
+	default:
+		return o, fmt.Errorf("-backend: %q is not bolt, postgres or both", backend)
+	}
+	for _, kv := range strings.Split(pgSet, ",") {
+		if kv = strings.TrimSpace(kv); kv == "" {
+			continue
+		}
+		if k, _, ok := strings.Cut(kv, "="); !ok || !validSettingName(k) {
+			return o, fmt.Errorf("-pg-settings: %q is not name=value", kv)
+		}
+		o.pgSettings = append(o.pgSettings, kv)
 	}
 	if o.warmup <= 0 {
 		o.warmup = min(o.duration/6, 500*time.Millisecond).Round(time.Millisecond)

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 )
@@ -32,6 +33,9 @@ type report struct {
 	Cells         []cell            `json:"cells"`
 	Memory        []memCell         `json:"memory,omitempty"`
 	Journal       []journalCell     `json:"journal,omitempty"`
+	Backends      []backendCell     `json:"backends,omitempty"`
+	PGServer      []string          `json:"postgres_server,omitempty"`
+	PGSettings    []string          `json:"postgres_database_settings,omitempty"`
 	Targets       []target          `json:"targets,omitempty"`
 	Profiles      []string          `json:"profiles,omitempty"`
 	Notes         []string          `json:"notes,omitempty"`
@@ -87,6 +91,7 @@ type memCell struct {
 // journalCell is one load on the in-process toolguard with the journal
 // commits it cost.
 type journalCell struct {
+	Backend        string  `json:"backend"`
 	Scenario       string  `json:"scenario"`
 	Conc           int     `json:"concurrency"`
 	Calls          int     `json:"calls"`
@@ -102,6 +107,14 @@ type journalCell struct {
 	RPS             float64 `json:"rps"`
 	P50MS           float64 `json:"p50_ms"`
 	P99MS           float64 `json:"p99_ms"`
+	// PostgreSQL only: statements sent (pool acquisitions, one round trip
+	// each once pgx cached the prepared statement), and the acquisitions
+	// that waited for a free connection of the pool's PoolMaxConns.
+	Statements        int64   `json:"statements,omitempty"`
+	StatementsPerCall float64 `json:"statements_per_call,omitempty"`
+	PoolWaits         int64   `json:"pool_waits,omitempty"`
+	PoolWaitMeanMS    float64 `json:"pool_wait_mean_ms,omitempty"`
+	PoolMaxConns      int32   `json:"pool_max_conns,omitempty"`
 }
 
 // target is one of the issue's targets, evaluated.
@@ -183,9 +196,12 @@ func (r *report) markdown() string {
 	fmt.Fprintln(&b)
 	r.writeTargets(&b)
 	for _, lat := range r.LatenciesMS {
-		r.writeCells(&b, lat)
+		if slices.ContainsFunc(r.Cells, func(c cell) bool { return c.LatencyMS == lat }) {
+			r.writeCells(&b, lat)
+		}
 	}
 	r.writeMemory(&b)
+	r.writeBackends(&b)
 	r.writeJournal(&b)
 	fmt.Fprintf(&b, "## Scenarios\n\n")
 	for _, name := range allScenarios {
@@ -263,15 +279,20 @@ func (r *report) writeJournal(b io.Writer) {
 	if len(r.Journal) == 0 {
 		return
 	}
-	fmt.Fprintf(b, "## Journal commits per call (in-process toolguard, upstream latency 0)\n\n")
-	fmt.Fprintf(b, "| scenario | conc | calls | commits | commits/call | writes/commit | commit mean ms | commit p50 ms | commit p99 ms | req/s | p50 ms | p99 ms | errors |\n")
-	fmt.Fprintf(b, "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n")
+	fmt.Fprintf(b, "## Journal commits and round trips per call (in-process toolguard, upstream latency 0)\n\n")
+	fmt.Fprintf(b, "| backend | scenario | conc | calls | commits | commits/call | writes/commit | commit mean ms | commit p50 ms | commit p99 ms | statements/call | pool waits (mean ms) | req/s | p50 ms | p99 ms | errors |\n")
+	fmt.Fprintf(b, "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n")
 	for _, j := range r.Journal {
-		fmt.Fprintf(b, "| %s | %d | %d | %d | %.3f | %.1f | %.3f | %.3f | %.3f | %.0f | %.3f | %.3f | %d |\n",
-			j.Scenario, j.Conc, j.Calls, j.Commits, j.CommitsPerCall, j.WritesPerCommit, j.CommitMeanMS, j.CommitP50MS, j.CommitP99MS,
-			j.RPS, j.P50MS, j.P99MS, j.Errors)
+		stmts, waits := "–", "–"
+		if j.Backend == "postgres" {
+			stmts = fmt.Sprintf("%.3f", j.StatementsPerCall)
+			waits = fmt.Sprintf("%d of %d (%.3f), pool %d", j.PoolWaits, j.Statements, j.PoolWaitMeanMS, j.PoolMaxConns)
+		}
+		fmt.Fprintf(b, "| %s | %s | %d | %d | %d | %.3f | %.1f | %.3f | %.3f | %.3f | %s | %s | %.0f | %.3f | %.3f | %d |\n",
+			j.Backend, j.Scenario, j.Conc, j.Calls, j.Commits, j.CommitsPerCall, j.WritesPerCommit, j.CommitMeanMS, j.CommitP50MS, j.CommitP99MS,
+			stmts, waits, j.RPS, j.P50MS, j.P99MS, j.Errors)
 	}
-	fmt.Fprintln(b)
+	fmt.Fprintf(b, "\ncommits: the journal's own counter (bbolt: group commits; PostgreSQL: committed transition statements). statements/call (PostgreSQL): acquisitions of the journal's pgx pool per call, one per statement, each one round trip once pgx has cached its prepared statement (reads included); pool waits: acquisitions that found every connection busy.\n\n")
 	if len(r.Profiles) > 0 {
 		fmt.Fprintf(b, "Profiles of the in-process proxy (written as *.prof, which .gitignore keeps out of commits):\n\n")
 	}

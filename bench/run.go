@@ -54,8 +54,39 @@ func run(ctx context.Context, o options) error {
 	}
 	probe("before the grid")
 
-	if err := runGrid(ctx, o, rep, up, bin, tmp, rulesDir, configFile); err != nil {
-		return err
+	var pg *pgServer
+	if slices.Contains(o.backends, "postgres") {
+		pg = newPGServer(o.dsn, o.pgSettings)
+		defer pg.drop()
+		if rep.PGServer, err = pg.serverSettings(ctx); err != nil {
+			return fmt.Errorf("read PostgreSQL settings: %w", err)
+		}
+		rep.PGSettings = o.pgSettings
+		rep.Notes = append(rep.Notes, "On PostgreSQL every transition is its own transaction (no group commit across calls in toolguard): a guarded call is 2 commits and 5 statements, bounded by the journal's pgx pool (4 connections by default; pool_max_conns in the DSN), by the lock NOTIFY takes at commit (pg_database/0/0 in the waits: the outcome's commit, WAL flush included, is serialized across the server) and by the WAL flush; see bench/results/diary.md.")
+		progress("PostgreSQL %v", rep.PGServer)
+	}
+	gridEnv := o.toolguardEnv
+	if len(o.backends) == 1 && o.backends[0] == "postgres" && usesToolguard(o.scenarios) {
+		dsn, err := pg.create(ctx, "grid")
+		if err != nil {
+			return err
+		}
+		secret, err := writeSecret(filepath.Join(tmp, "grid-secret"))
+		if err != nil {
+			return err
+		}
+		gridEnv = append(append([]string{}, gridEnv...), pgEnv(dsn, secret)...)
+		rep.Notes = append(rep.Notes, "The grid's toolguard journals on PostgreSQL (-backend postgres).")
+	}
+	if o.grid {
+		if err := runGrid(ctx, o, rep, up, bin, tmp, rulesDir, configFile, gridEnv); err != nil {
+			return err
+		}
+	}
+	if pg != nil && ctx.Err() == nil {
+		if err := runBackends(ctx, o, rep, up, pg, bin, tmp, rulesDir, configFile); err != nil {
+			return err
+		}
 	}
 	if o.memory && ctx.Err() == nil {
 		if err := runMemory(ctx, o, rep, up, bin, tmp, rulesDir, configFile); err != nil {
@@ -63,8 +94,16 @@ func run(ctx context.Context, o options) error {
 		}
 	}
 	if o.inproc && ctx.Err() == nil {
-		if err := runInproc(ctx, o, rep, up, tmp, rulesDir, filepath.Join(tmp, "upstream-ca.pem")); err != nil {
-			return err
+		for _, backend := range o.backends {
+			dsn := ""
+			if backend == "postgres" {
+				if dsn, err = pg.create(ctx, "inproc"); err != nil {
+					return err
+				}
+			}
+			if err := runInproc(ctx, o, rep, up, tmp, rulesDir, filepath.Join(tmp, "upstream-ca.pem"), backend, dsn); err != nil {
+				return err
+			}
 		}
 	}
 	if err := ctx.Err(); err != nil {
@@ -123,11 +162,11 @@ func newReport(ctx context.Context, o options, root string, started time.Time) *
 
 // runGrid runs every scenario at every latency and concurrency against
 // one toolguard and one bare goproxy.
-func runGrid(ctx context.Context, o options, rep *report, up *upstreams, bin, tmp, rulesDir, configFile string) error {
+func runGrid(ctx context.Context, o options, rep *report, up *upstreams, bin, tmp, rulesDir, configFile string, tgEnv []string) error {
 	e := &env{up: up, intents: newIntents(), mcpCalls: &mcpCalls{nonce: strconv.FormatInt(time.Now().UnixNano(), 36)}}
 	procs := map[string]*proc{}
 	if usesToolguard(o.scenarios) {
-		tg, err := startToolguard(bin, filepath.Join(tmp, "grid"), rulesDir, configFile, o.toolguardEnv)
+		tg, err := startToolguard(bin, filepath.Join(tmp, "grid"), rulesDir, configFile, tgEnv)
 		if err != nil {
 			return err
 		}
@@ -313,9 +352,9 @@ func runMemory(ctx context.Context, o options, rep *report, up *upstreams, bin, 
 
 // runInproc measures journal commits per guarded and replayed call on an
 // in-process toolguard, and profiles it when asked.
-func runInproc(ctx context.Context, o options, rep *report, up *upstreams, tmp, rulesDir, caFile string) error {
+func runInproc(ctx context.Context, o options, rep *report, up *upstreams, tmp, rulesDir, caFile, backend, dsn string) error {
 	up.setLatency(0)
-	p, err := startInproc(filepath.Join(tmp, "inproc"), rulesDir, caFile)
+	p, err := startInproc(filepath.Join(tmp, "inproc-"+backend), rulesDir, caFile, dsn)
 	if err != nil {
 		return fmt.Errorf("in-process toolguard: %w", err)
 	}
@@ -330,8 +369,8 @@ func runInproc(ctx context.Context, o options, rep *report, up *upstreams, tmp, 
 				return ctx.Err()
 			}
 			runtime.GC()
-			res, commits, st := p.withCommits(ctx, e.load(name, conc), o)
-			jc := journalCell{Scenario: name, Conc: conc, Calls: res.total, Commits: commits,
+			res, commits, st, ps := p.withCommits(ctx, e.load(name, conc), o)
+			jc := journalCell{Backend: backend, Scenario: name, Conc: conc, Calls: res.total, Commits: commits,
 				CommitsPerCall: perCall(float64(commits), res.total), Errors: res.errors,
 				RPS: res.rps(), P50MS: ms(res.percentile(0.5)), P99MS: ms(res.percentile(0.99)),
 				CommitP50MS: ms(st.P50), CommitP99MS: ms(st.P99)}
@@ -339,9 +378,18 @@ func runInproc(ctx context.Context, o options, rep *report, up *upstreams, tmp, 
 				jc.WritesPerCommit = st.Writes / st.Commits
 				jc.CommitMeanMS = st.Seconds * 1000 / st.Commits
 			}
+			if backend == "postgres" {
+				jc.Statements, jc.StatementsPerCall = ps.Acquires, perCall(float64(ps.Acquires), res.total)
+				jc.PoolWaits, jc.PoolMaxConns = ps.Waits, ps.MaxConns
+				if ps.Waits > 0 {
+					jc.PoolWaitMeanMS = ms(ps.WaitTime / time.Duration(ps.Waits))
+				}
+				progress("in-process postgres %s c%d: %.3f statements/call, %d of %d acquisitions waited (mean %.3f ms), pool %d",
+					name, conc, jc.StatementsPerCall, ps.Waits, ps.Acquires, jc.PoolWaitMeanMS, ps.MaxConns)
+			}
 			rep.Journal = append(rep.Journal, jc)
-			progress("in-process %-8s c%-3d %8.0f req/s  %d calls, %d commits = %.3f commits/call, %.1f writes/commit, commit p50 %.3f ms p99 %.3f ms  errors %d",
-				name, conc, res.rps(), res.total, commits, jc.CommitsPerCall, jc.WritesPerCommit, jc.CommitP50MS, jc.CommitP99MS, res.errors)
+			progress("in-process %s %-8s c%-3d %8.0f req/s  %d calls, %d commits = %.3f commits/call, %.1f writes/commit, commit p50 %.3f ms p99 %.3f ms  errors %d",
+				backend, name, conc, res.rps(), res.total, commits, jc.CommitsPerCall, jc.WritesPerCommit, jc.CommitP50MS, jc.CommitP99MS, res.errors)
 		}
 	}
 	if (o.cpuprofile || o.memprofile) && ctx.Err() == nil {
@@ -360,6 +408,9 @@ func runInproc(ctx context.Context, o options, rep *report, up *upstreams, tmp, 
 				break
 			}
 			path := filepath.Join(dir, "cpu-"+name+"-c64.prof")
+			if backend != "bolt" {
+				path = filepath.Join(dir, "cpu-"+backend+"-"+name+"-c64.prof")
+			}
 			res, err := p.profileCPU(ctx, e.load(name, 64), o, path)
 			if err != nil {
 				return err
@@ -367,7 +418,7 @@ func runInproc(ctx context.Context, o options, rep *report, up *upstreams, tmp, 
 			rep.Profiles = append(rep.Profiles, path)
 			progress("CPU profile of %s c64 (%.0f req/s) in %s", name, res.rps(), path)
 		}
-		if o.memprofile {
+		if o.memprofile && backend == "bolt" {
 			path := filepath.Join(dir, fmt.Sprintf("heap-guarded-c%d-%dk.prof", o.memConc, o.memBody>>10))
 			res, err := p.heapProfileGuarded(ctx, e, o.memConc, o.memBody, o, path)
 			if err != nil {

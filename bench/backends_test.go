@@ -1,0 +1,70 @@
+//go:build linux
+
+package main
+
+import (
+	"os"
+	"slices"
+	"strings"
+	"testing"
+)
+
+func TestParseFlagsBackend(t *testing.T) {
+	tests := []struct {
+		name       string
+		args       []string
+		backends   []string
+		pgSettings []string
+		err        string
+	}{
+		{name: "default bolt", args: nil, backends: []string{"bolt"}},
+		{name: "postgres", args: []string{"-backend", "postgres"}, backends: []string{"postgres"}},
+		{name: "both", args: []string{"-backend", "both"}, backends: []string{"bolt", "postgres"}},
+		{name: "unknown backend", args: []string{"-backend", "sqlite"}, err: `-backend: "sqlite" is not bolt, postgres or both`},
+		{name: "settings", args: []string{"-backend", "postgres", "-pg-settings", "synchronous_commit=off, commit_delay=200"},
+			backends: []string{"postgres"}, pgSettings: []string{"synchronous_commit=off", "commit_delay=200"}},
+		{name: "setting without value", args: []string{"-pg-settings", "synchronous_commit"}, err: `"synchronous_commit" is not name=value`},
+		{name: "setting name with SQL", args: []string{"-pg-settings", "a;drop database x=1"}, err: "is not name=value"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			o, err := parseFlags(tt.args)
+			if tt.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.err) {
+					t.Fatalf("parseFlags(%q) error = %v, want one containing %q", tt.args, err, tt.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("parseFlags(%q): %v", tt.args, err)
+			}
+			if !slices.Equal(o.backends, tt.backends) || !slices.Equal(o.pgSettings, tt.pgSettings) {
+				t.Errorf("parseFlags(%q): backends %q, settings %q; want %q, %q", tt.args, o.backends, o.pgSettings, tt.backends, tt.pgSettings)
+			}
+			if o.dsn != defaultDSN {
+				t.Errorf("dsn = %q, want the default %q", o.dsn, defaultDSN)
+			}
+		})
+	}
+}
+
+func TestAdminDSNDropsPoolParameters(t *testing.T) {
+	s := newPGServer("postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable&pool_max_conns=16&pool_min_conns=2", nil)
+	if got, want := s.adminDSN(), "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"; got != want {
+		t.Errorf("adminDSN() = %q, want %q", got, want)
+	}
+}
+
+func TestCPUTimeOfThisProcess(t *testing.T) {
+	// Burn some CPU so that at least one 10 ms tick is counted.
+	x := 0
+	for i := 0; cpuTime(os.Getpid()) == 0 && i < 1e9; i++ {
+		x += i
+	}
+	if cpuTime(os.Getpid()) <= 0 {
+		t.Fatalf("cpuTime(self) = 0 after a busy loop (%d)", x)
+	}
+	if got := cpuTime(-1); got != 0 {
+		t.Errorf("cpuTime(-1) = %v, want 0 for a process that does not exist", got)
+	}
+}

@@ -1,0 +1,151 @@
+//go:build linux
+
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// clockTick is the unit of utime and stime in /proc/PID/stat (USER_HZ,
+// 100 on Linux).
+const clockTick = 10 * time.Millisecond
+
+// cpuTime is the user+system CPU time a process has used so far; 0 when it
+// cannot be read (the process is gone).
+func cpuTime(pid int) time.Duration {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	// The command name, in parentheses, may hold spaces: fields start after it.
+	s := string(b)
+	if i := strings.LastIndexByte(s, ')'); i >= 0 {
+		s = s[i+1:]
+	}
+	f := strings.Fields(s)
+	if len(f) < 13 {
+		return 0
+	}
+	// After the name: state(0) ... utime(11) stime(12).
+	u, _ := strconv.ParseInt(f[11], 10, 64)
+	st, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(u+st) * clockTick
+}
+
+func cpuTimes(pids []int) time.Duration {
+	var t time.Duration
+	for _, p := range pids {
+		t += cpuTime(p)
+	}
+	return t
+}
+
+// backendPIDs are the server processes connected to database name (the
+// harness runs on the server's machine: their CPU time is in /proc).
+func (s *pgServer) backendPIDs(ctx context.Context, name string) []int {
+	conn, err := pgx.Connect(ctx, s.adminDSN())
+	if err != nil {
+		return nil
+	}
+	defer conn.Close(ctx)
+	rows, err := conn.Query(ctx, "SELECT pid FROM pg_stat_activity WHERE datname = $1", name)
+	if err != nil {
+		return nil
+	}
+	pids, err := pgx.CollectRows(rows, pgx.RowTo[int32])
+	if err != nil {
+		return nil
+	}
+	out := make([]int, len(pids))
+	for i, p := range pids {
+		out[i] = int(p)
+	}
+	return out
+}
+
+// waitSampler samples what the active server processes of one database
+// are waiting on (pg_stat_activity.wait_event; "CPU" when none) while a
+// load runs.
+type waitSampler struct {
+	stop   context.CancelFunc
+	done   chan map[string]int
+	sample int
+}
+
+func (s *pgServer) sampleWaits(ctx context.Context, name string, every time.Duration) *waitSampler {
+	ctx, cancel := context.WithCancel(ctx)
+	w := &waitSampler{stop: cancel, done: make(chan map[string]int, 1)}
+	go func() {
+		counts := map[string]int{}
+		defer func() { w.done <- counts }()
+		conn, err := pgx.Connect(ctx, s.adminDSN())
+		if err != nil {
+			return
+		}
+		defer conn.Close(context.Background())
+		t := time.NewTicker(every)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+			// A heavyweight lock wait names its object: class/object/database
+			// (pg_database/0/0 is the lock NOTIFY takes at commit).
+			rows, err := conn.Query(ctx, `SELECT coalesce(a.wait_event_type || ':' || a.wait_event, 'CPU') ||
+				coalesce(' (' || (SELECT l.classid::regclass || '/' || l.objid || '/' || l.database FROM pg_locks l
+					WHERE l.pid = a.pid AND NOT l.granted AND l.locktype = 'object' LIMIT 1) || ')', '')
+				FROM pg_stat_activity a WHERE a.datname = $1 AND a.state = 'active' AND a.pid <> pg_backend_pid()`, name)
+			if err != nil {
+				return
+			}
+			events, err := pgx.CollectRows(rows, pgx.RowTo[string])
+			if err != nil {
+				return
+			}
+			for _, e := range events {
+				counts[e]++
+			}
+			counts[""]++ // the number of samples
+		}
+	}()
+	return w
+}
+
+// finish stops sampling and returns the wait events seen, most frequent
+// first, as the mean number of active processes in each.
+func (w *waitSampler) finish() []string {
+	w.stop()
+	counts := <-w.done
+	n := counts[""]
+	delete(counts, "")
+	if n == 0 {
+		return nil
+	}
+	type kv struct {
+		k string
+		v int
+	}
+	var all []kv
+	for k, v := range counts {
+		all = append(all, kv{k, v})
+	}
+	slices.SortFunc(all, func(a, b kv) int { return b.v - a.v })
+	var out []string
+	for i, e := range all {
+		if i == 5 {
+			break
+		}
+		out = append(out, fmt.Sprintf("%s %.2f", e.k, float64(e.v)/float64(n)))
+	}
+	return out
+}
