@@ -29,6 +29,11 @@ func replicas(t *testing.T, n int, ruleFiles map[string]string, env ...string) (
 	return s, ps
 }
 
+// Regression: on PostgreSQL two duplicates in one process could both read
+// "no step" before either wrote; the second replaced the first's flight,
+// found the first's claim not in flight, and held the live call as
+// ambiguous (8 of 20 runs failed). A process now never lets two of its
+// calls claim one key (flights.reserve).
 func TestReplicasConcurrentDuplicates(t *testing.T) {
 	up := newUpstream(t, false)
 	_, ps := replicas(t, 2, map[string]string{"billing.yaml": ruleFile(up.host(), recoveryRoute("none", up.host()))})

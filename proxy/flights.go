@@ -48,16 +48,24 @@ func (f *flights) liveOther(key string, now time.Time, mine *flight) *flight {
 
 // reserve registers a flight for key, replacing an expired one, and
 // returns it; when mine is still the key's flight it is returned as it is,
-// so a mutation that runs again registers nothing new.
-func (f *flights) reserve(key string, mine *flight, deadline time.Time) *flight {
+// so a mutation that runs again registers nothing new. When another call's
+// flight of key is live, nothing is registered and that flight is
+// returned as other: two calls of one process never both claim a key,
+// whatever their journal reads said (an optimistic journal lets both read
+// "no step" before either writes).
+func (f *flights) reserve(key string, mine *flight, now, deadline time.Time) (fl, other *flight) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if mine != nil && f.m[key] == mine {
-		return mine
+	cur := f.m[key]
+	switch {
+	case mine != nil && cur == mine:
+		return mine, nil
+	case cur != nil && !now.After(cur.deadline):
+		return nil, cur
 	}
-	fl := &flight{done: make(chan struct{}), deadline: deadline}
+	fl = &flight{done: make(chan struct{}), deadline: deadline}
 	f.m[key] = fl
-	return fl
+	return fl, nil
 }
 
 // finish ends fl and wakes its waiters.

@@ -220,12 +220,23 @@ func (s *Server) decide(c *call) (decideResult, error) {
 			return journal.Change{}, journal.ErrNoChange
 		}
 		if out.d.Action == ActionForward {
-			mine = s.flights.reserve(key, mine, now.Add(s.opts.UpstreamTimeout+leaseGrace))
+			fl, other := s.flights.reserve(key, mine, now, now.Add(s.opts.UpstreamTimeout+leaseGrace))
+			if other != nil {
+				// Another call of this process is claiming the key right
+				// now (its write may not be visible yet): wait for it.
+				out.d = Decision{Action: ActionWait, Why: "a call with this key is being sent by this process"}
+				out.wait = other
+				return journal.Change{}, journal.ErrNoChange
+			}
+			mine = fl
 			out.fl = mine
 		}
 		return ch, nil
 	})
 	out.st = st
+	if out.d.Action == ActionWait && out.wait != nil && errors.Is(err, journal.ErrNotFound) {
+		err = nil // waiting for this process's own claim of a key not yet written
+	}
 	if mine != nil && (err != nil || out.fl == nil || st.Epoch != epoch || st.Status != journal.StatusStarted) {
 		s.flights.finish(key, mine)
 		out.fl = nil
