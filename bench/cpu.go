@@ -75,9 +75,8 @@ func (s *pgServer) backendPIDs(ctx context.Context, name string) []int {
 // are waiting on (pg_stat_activity.wait_event; "CPU" when none) while a
 // load runs.
 type waitSampler struct {
-	stop   context.CancelFunc
-	done   chan map[string]int
-	sample int
+	stop context.CancelFunc
+	done chan map[string]int
 }
 
 func (s *pgServer) sampleWaits(ctx context.Context, name string, every time.Duration) *waitSampler {

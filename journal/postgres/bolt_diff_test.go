@@ -3,7 +3,6 @@ package postgres
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"path/filepath"
 	"reflect"
 	"testing"
@@ -164,5 +163,5 @@ func TestSameStateAsBolt(t *testing.T) {
 
 func dump(v any) string {
 	b, _ := json.Marshal(v)
-	return fmt.Sprintf("%s", b)
+	return string(b)
 }
