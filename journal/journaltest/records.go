@@ -287,8 +287,9 @@ func testLease(t *testing.T, open Opener) {
 	}
 	apply(t, s, "k", journal.Fenced(st.Epoch, st.Fence, commit(time.Time{})))
 	if err := s.Renew(t.Context(), "k", st.Epoch, st.Fence, time.Minute); !errors.Is(err, journal.ErrFenced) {
-		t.Fatalf("renew of a committed step: %v, want ErrFenced", err)
+		t.Fatalf("renew of a committed step without a pending verification: %v, want ErrFenced", err)
 	}
+	testVerifyLease(t, s)
 	seen := false
 	apply(t, s, "k", func(cur *journal.Step) (journal.Change, error) {
 		seen = !cur.ReadAt.IsZero()
@@ -296,6 +297,30 @@ func testLease(t *testing.T, open Opener) {
 	})
 	if !seen {
 		t.Fatal("a mutation's current record has no ReadAt")
+	}
+}
+
+// testVerifyLease: the claim of a committed step whose verification is
+// pending is renewed for its owner (the verifier) and fenced for anyone
+// else; once the verification is finished, there is nothing to lease.
+func testVerifyLease(t *testing.T, s Store) {
+	t.Helper()
+	st := apply(t, s, "v", claim("v", ""))
+	st = apply(t, s, "v", journal.Fenced(st.Epoch, st.Fence, commit(time.Now().Add(time.Hour))))
+	if err := s.Renew(t.Context(), "v", st.Epoch, st.Fence, time.Minute); err != nil {
+		t.Fatalf("renew of a pending verification by its owner: %v", err)
+	}
+	if !st.LeaseUntil.IsZero() {
+		if got := get(t, s, "v"); !got.LeaseUntil.After(got.ReadAt) {
+			t.Fatalf("after renew of a pending verification: lease until %v, read at %v", got.LeaseUntil, got.ReadAt)
+		}
+	}
+	if err := s.Renew(t.Context(), "v", st.Epoch, st.Fence+1, time.Minute); !errors.Is(err, journal.ErrFenced) {
+		t.Fatalf("renew of a pending verification by another claim: %v, want ErrFenced", err)
+	}
+	apply(t, s, "v", set(journal.EventVerified, func(st *journal.Step) { st.Status, st.VerifyBy = journal.StatusVerified, time.Time{} }))
+	if err := s.Renew(t.Context(), "v", st.Epoch, st.Fence, time.Minute); !errors.Is(err, journal.ErrFenced) {
+		t.Fatalf("renew of a verified step: %v, want ErrFenced", err)
 	}
 }
 
