@@ -71,6 +71,7 @@ func (s *Server) verify(ctx context.Context, v verification) {
 		} else {
 			last = s.verifier.Probe(ctx, v.route.Verify, v.vals, v.creds)
 		}
+		s.log.Debug("verification probe", slog.String(logKey, v.step.Key), slog.String("answer", last.Answer.String()))
 		if last.Answer == verifiers.Yes {
 			s.finishVerify(v, last, true)
 			return
@@ -135,7 +136,7 @@ func (s *Server) finishVerify(v verification, res verifiers.Result, visible bool
 }
 
 // ResumeVerifications restarts the verifications that were pending when
-// the previous process stopped, and then picks up, every Lease/3, those
+// the previous process stopped, and then picks up, every third of the verification lease, those
 // whose verifier on another replica stopped renewing its lease (see
 // verifylease.go): across replicas, each pending verification is probed
 // by one. The original request's credential was never stored: a

@@ -19,9 +19,9 @@ import (
 //   - the replica that committed the step already holds its claim, and
 //     verifies it without writing anything more;
 //   - while its probe loop runs, the verifier renews the claim's lease
-//     every Lease/3 (Store.Renew accepts a committed step whose
+//     (verifyLease) every third of it (Store.Renew accepts a committed step whose
 //     verification is pending); a renewal refused as fenced stops it;
-//   - at start-up and every Lease/3 afterwards, each replica lists the
+//   - at start-up and every verifyLease/3 afterwards, each replica lists the
 //     pending verifications and claims those whose lease lapsed (the
 //     verifier died or stopped), with verifyClaimChange; one that another
 //     replica still verifies is left alone;
@@ -31,6 +31,16 @@ import (
 // On bbolt (one process per file, leases in the process, LeaseUntil zero)
 // nothing is claimed: the process verifies what it committed and resumes
 // every pending verification once at start-up, as before.
+
+// verifyLease is how long a verification claim lasts without a renewal:
+// the call lease (Options.Lease), shortened to the upstream timeout (at
+// least 1s) when that is shorter. A verifier renews it every third of
+// that, so a replica that stopped is taken over within about one upstream
+// timeout, while a probe (itself bounded by the upstream timeout) never
+// outlives it unnoticed.
+func (s *Server) verifyLease() time.Duration {
+	return min(s.opts.Lease, max(s.opts.UpstreamTimeout, time.Second))
+}
 
 // verifyPickupBatch bounds the pending verifications one pickup pass
 // reads.
@@ -79,7 +89,7 @@ func (s *Server) claimVerification(v *verification) bool {
 	if v.step.LeaseUntil.IsZero() || v.step.Epoch == epoch {
 		return true
 	}
-	lease := s.lease()
+	lease := s.verifyLease()
 	got, err := s.journal.Apply(s.bg, v.step.Key, func(cur *journal.Step) (journal.Change, error) {
 		if ch, ok := verifyClaimChange(*cur, epoch, lease); ok {
 			return ch, nil
@@ -100,7 +110,7 @@ func (s *Server) claimVerification(v *verification) bool {
 	return true
 }
 
-// verifyHeartbeat renews the verification claim's lease every Lease/3
+// verifyHeartbeat renews the verification claim's lease every verifyLease/3
 // until stop, on journals that share leases; a renewal refused as fenced
 // (an operator resolved the step, or another replica took it over after a
 // stall) calls fenced, which ends the probe loop.
@@ -113,7 +123,8 @@ func (s *Server) verifyHeartbeat(st journal.Step, fenced func()) (stop func()) {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		t := time.NewTicker(max(s.opts.Lease/3, time.Millisecond))
+		lease := s.verifyLease()
+		t := time.NewTicker(max(lease/3, time.Millisecond))
 		defer t.Stop()
 		for {
 			select {
@@ -121,8 +132,8 @@ func (s *Server) verifyHeartbeat(st journal.Step, fenced func()) (stop func()) {
 				return
 			case <-t.C:
 			}
-			ctx, cancel := context.WithTimeout(s.bg, s.opts.Lease/3)
-			err := s.journal.Renew(ctx, st.Key, st.Epoch, st.Fence, s.opts.Lease)
+			ctx, cancel := context.WithTimeout(s.bg, lease/3)
+			err := s.journal.Renew(ctx, st.Key, st.Epoch, st.Fence, lease)
 			cancel()
 			if errors.Is(err, journal.ErrFenced) {
 				s.log.Info("verification stopped: its claim is no longer this replica's", slog.String(logKey, st.Key), slog.Any("error", err))
@@ -177,14 +188,14 @@ func (s *Server) pickUpVerifications(startup bool) (int, error) {
 	return n, nil
 }
 
-// startVerifyPickup runs pickUpVerifications every Lease/3 until Close,
+// startVerifyPickup runs pickUpVerifications every verifyLease/3 until Close,
 // so that a verification whose verifier died is taken over once its lease
 // lapses.
 func (s *Server) startVerifyPickup() {
 	s.bgWork.Add(1)
 	go func() {
 		defer s.bgWork.Done()
-		t := time.NewTicker(max(s.opts.Lease/3, 10*time.Millisecond))
+		t := time.NewTicker(max(s.verifyLease()/3, 10*time.Millisecond))
 		defer t.Stop()
 		for {
 			select {
