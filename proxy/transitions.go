@@ -301,11 +301,12 @@ func verifyClaimChange(cur journal.Step, epoch uint64, lease time.Duration) (jou
 	return journal.Change{Step: cur, Event: ev.Type, Reason: "verification " + ev.Reason, Claim: true, Lease: lease}, true
 }
 
-// verifiedElsewhere reports whether another replica verifies st: its
-// claim is another owner's and its lease still runs, by the journal's
-// clock.
-func verifiedElsewhere(st *journal.Step, epoch uint64) bool {
-	return st.Status == journal.StatusCommitted && st.Epoch != epoch && st.LeaseUntil.After(st.ReadAt)
+// verifyLeaseRunning reports whether a verifier holds st's pending
+// verification: its claim's shared lease still runs, by the journal's
+// clock (another replica probes, or this one, or it just committed the
+// step and is about to).
+func verifyLeaseRunning(st *journal.Step) bool {
+	return st.Status == journal.StatusCommitted && st.LeaseUntil.After(st.ReadAt)
 }
 
 // abandonChange settles a started step that nobody came back for, without

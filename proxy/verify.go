@@ -41,16 +41,33 @@ func (s *Server) startVerify(v verification) bool {
 	go func() {
 		defer s.bgWork.Done()
 		defer s.verifying.remove(v.step.Key)
-		if !s.claimVerification(&v) {
-			return
-		}
-		ctx, cancel := context.WithCancel(s.bg)
-		defer cancel()
-		stop := s.verifyHeartbeat(v.step, cancel)
-		defer stop()
-		s.verify(ctx, v)
+		s.ownVerify(s.bg, v)
 	}()
 	return true
+}
+
+// syncVerify verifies a committed step before the agent's answer (mode:
+// sync), until ctx ends.
+func (s *Server) syncVerify(ctx context.Context, v verification) {
+	if !s.verifying.add(v.step.Key) {
+		return
+	}
+	defer s.verifying.remove(v.step.Key)
+	s.ownVerify(ctx, v)
+}
+
+// ownVerify verifies v under this replica's claim (see verifylease.go),
+// renewing its lease while it probes; it does nothing when another
+// replica holds the verification.
+func (s *Server) ownVerify(ctx context.Context, v verification) {
+	if !s.claimVerification(&v) {
+		return
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stop := s.verifyHeartbeat(v.step, cancel)
+	defer stop()
+	s.verify(ctx, v)
 }
 
 // verify probes until the effect is visible or the step's VerifyBy passes,

@@ -162,11 +162,10 @@ func (s *Server) pickUpVerifications(startup bool) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	epoch := s.journal.Epoch()
 	n := 0
 	for i := range steps {
 		st := steps[i]
-		if s.verifying.has(st.Key) || (!startup && st.LeaseUntil.IsZero()) || verifiedElsewhere(&st, epoch) {
+		if s.verifying.has(st.Key) || (!startup && st.LeaseUntil.IsZero()) || verifyLeaseRunning(&st) {
 			continue
 		}
 		route := s.routeOf(st.API, st.Route)
