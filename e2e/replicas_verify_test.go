@@ -37,12 +37,13 @@ func probes(p *proc, key string) int {
 // replica started while another verifies leaves it alone, and after the
 // verifier is SIGKILLed another replica takes it over once its lease
 // lapses and finishes it (verified). The verification lease is the
-// upstream timeout here (1s): at most the call lease, see docs.
+// upstream timeout here (2s; it is the call lease cut to the upstream
+// timeout), so each replica looks for lapsed verifications every ~0.7s.
 func TestReplicasVerifyPendingOnce(t *testing.T) {
 	up := newUpstream(t, false)
 	up.hide.Store(true)
 	s, ps := replicas(t, 2, map[string]string{"billing.yaml": ruleFile(up.host(), verifyRoute(up.host(), "60s"))},
-		"TOOLGUARD_UPSTREAM_TIMEOUT=1s", "TOOLGUARD_VERIFY_MAX_INTERVAL=100ms")
+		"TOOLGUARD_UPSTREAM_TIMEOUT=2s", "TOOLGUARD_VERIFY_MAX_INTERVAL=100ms")
 	a := ps[0]
 	r, body := post(t, a.client(t), up.URL+"/v1/invoices", invoiceBody)
 	if r.StatusCode != 201 {
@@ -53,12 +54,12 @@ func TestReplicasVerifyPendingOnce(t *testing.T) {
 
 	c := s.start(t) // a third replica resumes pending verifications at start-up
 	others := []*proc{ps[1], c}
-	// Watch the verifier probe on past three verification leases: every
+	// Watch the verifier probe on for 4s, two verification leases: every
 	// other replica's pickup pass (each third of a lease) has seen the
-	// pending verification many times by then.
-	since := time.Now()
-	eventually(t, "the verifier keeps probing for 3s", func() bool {
-		return time.Since(since) > 3*time.Second && probes(a, key) > 3
+	// pending verification several times by then.
+	since, before := time.Now(), probes(a, key)
+	eventually(t, "the verifier keeps probing for 4s", func() bool {
+		return time.Since(since) > 4*time.Second && probes(a, key) > before+3
 	})
 	for i, p := range others {
 		if n := probes(p, key); n != 0 {
