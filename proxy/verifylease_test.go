@@ -146,24 +146,24 @@ func TestStalledVerifierStopsAfterTakeover(t *testing.T) {
 	mem := newMemJournal(time.Now)
 	opts := Options{Lease: lease, VerifyMaxInterval: 20 * time.Millisecond}
 	a := newReplica(t, mem, verifiedRoute, prov.transport(0), opts)
-	r := a.post(t, `{"n":1}`)
-	key := r.resp.Header.Get(HeaderKey)
-	prov.awaitProbe(t, 0)
 	var stalled atomic.Bool
-	stalled.Store(true)
 	mem.renewFault = func(epoch uint64) error {
 		if epoch == a.store.Epoch() && stalled.Load() {
 			return journal.ErrUnavailable
 		}
 		return nil
 	}
+	r := a.post(t, `{"n":1}`)
+	key := r.resp.Header.Get(HeaderKey)
+	prov.awaitProbe(t, 0)
+	stalled.Store(true)
 	b := newReplica(t, mem, verifiedRoute, prov.transport(1), opts)
 	if _, err := b.srv.ResumeVerifications(); err != nil {
 		t.Fatal(err)
 	}
 	prov.awaitProbe(t, 1) // b took it over once a's lease lapsed
 	stalled.Store(false)
-	eventually(t, "the stalled verifier stops", func() bool { return strings.Contains(a.logs.String(), "verification stopped") })
+	eventually(t, "the stalled verifier stops", func() bool { return !a.srv.verifying.has(key) })
 	before := prov.probes[0].Load()
 	prov.hidden.Store(false)
 	awaitStep(t, b.store, key, func(st journal.Step) bool { return st.Status == journal.StatusVerified })
