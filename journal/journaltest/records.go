@@ -318,8 +318,25 @@ func testVerifyLease(t *testing.T, s Store) {
 	if err := s.Renew(t.Context(), "v", st.Epoch, st.Fence+1, time.Minute); !errors.Is(err, journal.ErrFenced) {
 		t.Fatalf("renew of a pending verification by another claim: %v, want ErrFenced", err)
 	}
-	apply(t, s, "v", set(journal.EventVerified, func(st *journal.Step) { st.Status, st.VerifyBy = journal.StatusVerified, time.Time{} }))
+	// Another verifier takes the verification over with a claim: the old
+	// claim is fenced, the new one renews.
+	took := apply(t, s, "v", func(cur *journal.Step) (journal.Change, error) {
+		return journal.Change{Step: *cur, Event: journal.EventTakenOver, Claim: true, Lease: time.Minute}, nil
+	})
+	if took.Status != journal.StatusCommitted || took.Fence <= st.Fence || took.VerifyBy.IsZero() {
+		t.Fatalf("claim of a pending verification: %+v", took)
+	}
+	if !st.LeaseUntil.IsZero() && !took.LeaseUntil.After(took.UpdatedAt) {
+		t.Fatalf("claim of a pending verification: lease until %v, not after %v", took.LeaseUntil, took.UpdatedAt)
+	}
 	if err := s.Renew(t.Context(), "v", st.Epoch, st.Fence, time.Minute); !errors.Is(err, journal.ErrFenced) {
+		t.Fatalf("renew by the verifier that was taken over: %v, want ErrFenced", err)
+	}
+	if err := s.Renew(t.Context(), "v", took.Epoch, took.Fence, time.Minute); err != nil {
+		t.Fatalf("renew by the verifier that took over: %v", err)
+	}
+	apply(t, s, "v", set(journal.EventVerified, func(st *journal.Step) { st.Status, st.VerifyBy = journal.StatusVerified, time.Time{} }))
+	if err := s.Renew(t.Context(), "v", took.Epoch, took.Fence, time.Minute); !errors.Is(err, journal.ErrFenced) {
 		t.Fatalf("renew of a verified step: %v, want ErrFenced", err)
 	}
 }
