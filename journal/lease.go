@@ -10,11 +10,13 @@ import (
 	bolt "go.etcd.io/bbolt"
 )
 
-// Renew extends the lease of a started step that the caller still owns by
-// its claim (epoch, fence). bbolt keeps leases in the process (a journal
-// file has one writer), so Renew writes nothing: it only checks that the
-// claim is still the step's, and returns a *FencedError (wrapping
-// ErrFenced) when it is not, or when the step has left started.
+// Renew extends the lease of a step that the caller still owns by its
+// claim (epoch, fence): a started step (its call is in flight) or a
+// committed one whose verification is pending (its verifier is probing).
+// bbolt keeps leases in the process (a journal file has one writer), so
+// Renew writes nothing: it only checks that the claim is still the step's,
+// and returns a *FencedError (wrapping ErrFenced) when it is not, or when
+// the step has nothing left to lease.
 func (b *Bolt) Renew(ctx context.Context, key string, epoch, fence uint64, d time.Duration) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("renew lease of %s: %w", key, err)
@@ -29,7 +31,7 @@ func (b *Bolt) Renew(ctx context.Context, key string, epoch, fence uint64, d tim
 	if err != nil {
 		return fmt.Errorf("renew lease of %s: %w", key, err)
 	}
-	if st.Epoch != epoch || st.Fence != fence || st.Status != StatusStarted {
+	if st.Epoch != epoch || st.Fence != fence || !st.Leasable() {
 		return &FencedError{Key: key, HeldEpoch: epoch, HeldFence: fence, Epoch: st.Epoch, Fence: st.Fence}
 	}
 	return nil

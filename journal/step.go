@@ -199,6 +199,13 @@ type Response struct {
 // Held reports whether the step must not be forwarded.
 func (s *Step) Held() bool { return s.Hold != HoldNone }
 
+// Leasable reports whether the step's claim has something to lease, so
+// that Renew extends it: a started step (its call may be in flight) or a
+// committed step with a pending verification (its verifier probes).
+func (s *Step) Leasable() bool {
+	return s.Status == StatusStarted || (s.Status == StatusCommitted && !s.VerifyBy.IsZero())
+}
+
 // Terminal reports whether the step has a stored, definitive outcome.
 func (s *Step) Terminal() bool {
 	return s.Status == StatusCommitted || s.Status == StatusVerified || (s.Status == StatusFailed && !s.Retryable)

@@ -387,7 +387,7 @@ func (s *Server) afterCommit(c *call, rec journal.Step) {
 		ver.mcpTarget = c.mcp.target
 	}
 	if v.Mode == rules.VerifySync {
-		s.verify(c.in.Context(), ver)
+		s.syncVerify(c.in.Context(), ver)
 		return
 	}
 	s.startVerify(ver)

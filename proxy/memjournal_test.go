@@ -101,10 +101,7 @@ func (r *memReplica) Apply(ctx context.Context, key string, mut journal.Mutation
 	st.CreatedAt, st.UpdatedAt, st.ReadAt = now, now, now
 	st.Epoch, st.Fence, st.Revision, st.LeaseUntil = 0, 0, 0, time.Time{}
 	if cur != nil {
-		st.CreatedAt, st.Epoch, st.Fence, st.Revision = cur.CreatedAt, cur.Epoch, cur.Fence, cur.Revision
-		if st.Status == journal.StatusStarted {
-			st.LeaseUntil = cur.LeaseUntil
-		}
+		st.CreatedAt, st.Epoch, st.Fence, st.Revision, st.LeaseUntil = cur.CreatedAt, cur.Epoch, cur.Fence, cur.Revision, cur.LeaseUntil
 	}
 	if ch.Claim {
 		m.fence++
@@ -163,7 +160,7 @@ func (r *memReplica) Renew(ctx context.Context, key string, epoch, fence uint64,
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	st, ok := m.steps[key]
-	if !ok || st.Epoch != epoch || st.Fence != fence || st.Status != journal.StatusStarted {
+	if !ok || st.Epoch != epoch || st.Fence != fence || !st.Leasable() {
 		return &journal.FencedError{Key: key, HeldEpoch: epoch, HeldFence: fence, Epoch: st.Epoch, Fence: st.Fence, Missing: !ok}
 	}
 	st.LeaseUntil = m.now().Add(d)

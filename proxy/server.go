@@ -143,6 +143,9 @@ type Server struct {
 	metrics *Metrics
 	egress  *egress
 	parked  parking
+	// verifying holds the keys this process verifies (see verifylease.go).
+	verifying localVerifications
+	pickup    sync.Once
 	// health records journal write failures, for Ready.
 	health journalHealth
 	// now is the clock of leases; tests replace it.

@@ -40,8 +40,10 @@ type Store interface {
 	// PutCheckpoint stores a checkpoint as a compare-and-swap on the
 	// workflow's version (If-Match).
 	PutCheckpoint(id string, ifVersion *uint64, checkpoint json.RawMessage) (journal.Workflow, error)
-	// Renew extends the lease of a started step the caller still owns by
-	// its claim; an error wrapping journal.ErrFenced otherwise.
+	// Renew extends the lease of a step the caller still owns by its
+	// claim: started, or committed with a pending verification
+	// (journal.Step.Leasable); an error wrapping journal.ErrFenced
+	// otherwise.
 	Renew(ctx context.Context, key string, epoch, fence uint64, d time.Duration) error
 	// Watch wakes the caller after the key's step changed: a hint only,
 	// callers poll as well.

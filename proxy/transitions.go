@@ -285,6 +285,30 @@ func verifyFinishChange(cur journal.Step, visible bool, evidence string, within 
 	return journal.Change{Step: st, Event: journal.EventHeld, Reason: st.LastError}, true
 }
 
+// verifyClaimChange claims the pending verification of a committed step
+// whose verifier's lease lapsed (a replica died or stopped while it
+// probed), so that this replica verifies it and the old verifier's late
+// write is fenced out. ok is false when there is nothing to claim: the
+// step is no longer pending or is held, the claim is already ours, another
+// verifier's lease still runs, or the journal keeps leases in the process
+// (bbolt: LeaseUntil zero, one process per file verifies).
+func verifyClaimChange(cur journal.Step, epoch uint64, lease time.Duration) (journal.Change, bool) {
+	if cur.Status != journal.StatusCommitted || cur.VerifyBy.IsZero() || cur.Held() ||
+		cur.Epoch == epoch || cur.LeaseUntil.IsZero() || cur.LeaseUntil.After(cur.ReadAt) {
+		return journal.Change{}, false
+	}
+	ev := takeoverEvent(&cur)
+	return journal.Change{Step: cur, Event: ev.Type, Reason: "verification " + ev.Reason, Claim: true, Lease: lease}, true
+}
+
+// verifyLeaseRunning reports whether a verifier holds st's pending
+// verification: its claim's shared lease still runs, by the journal's
+// clock (another replica probes, or this one, or it just committed the
+// step and is about to).
+func verifyLeaseRunning(st *journal.Step) bool {
+	return st.Status == journal.StatusCommitted && st.LeaseUntil.After(st.ReadAt)
+}
+
 // abandonChange settles a started step that nobody came back for, without
 // ever sending it: a lookup that found the effect records it (committed);
 // one that found none marks the step failed and retryable (not executed,

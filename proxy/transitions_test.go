@@ -286,6 +286,55 @@ func TestVerifyFinishChange(t *testing.T) {
 	}
 }
 
+// TestVerifyClaimChange: a pending verification is claimed only when
+// another verifier's shared lease lapsed; never one that is ours, whose
+// lease runs, that is process-local (bbolt), finished or held.
+func TestVerifyClaimChange(t *testing.T) {
+	pending := func(mod func(*journal.Step)) *journal.Step {
+		return stepIn(journal.StatusCommitted, func(s *journal.Step) {
+			s.VerifyBy, s.Response, s.Epoch, s.LeaseUntil, s.ReadAt = testNow.Add(time.Hour), &journal.Response{Status: 201}, 9, testNow, testNow.Add(time.Second)
+			if mod != nil {
+				mod(s)
+			}
+		})
+	}
+	tests := []struct {
+		name           string
+		step           *journal.Step
+		claim, running bool
+	}{
+		{name: "another verifier's lease lapsed", step: pending(nil), claim: true},
+		{name: "lapsed exactly now", step: pending(func(s *journal.Step) { s.ReadAt = s.LeaseUntil }), claim: true},
+		{name: "another verifier's lease runs", step: pending(func(s *journal.Step) { s.LeaseUntil = testNow.Add(2 * time.Second) }), running: true},
+		{name: "our own claim, lease lapsed", step: pending(func(s *journal.Step) { s.Epoch = 1 })},
+		{name: "our own claim, lease running", step: pending(func(s *journal.Step) { s.Epoch, s.LeaseUntil = 1, testNow.Add(2*time.Second) }), running: true},
+		{name: "bbolt: process-local lease", step: pending(func(s *journal.Step) { s.LeaseUntil = time.Time{} })},
+		{name: "verification finished", step: pending(func(s *journal.Step) { s.VerifyBy = time.Time{} })},
+		{name: "verified", step: pending(func(s *journal.Step) { s.Status, s.VerifyBy = journal.StatusVerified, time.Time{} })},
+		{name: "held", step: pending(func(s *journal.Step) { s.Hold = journal.HoldNeedsReview })},
+		{name: "started", step: stepIn(journal.StatusStarted, func(s *journal.Step) { s.Epoch, s.LeaseUntil, s.ReadAt = 9, testNow, testNow.Add(time.Second) })},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			ch, ok := verifyClaimChange(*tc.step, 1, 15*time.Second)
+			if ok != tc.claim {
+				t.Fatalf("claimed = %v, want %v", ok, tc.claim)
+			}
+			if got := verifyLeaseRunning(tc.step); got != tc.running {
+				t.Errorf("verifyLeaseRunning = %v, want %v", got, tc.running)
+			}
+			if !ok {
+				return
+			}
+			allowed(t, tc.step, ch)
+			if !ch.Claim || ch.Lease != 15*time.Second || ch.Event != journal.EventTakenOver ||
+				ch.Step.Status != journal.StatusCommitted || !ch.Step.VerifyBy.Equal(tc.step.VerifyBy) {
+				t.Fatalf("claim = %+v", ch)
+			}
+		})
+	}
+}
+
 // TestAbandonChangeMatrix: the background resolver never sends; what it
 // records follows what the lookup said.
 func TestAbandonChangeMatrix(t *testing.T) {

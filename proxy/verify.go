@@ -31,20 +31,51 @@ type verification struct {
 }
 
 // startVerify verifies a committed step in the background, without
-// delaying the agent's answer.
-func (s *Server) startVerify(v verification) {
+// delaying the agent's answer. It reports false, starting nothing, when
+// this process verifies the step already.
+func (s *Server) startVerify(v verification) bool {
+	if !s.verifying.add(v.step.Key) {
+		return false
+	}
 	s.bgWork.Add(1)
 	go func() {
 		defer s.bgWork.Done()
-		s.verify(s.bg, v)
+		defer s.verifying.remove(v.step.Key)
+		s.ownVerify(s.bg, v)
 	}()
+	return true
+}
+
+// syncVerify verifies a committed step before the agent's answer (mode:
+// sync), until ctx ends.
+func (s *Server) syncVerify(ctx context.Context, v verification) {
+	if !s.verifying.add(v.step.Key) {
+		return
+	}
+	defer s.verifying.remove(v.step.Key)
+	s.ownVerify(ctx, v)
+}
+
+// ownVerify verifies v under this replica's claim (see verifylease.go),
+// renewing its lease while it probes; it does nothing when another
+// replica holds the verification.
+func (s *Server) ownVerify(ctx context.Context, v verification) {
+	if !s.claimVerification(&v) {
+		return
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stop := s.verifyHeartbeat(v.step, cancel)
+	defer stop()
+	s.verify(ctx, v)
 }
 
 // verify probes until the effect is visible or the step's VerifyBy passes,
 // then records verified or holds the step for review. Its writes are
-// fenced: a step that an operator resolved meanwhile is left alone. When
-// ctx ends first (shutdown) the verification stays pending in the journal
-// and is resumed after the restart.
+// fenced: a step that an operator resolved or another replica took over
+// meanwhile is left alone. When ctx ends first (shutdown, or the claim was
+// fenced) the verification stays pending in the journal, and is resumed
+// after the restart or by the replica that holds it.
 func (s *Server) verify(ctx context.Context, v verification) {
 	if !s.awaitCredential(ctx, &v) {
 		return
@@ -57,6 +88,7 @@ func (s *Server) verify(ctx context.Context, v verification) {
 		} else {
 			last = s.verifier.Probe(ctx, v.route.Verify, v.vals, v.creds)
 		}
+		s.log.Debug("verification probe", slog.String(logKey, v.step.Key), slog.String("answer", last.Answer.String()))
 		if last.Answer == verifiers.Yes {
 			s.finishVerify(v, last, true)
 			return
@@ -121,33 +153,19 @@ func (s *Server) finishVerify(v verification, res verifiers.Result, visible bool
 }
 
 // ResumeVerifications restarts the verifications that were pending when
-// the previous process stopped. The original request's credential was
-// never stored: a verification of an API with a credential header waits
-// for its caller's next guarded request to lend it (see parking). It
-// returns how many it resumed.
+// the previous process stopped, and then picks up, every third of the verification lease, those
+// whose verifier on another replica stopped renewing its lease (see
+// verifylease.go): across replicas, each pending verification is probed
+// by one. The original request's credential was never stored: a
+// verification of an API with a credential header waits for its caller's
+// next guarded request to lend it (see parking). It returns how many it
+// resumed.
 func (s *Server) ResumeVerifications() (int, error) {
-	steps, err := s.journal.List(journal.Filter{VerifyPending: true, Limit: 100000})
+	n, err := s.pickUpVerifications(true)
 	if err != nil {
 		return 0, err
 	}
-	n := 0
-	for i := range steps {
-		st := steps[i]
-		route := s.routeOf(st.API, st.Route)
-		if route == nil || route.Verify == nil || st.Status != journal.StatusCommitted {
-			continue
-		}
-		vals := rules.Values{Key: st.Key, OperationID: st.OperationID}
-		if st.Response != nil && !st.Response.Truncated {
-			vals.Response = st.Response.Body
-		}
-		v := verification{route: route, step: st, vals: vals}
-		if route.Verify.Request.Tool != nil && !s.mcpResume(&v) {
-			continue
-		}
-		s.startVerify(v)
-		n++
-	}
+	s.pickup.Do(s.startVerifyPickup)
 	return n, nil
 }
 

@@ -288,8 +288,9 @@ func testLease(t *testing.T, open Opener) {
 	}
 	apply(t, s, "k", journal.Fenced(st.Epoch, st.Fence, commit(time.Time{})))
 	if err := s.Renew(t.Context(), "k", st.Epoch, st.Fence, time.Minute); !errors.Is(err, journal.ErrFenced) {
-		t.Fatalf("renew of a committed step: %v, want ErrFenced", err)
+		t.Fatalf("renew of a committed step without a pending verification: %v, want ErrFenced", err)
 	}
+	testVerifyLease(t, s)
 	seen := false
 	apply(t, s, "k", func(cur *journal.Step) (journal.Change, error) {
 		seen = !cur.ReadAt.IsZero()
@@ -297,6 +298,47 @@ func testLease(t *testing.T, open Opener) {
 	})
 	if !seen {
 		t.Fatal("a mutation's current record has no ReadAt")
+	}
+}
+
+// testVerifyLease: the claim of a committed step whose verification is
+// pending is renewed for its owner (the verifier) and fenced for anyone
+// else; once the verification is finished, there is nothing to lease.
+func testVerifyLease(t *testing.T, s Store) {
+	t.Helper()
+	st := apply(t, s, "v", claim("v", ""))
+	st = apply(t, s, "v", journal.Fenced(st.Epoch, st.Fence, commit(time.Now().Add(time.Hour))))
+	if err := s.Renew(t.Context(), "v", st.Epoch, st.Fence, time.Minute); err != nil {
+		t.Fatalf("renew of a pending verification by its owner: %v", err)
+	}
+	if !st.LeaseUntil.IsZero() {
+		if got := get(t, s, "v"); !got.LeaseUntil.After(got.ReadAt) {
+			t.Fatalf("after renew of a pending verification: lease until %v, read at %v", got.LeaseUntil, got.ReadAt)
+		}
+	}
+	if err := s.Renew(t.Context(), "v", st.Epoch, st.Fence+1, time.Minute); !errors.Is(err, journal.ErrFenced) {
+		t.Fatalf("renew of a pending verification by another claim: %v, want ErrFenced", err)
+	}
+	// Another verifier takes the verification over with a claim: the old
+	// claim is fenced, the new one renews.
+	took := apply(t, s, "v", func(cur *journal.Step) (journal.Change, error) {
+		return journal.Change{Step: *cur, Event: journal.EventTakenOver, Claim: true, Lease: time.Minute}, nil
+	})
+	if took.Status != journal.StatusCommitted || took.Fence <= st.Fence || took.VerifyBy.IsZero() {
+		t.Fatalf("claim of a pending verification: %+v", took)
+	}
+	if !st.LeaseUntil.IsZero() && !took.LeaseUntil.After(took.UpdatedAt) {
+		t.Fatalf("claim of a pending verification: lease until %v, not after %v", took.LeaseUntil, took.UpdatedAt)
+	}
+	if err := s.Renew(t.Context(), "v", st.Epoch, st.Fence, time.Minute); !errors.Is(err, journal.ErrFenced) {
+		t.Fatalf("renew by the verifier that was taken over: %v, want ErrFenced", err)
+	}
+	if err := s.Renew(t.Context(), "v", took.Epoch, took.Fence, time.Minute); err != nil {
+		t.Fatalf("renew by the verifier that took over: %v", err)
+	}
+	apply(t, s, "v", set(journal.EventVerified, func(st *journal.Step) { st.Status, st.VerifyBy = journal.StatusVerified, time.Time{} }))
+	if err := s.Renew(t.Context(), "v", took.Epoch, took.Fence, time.Minute); !errors.Is(err, journal.ErrFenced) {
+		t.Fatalf("renew of a verified step: %v, want ErrFenced", err)
 	}
 }
 

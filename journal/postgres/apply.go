@@ -290,8 +290,10 @@ func nullTime(t time.Time) any {
 }
 
 // Renew extends the lease of a step the caller still owns to the
-// database's now() + d, in one statement. When the step's claim is no
-// longer (epoch, fence), or the step is gone, nothing is written and the
+// database's now() + d, in one statement: a started step, or a committed
+// one whose verification is pending (journal.Step.Leasable). When the
+// step's claim is no longer (epoch, fence), the step has nothing left to
+// lease, or the step is gone, nothing is written and the
 // error wraps journal.ErrFenced (a *journal.FencedError).
 func (j *Journal) Renew(ctx context.Context, key string, epoch, fence uint64, d time.Duration) error {
 	if j.readOnly {
@@ -301,8 +303,8 @@ func (j *Journal) Renew(ctx context.Context, key string, epoch, fence uint64, d 
 		return err
 	}
 	tag, err := j.pool.Exec(ctx, `UPDATE steps SET lease_until = now() + $4 * interval '1 microsecond'
-		WHERE key = $1 AND epoch = $2 AND fence = $3 AND status = $5`, key, int64(epoch), int64(fence), d.Microseconds(),
-		int16(journal.StatusStarted))
+		WHERE key = $1 AND epoch = $2 AND fence = $3 AND (status = $5 OR (status = $6 AND verify_by IS NOT NULL))`,
+		key, int64(epoch), int64(fence), d.Microseconds(), int16(journal.StatusStarted), int16(journal.StatusCommitted))
 	if err != nil {
 		return j.fault("renew lease of "+key, err, true)
 	}
@@ -310,8 +312,8 @@ func (j *Journal) Renew(ctx context.Context, key string, epoch, fence uint64, d 
 		j.commits.Add(1)
 		return nil
 	}
-	// Not renewed: the step is gone, claimed again, or no longer started
-	// (its outcome is recorded, so there is no call left to lease).
+	// Not renewed: the step is gone, claimed again, or has nothing left to
+	// lease (neither started nor committed with a pending verification).
 	fe := &journal.FencedError{Key: key, HeldEpoch: epoch, HeldFence: fence, Missing: true}
 	var e, f int64
 	err = j.pool.QueryRow(ctx, "SELECT epoch, fence FROM steps WHERE key = $1", key).Scan(&e, &f)

@@ -33,7 +33,10 @@
 // sequence at Open, unique across replicas and restarts), the step's Fence
 // plus one, and a lease ending at the database's now() + Change.Lease; the
 // replicas' clocks are never compared. Renew extends the lease of a claim
-// still held, in one UPDATE guarded by key, epoch and fence.
+// still held, in one UPDATE guarded by key, epoch and fence: of a started
+// step (a call in flight) or of a committed one whose verification is
+// pending (its verifier probes; the proxy takes a verification over once
+// its lease lapsed, so one replica probes it).
 //
 // # The event feed
 //
