@@ -51,6 +51,15 @@ type answer struct {
 // guard runs a request that a route describes through the pipeline.
 func (s *Server) guard(req *http.Request, route *rules.Route, params map[string]string) *http.Response {
 	c := &call{in: req, route: route, params: params, start: time.Now()}
+	defer s.releaseBody(c)
+	return s.admit(c, s.prepare)
+}
+
+// admit runs a guarded call (REST or MCP) through prepare, which derives
+// its key or answers bad input, and then the pipeline, within
+// limits.max_in_flight and not while draining; it writes the call's one
+// decision line.
+func (s *Server) admit(c *call, prepare func(*call) *answer) *http.Response {
 	if !s.active.tryAdd(s.opts.MaxInFlight) {
 		s.metrics.reject("in_flight_limit")
 		p := newProblem(ProblemUnavailable, "", "too many calls in flight (limits.max_in_flight); retry shortly")
@@ -60,9 +69,11 @@ func (s *Server) guard(req *http.Request, route *rules.Route, params map[string]
 		return a.resp
 	}
 	defer s.active.Done()
-	defer s.releaseBody(c)
-	a := s.prepare(c)
-	if a == nil {
+	var a *answer
+	if s.draining.Load() {
+		s.metrics.reject("draining")
+		a = s.problem(c, newProblem(ProblemUnavailable, "", "toolguard is shutting down; retry shortly"))
+	} else if a = prepare(c); a == nil {
 		a = s.run(c)
 	}
 	s.logDecision(c, a)
@@ -71,10 +82,6 @@ func (s *Server) guard(req *http.Request, route *rules.Route, params map[string]
 
 // prepare reads the body and derives the key; it answers only on bad input.
 func (s *Server) prepare(c *call) *answer {
-	if s.draining.Load() {
-		s.metrics.reject("draining")
-		return s.problem(c, newProblem(ProblemUnavailable, "", "toolguard is shutting down; retry shortly"))
-	}
 	if a := s.readBody(c); a != nil {
 		return a
 	}

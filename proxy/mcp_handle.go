@@ -182,30 +182,10 @@ func (c *call) metricRoute() string {
 }
 
 // guardMCP runs a tools/call through the pipeline.
-func (s *Server) guardMCP(c *call) *http.Response {
-	if !s.active.tryAdd(s.opts.MaxInFlight) {
-		s.metrics.reject("in_flight_limit")
-		p := newProblem(ProblemUnavailable, "", "too many calls in flight (limits.max_in_flight); retry shortly")
-		p.RetryAfter = time.Second
-		a := s.problem(c, p)
-		s.logDecision(c, a)
-		return a.resp
-	}
-	defer s.active.Done()
-	a := s.prepareMCP(c)
-	if a == nil {
-		a = s.run(c)
-	}
-	s.logDecision(c, a)
-	return a.resp
-}
+func (s *Server) guardMCP(c *call) *http.Response { return s.admit(c, s.prepareMCP) }
 
 // prepareMCP derives the key of a tools/call from its tool and arguments.
 func (s *Server) prepareMCP(c *call) *answer {
-	if s.draining.Load() {
-		s.metrics.reject("draining")
-		return s.problem(c, newProblem(ProblemUnavailable, "", "toolguard is shutting down; retry shortly"))
-	}
 	in := rules.Input{
 		ContentType: "application/json",
 		Body:        c.mcp.tool.Arguments,
