@@ -55,6 +55,13 @@ func (d *decoder) verify(r *Route, e entry) *Verify {
 			v.Expect = *exp
 		}
 	}
+	d.verifyTiming(e, fs, v)
+	return v
+}
+
+// verifyTiming reads verify's within and mode, shared by routes and MCP
+// tools.
+func (d *decoder) verifyTiming(e entry, fs map[string]entry, v *Verify) {
 	if x, ok := d.require(e.node, "verify", fs, "within"); ok {
 		v.Within = d.duration(x, "verify.within")
 	}
@@ -67,7 +74,6 @@ func (d *decoder) verify(r *Route, e entry) *Verify {
 			v.Mode = m
 		}
 	}
-	return v
 }
 
 func (d *decoder) duration(e entry, name string) time.Duration {

@@ -234,18 +234,7 @@ func (d *decoder) toolVerify(r *Route, e entry) *Verify {
 			v.Expect = *exp
 		}
 	}
-	if x, ok := d.require(e.node, "verify", fs, "within"); ok {
-		v.Within = d.duration(x, "verify.within")
-	}
-	if x, ok := fs["mode"]; ok {
-		if s, ok := d.str(x.val, "verify.mode"); ok {
-			m, err := ParseVerifyMode(s)
-			if err != nil {
-				d.errorf(x.val, "verify.mode: %v", err)
-			}
-			v.Mode = m
-		}
-	}
+	d.verifyTiming(e, fs, v)
 	return v
 }
 
