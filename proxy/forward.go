@@ -133,6 +133,16 @@ func (s *Server) reread(st journal.Step, err error) (journal.Step, error) {
 // as fenced means another owner took the step over: the call cannot be
 // recalled, and its outcome write will be refused the same way.
 func (s *Server) heartbeat(st journal.Step) (stop func()) {
+	return s.renewWhile(st, s.opts.Lease, func(err error) {
+		s.log.Warn("lease renewal refused: the step was taken over while its call ran", slog.String(logKey, st.Key), slog.Any("error", err))
+	})
+}
+
+// renewWhile renews st's claim for lease every lease/3 until the returned
+// stop is called, on journals that share leases (st has a LeaseUntil;
+// otherwise it does nothing). A renewal refused as fenced calls fenced
+// and ends the renewals; other failures are logged and retried.
+func (s *Server) renewWhile(st journal.Step, lease time.Duration, fenced func(error)) (stop func()) {
 	if st.LeaseUntil.IsZero() {
 		return func() {}
 	}
@@ -141,7 +151,7 @@ func (s *Server) heartbeat(st journal.Step) (stop func()) {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		t := time.NewTicker(max(s.opts.Lease/3, time.Millisecond))
+		t := time.NewTicker(max(lease/3, time.Millisecond))
 		defer t.Stop()
 		for {
 			select {
@@ -149,14 +159,14 @@ func (s *Server) heartbeat(st journal.Step) (stop func()) {
 				return
 			case <-t.C:
 			}
-			ctx, cancel := context.WithTimeout(s.bg, s.opts.Lease/3)
-			err := s.journal.Renew(ctx, st.Key, st.Epoch, st.Fence, s.opts.Lease)
+			ctx, cancel := context.WithTimeout(s.bg, lease/3)
+			err := s.journal.Renew(ctx, st.Key, st.Epoch, st.Fence, lease)
 			cancel()
 			if errors.Is(err, journal.ErrFenced) {
-				s.log.Warn("lease renewal refused: the step was taken over while its call ran", slog.String(logKey, st.Key), slog.Any("error", err))
+				fenced(err)
 				return
 			}
-			if err != nil {
+			if err != nil && s.bg.Err() == nil {
 				s.log.Warn("renew lease", slog.String(logKey, st.Key), slog.Any("error", err))
 			}
 		}

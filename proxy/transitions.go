@@ -138,18 +138,11 @@ type attempt struct {
 
 // outcomeChange classifies an attempt into the step's next record.
 func outcomeChange(cur journal.Step, a attempt, now time.Time) journal.Change {
+	if ch, ok := noAnswerChange(cur, a); ok {
+		return ch
+	}
 	next := cur
 	switch {
-	case a.err != nil && !a.sent:
-		next.Status, next.Retryable = journal.StatusFailed, true
-		next.LastError = "not executed: " + a.err.Error()
-		return journal.Change{Step: next, Event: journal.EventFailed, Reason: "upstream unreachable; nothing was sent"}
-	case a.err != nil:
-		next.LastError = a.err.Error()
-		return journal.Change{Step: next, Event: journal.EventOutcomeUnknown, Reason: "sent, no answer: " + a.err.Error()}
-	case a.status >= 500:
-		next.LastError = "upstream answered " + a.statusText
-		return journal.Change{Step: next, Event: journal.EventOutcomeUnknown, Reason: "upstream " + strconv.Itoa(a.status) + " after the request was sent"}
 	case a.status == http.StatusConflict && a.native && a.answer.kind == rules.OutcomeByStatus:
 		// Providers answer 409 while another request with the same
 		// idempotency key is still executing (Stripe does): the outcome is
@@ -197,6 +190,27 @@ func commits(code int, kind rules.OutcomeKind) bool {
 		return false
 	}
 	return code < 400
+}
+
+// noAnswerChange classifies an attempt that got no definitive answer,
+// REST or MCP alike: nothing sent (failed, retryable), sent without an
+// answer or answered 5xx (outcome unknown: the step stays started). ok is
+// false when the upstream answered below 500.
+func noAnswerChange(cur journal.Step, a attempt) (journal.Change, bool) {
+	next := cur
+	switch {
+	case a.err != nil && !a.sent:
+		next.Status, next.Retryable = journal.StatusFailed, true
+		next.LastError = "not executed: " + a.err.Error()
+		return journal.Change{Step: next, Event: journal.EventFailed, Reason: "upstream unreachable; nothing was sent"}, true
+	case a.err != nil:
+		next.LastError = a.err.Error()
+		return journal.Change{Step: next, Event: journal.EventOutcomeUnknown, Reason: "sent, no answer: " + a.err.Error()}, true
+	case a.status >= 500:
+		next.LastError = "upstream answered " + a.statusText
+		return journal.Change{Step: next, Event: journal.EventOutcomeUnknown, Reason: "upstream " + strconv.Itoa(a.status) + " after the request was sent"}, true
+	}
+	return journal.Change{}, false
 }
 
 // responseHashChange records the hash of an oversized response once it
@@ -362,19 +376,12 @@ type mcpVerdict struct {
 // or an internal error leave it started (unknown); a result, isError
 // included, commits it.
 func mcpOutcomeChange(cur journal.Step, v mcpVerdict, now time.Time) journal.Change {
-	next := cur
 	a := v.attempt
+	if ch, ok := noAnswerChange(cur, a); ok {
+		return ch
+	}
+	next := cur
 	switch {
-	case a.err != nil && !a.sent:
-		next.Status, next.Retryable = journal.StatusFailed, true
-		next.LastError = "not executed: " + a.err.Error()
-		return journal.Change{Step: next, Event: journal.EventFailed, Reason: "upstream unreachable; nothing was sent"}
-	case a.err != nil:
-		next.LastError = a.err.Error()
-		return journal.Change{Step: next, Event: journal.EventOutcomeUnknown, Reason: "sent, no answer: " + a.err.Error()}
-	case a.status >= 500:
-		next.LastError = "upstream answered " + a.statusText
-		return journal.Change{Step: next, Event: journal.EventOutcomeUnknown, Reason: "upstream " + strconv.Itoa(a.status) + " after the request was sent"}
 	case !v.answered:
 		return mcpNotExecuted(next, v, "upstream answered "+a.statusText)
 	case v.outcome == mcp.OutcomeNotExecuted && v.rpcError != "":

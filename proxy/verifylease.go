@@ -1,8 +1,6 @@
 package proxy
 
 import (
-	"context"
-	"errors"
 	"log/slog"
 	"sync"
 	"time"
@@ -115,37 +113,10 @@ func (s *Server) claimVerification(v *verification) bool {
 // (an operator resolved the step, or another replica took it over after a
 // stall) calls fenced, which ends the probe loop.
 func (s *Server) verifyHeartbeat(st journal.Step, fenced func()) (stop func()) {
-	if st.LeaseUntil.IsZero() {
-		return func() {}
-	}
-	done := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		lease := s.verifyLease()
-		t := time.NewTicker(max(lease/3, time.Millisecond))
-		defer t.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-t.C:
-			}
-			ctx, cancel := context.WithTimeout(s.bg, lease/3)
-			err := s.journal.Renew(ctx, st.Key, st.Epoch, st.Fence, lease)
-			cancel()
-			if errors.Is(err, journal.ErrFenced) {
-				s.log.Info("verification stopped: its claim is no longer this replica's", slog.String(logKey, st.Key), slog.Any("error", err))
-				fenced()
-				return
-			}
-			if err != nil && s.bg.Err() == nil {
-				s.log.Warn("renew verification lease", slog.String(logKey, st.Key), slog.Any("error", err))
-			}
-		}
-	}()
-	return func() { close(done); wg.Wait() }
+	return s.renewWhile(st, s.verifyLease(), func(err error) {
+		s.log.Info("verification stopped: its claim is no longer this replica's", slog.String(logKey, st.Key), slog.Any("error", err))
+		fenced()
+	})
 }
 
 // pickUpVerifications starts the pending verifications that nobody
