@@ -90,21 +90,28 @@ func (s *postmarkSim) search(w http.ResponseWriter, r *http.Request) {
 	fmt.Fprintf(w, `{"TotalCount":1,"Messages":[{"MessageID":%q}]}`, id)
 }
 
-// postmarkPack is the shipped Postmark pack pointed at the simulator: its
-// host and lookup URLs name the simulator over HTTP, and its search settle
-// window is one second instead of two minutes (the test cannot wait two).
+// postmarkPack is the shipped Postmark pack pointed at the simulator, with
+// a search settle window of one second instead of two minutes (the test
+// cannot wait two).
 func postmarkPack(t *testing.T, host string) string {
+	return shippedPack(t, "postmark", "api.postmarkapp.com", host, "1s")
+}
+
+// shippedPack is the rule file of rules/packs/NAME pointed at a simulator on
+// host over HTTP (instead of apiHost over HTTPS), with its 2m settle window
+// shortened to settle.
+func shippedPack(t *testing.T, name, apiHost, host, settle string) string {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join("..", "rules", "packs", "postmark", "postmark.yaml"))
+	data, err := os.ReadFile(filepath.Join("..", "rules", "packs", name, name+".yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := strings.ReplaceAll(string(data), "hosts: [api.postmarkapp.com]", fmt.Sprintf("hosts: [%q]", host))
-	s = strings.ReplaceAll(s, "https://api.postmarkapp.com/", "http://"+host+"/")
-	if strings.Contains(s, "api.postmarkapp.com") || !strings.Contains(s, "settle: 2m") {
-		t.Fatalf("the postmark pack changed shape; update this test")
+	s := strings.ReplaceAll(string(data), "hosts: ["+apiHost+"]", fmt.Sprintf("hosts: [%q]", host))
+	s = strings.ReplaceAll(s, "https://"+apiHost+"/", "http://"+host+"/")
+	if strings.Contains(s, apiHost) || !strings.Contains(s, "settle: 2m") {
+		t.Fatalf("the %s pack changed shape; update this test", name)
 	}
-	return strings.ReplaceAll(s, "settle: 2m", "settle: 1s")
+	return strings.ReplaceAll(s, "settle: 2m", "settle: "+settle)
 }
 
 // The Postmark pack through the crash matrix: toolguard is SIGKILLed while
@@ -278,17 +285,7 @@ func (s *packGitHubSim) search(w http.ResponseWriter, r *http.Request) {
 // githubPack is the shipped GitHub pack pointed at the simulator, with a
 // settle window of two seconds instead of two minutes.
 func githubPack(t *testing.T, host string) string {
-	t.Helper()
-	data, err := os.ReadFile(filepath.Join("..", "rules", "packs", "github", "github.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := strings.ReplaceAll(string(data), "hosts: [api.github.com]", fmt.Sprintf("hosts: [%q]", host))
-	s = strings.ReplaceAll(s, "https://api.github.com/", "http://"+host+"/")
-	if strings.Contains(s, "api.github.com") || !strings.Contains(s, "settle: 2m") {
-		t.Fatalf("the github pack changed shape; update this test")
-	}
-	return strings.ReplaceAll(s, "settle: 2m", "settle: 2s")
+	return shippedPack(t, "github", "api.github.com", host, "2s")
 }
 
 // The GitHub pack through the crash matrix, with a search index that lags
