@@ -278,19 +278,7 @@ func TestUpstream500AfterEffect(t *testing.T) {
 }
 
 func TestVerification(t *testing.T) {
-	route := func(host, within string) string {
-		return fmt.Sprintf(`  - name: create_invoice
-    match: POST /v1/invoices
-    effect: irreversible
-    key:
-      ignore: [trace_id]
-    operation_id: body:id
-    verify:
-      request: GET http://%s/v1/invoices/{{operation_id}}
-      expect: {status: 200, body: {status: open}}
-      within: %s
-`, host, within)
-	}
+	route := verifyRoute
 	t.Run("visible later", func(t *testing.T) {
 		up := newUpstream(t, false)
 		up.hide.Store(true)
