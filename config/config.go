@@ -158,6 +158,14 @@ type Recovery struct {
 	// lookup, or else by holding it for review (reason abandoned). It never
 	// sends the call again.
 	AbandonAfter time.Duration `yaml:"abandon_after" env:"ABANDON_AFTER"`
+	// Lease is how long a claim lasts without a renewal: a call is never
+	// sent once its claim's lease has ended, and another replica takes an
+	// interrupted step over only after it. Shorter means faster takeovers
+	// and a tighter send window; the call renews it every third.
+	Lease time.Duration `yaml:"lease" env:"LEASE"`
+	// VerifyLease is the same for a pending verification's claim; zero
+	// means the lease, capped at upstream.timeout.
+	VerifyLease time.Duration `yaml:"verify_lease" env:"VERIFY_LEASE"`
 }
 
 // Verify configures verification probes.
@@ -216,7 +224,7 @@ func Default() Config {
 			BodyMinRate:       1 * KiB,
 		},
 		Retry:     Retry{MaxAttempts: 3},
-		Recovery:  Recovery{AbandonAfter: 10 * time.Minute},
+		Recovery:  Recovery{AbandonAfter: 10 * time.Minute, Lease: 15 * time.Second},
 		Verify:    Verify{MaxInterval: 30 * time.Second},
 		Workflows: Workflows{OnVersionChange: policy.VersionStop},
 		Log:       Log{Level: LevelInfo, Format: FormatAuto},

@@ -46,6 +46,8 @@ func (c Config) Validate() error {
 		notNegative("limits.body_min_rate", c.Limits.BodyMinRate),
 		atLeast("retry.max_attempts", c.Retry.MaxAttempts, 1),
 		positive("recovery.abandon_after", c.Recovery.AbandonAfter),
+		atLeastDuration("recovery.lease", c.Recovery.Lease, 100*time.Millisecond),
+		notNegative("recovery.verify_lease", c.Recovery.VerifyLease),
 		positive("verify.max_interval", c.Verify.MaxInterval),
 		checkEnum("workflows.on_version_change", c.Workflows.OnVersionChange.Valid(),
 			c.Workflows.OnVersionChange.String(), versionEnum),
@@ -234,6 +236,13 @@ func positive[T time.Duration | ByteSize](field string, v T) error {
 func notNegative[T time.Duration | ByteSize](field string, v T) error {
 	if v < 0 {
 		return invalid(field, fmt.Sprint(v), "must be >= 0")
+	}
+	return nil
+}
+
+func atLeastDuration(field string, v, least time.Duration) error {
+	if v < least {
+		return invalid(field, v.String(), "must be >= "+least.String())
 	}
 	return nil
 }

@@ -151,6 +151,17 @@ type Step struct {
 	// member names for a body keyed whole. Set when the step is created;
 	// nil when the proxy keeps no summary.
 	KeyFields []KeyField `json:"key_fields,omitempty"`
+	// RecoveryValues are the request values the route's lookup and
+	// verification templates read ({{body.PATH}} and {{path.NAME}}, as raw
+	// JSON by reference), redact paths left out: the minimum a recovery
+	// made without the request (after a restart, by the background
+	// resolver, on another replica) needs. Set when the step is created.
+	RecoveryValues map[string]string `json:"recovery_values,omitempty"`
+	// SettlesAt is when an attempt of an owner whose claim was taken over
+	// can no longer land at the provider: its lease's end plus the longest
+	// send it allowed, on the journal's clock. Zero when no takeover
+	// happened.
+	SettlesAt time.Time `json:"settles_at,omitzero"`
 	// ApprovedBodyHash is set when an operator approved the request with
 	// that body; it is consumed by the one forward it allows.
 	ApprovedBodyHash string `json:"approved_body_hash,omitempty"`

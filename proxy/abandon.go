@@ -21,8 +21,11 @@ import (
 //   - any other route holds it for review with the reason "abandoned".
 //
 // Candidates are steps started, not held, untouched for Options.AbandonAfter
-// (and at least an upstream timeout, so an attempt cannot still land), not
-// in flight in this process and with no running lease of another replica.
+// (never shorter than the lease plus the upstream timeout), whose last
+// attempt cannot still land (see settle), not in flight in this process,
+// with no running lease of another replica, and whose caller has not come
+// back within AbandonAfter: a retry counts whatever it was answered
+// (in-progress, 503), as this process saw it (see retries).
 // Its write re-checks, inside the journal, that the step is still the one
 // it read (same claim and revision), so a caller's retry or another
 // replica's resolver that got there first wins and the resolver's write is
@@ -91,7 +94,8 @@ func (s *Server) resolveAbandoned(r *resolver) int {
 	n := 0
 	for i := range steps {
 		st := &steps[i]
-		if st.Held() || !st.UpdatedAt.Before(cutoff) || s.flights.live(st.Key, now) != nil || inFlightElsewhere(st, epoch) {
+		if st.Held() || !st.UpdatedAt.Before(cutoff) || s.flights.live(st.Key, now) != nil || inFlightElsewhere(st, epoch) ||
+			s.settling(st) || s.retries.since(st.Key, cutoff) {
 			continue
 		}
 		seen[st.Key] = true
@@ -99,6 +103,7 @@ func (s *Server) resolveAbandoned(r *resolver) int {
 			n++
 		}
 	}
+	s.retries.forget(cutoff)
 	for key, w := range r.waiting {
 		if !seen[key] { // settled meanwhile, by a retry or an operator
 			s.parked.forget(w.mac, w.ch)
@@ -136,7 +141,7 @@ func (s *Server) abandon(r *resolver, st journal.Step, now time.Time) bool {
 		if !ok {
 			return journal.Change{}, journal.ErrNoChange
 		}
-		return withTakeover(ch, cur, epoch, s.lease()), nil
+		return withTakeover(ch, cur, epoch, s.lease(), s.landing(route)), nil
 	}))
 	if err != nil || got.Revision == rev {
 		if err != nil && s.bg.Err() == nil {
@@ -157,17 +162,18 @@ func (s *Server) abandon(r *resolver, st journal.Step, now time.Time) bool {
 		slog.String(logKey, st.Key), slog.String(logRoute, st.Route), slog.String("status", got.Status.String()),
 		slog.String("hold", got.Hold.String()), slog.String("evidence", evidence))
 	if got.Status == journal.StatusCommitted && route != nil && route.Verify != nil && !got.VerifyBy.IsZero() {
-		vals := rules.Values{Key: got.Key, OperationID: got.OperationID}
+		vals := rules.Values{Key: got.Key, OperationID: got.OperationID, Stored: got.RecoveryValues}
 		s.startVerify(verification{route: route, step: got, vals: vals})
 	}
 	return true
 }
 
 // backgroundLookup asks the provider whether an abandoned call took
-// effect. The request body is not journaled, so the lookup sees the key,
-// the operation id and a stored response only.
+// effect. The request body is not journaled: the lookup sees the key, the
+// operation id, a stored response and the step's recovery values (the
+// request values its templates read).
 func (s *Server) backgroundLookup(route *rules.Route, st *journal.Step, creds http.Header) (LookupAnswer, *lookupResult, string) {
-	vals := rules.Values{Key: st.Key, OperationID: st.OperationID}
+	vals := rules.Values{Key: st.Key, OperationID: st.OperationID, Stored: st.RecoveryValues}
 	if st.Response != nil && !st.Response.Truncated {
 		vals.Response = st.Response.Body
 	}

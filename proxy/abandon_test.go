@@ -1,10 +1,13 @@
 package proxy
 
 import (
+	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -166,5 +169,156 @@ func TestResolverLeavesCallsInFlight(t *testing.T) {
 	}
 	if n := tr.calls.Load(); n != 1 {
 		t.Fatalf("upstream calls = %d, want 1", n)
+	}
+}
+
+// failingStore refuses writes while failing is set, as a journal that
+// lost its database would.
+type failingStore struct {
+	Store
+	failing atomic.Bool
+}
+
+func (f *failingStore) Apply(ctx context.Context, key string, m journal.Mutation) (journal.Step, error) {
+	if f.failing.Load() {
+		return journal.Step{}, fmt.Errorf("apply %s: %w", key, journal.ErrUnavailable)
+	}
+	return f.Store.Apply(ctx, key, m)
+}
+
+// A caller's retry counts as the agent coming back, whatever it was
+// answered: here 503, while the journal could not be written. The
+// resolver leaves the step to its caller until AbandonAfter has passed
+// with no retry.
+func TestResolverLeavesRetriedStepsToTheirCaller(t *testing.T) {
+	j, err := journal.Open(filepath.Join(t.TempDir(), "tg.db"), journal.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.Close()
+	store := &failingStore{Store: j}
+	clock := &fakeClock{t: time.Now()}
+	const abandon = time.Minute
+	p := newProxyOn(t, store, clock.now, irreversibleRoute, &abandonUpstream{}, Options{AbandonAfter: abandon, UpstreamTimeout: time.Second, Lease: time.Second})
+	key := postAs(t, p, "Bearer sk_caller", `{"n":1}`).Header.Get(HeaderKey)
+	res := &resolver{waiting: map[string]parkedCred{}}
+	defer res.forgetAll(p.srv)
+
+	clock.add(abandon + time.Second)
+	store.failing.Store(true)
+	if r := postAs(t, p, "Bearer sk_caller", `{"n":1}`); r.StatusCode != http.StatusServiceUnavailable {
+		t.Fatalf("retry while the journal fails: %d, want 503", r.StatusCode)
+	}
+	store.failing.Store(false)
+	clock.add(abandon / 2)
+	if n := p.srv.resolveAbandoned(res); n != 0 {
+		t.Fatalf("the resolver settled %d steps whose caller was retrying", n)
+	}
+	clock.add(abandon)
+	if n := p.srv.resolveAbandoned(res); n != 1 {
+		t.Fatalf("settled %d, want the step nobody came back for", n)
+	}
+	if st, _ := j.Get(key); st.HoldReason != ReasonAbandoned {
+		t.Fatalf("step %s/%s %q, want held abandoned", st.Status, st.Hold, st.HoldReason)
+	}
+}
+
+// abandon_after is never shorter than the lease plus the upstream
+// timeout: a step younger than that may still be in flight on a stalled
+// owner, or its caller still retrying.
+func TestAbandonAfterNeverBelowLeasePlusTimeout(t *testing.T) {
+	clock := &fakeClock{t: time.Now()}
+	mem := newMemJournal(clock.now)
+	p := newReplica(t, mem, irreversibleRoute, &abandonUpstream{}, Options{AbandonAfter: time.Second, Lease: 15 * time.Second, UpstreamTimeout: 30 * time.Second})
+	if got := p.srv.opts.AbandonAfter; got != 45*time.Second {
+		t.Fatalf("AbandonAfter = %v, want 45s (lease + upstream timeout)", got)
+	}
+	postAs(t, p, "Bearer sk_caller", `{"n":1}`)
+	clock.add(10 * time.Second)
+	if n := p.srv.resolveAbandoned(&resolver{waiting: map[string]parkedCred{}}); n != 0 {
+		t.Fatalf("settled %d steps 10s after their call, with abandon_after 1s below the lease", n)
+	}
+	clock.add(time.Minute)
+	if n := p.srv.resolveAbandoned(&resolver{waiting: map[string]parkedCred{}}); n != 1 {
+		t.Fatalf("settled %d, want 1 once lease + timeout passed", n)
+	}
+}
+
+// recordingAbandonUpstream records the lookups it answers.
+type recordingAbandonUpstream struct {
+	abandonUpstream
+	mu   sync.Mutex
+	urls []string
+}
+
+func (u *recordingAbandonUpstream) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req.Method == http.MethodGet {
+		u.mu.Lock()
+		u.urls = append(u.urls, req.URL.String())
+		u.mu.Unlock()
+	}
+	return u.abandonUpstream.RoundTrip(req)
+}
+
+// The background resolver's lookup reads the request values its template
+// names from the step ({{body.ref}} here): the body is never journaled,
+// so they are kept with the step — those values only, a redact path never.
+// Before, every such lookup failed with "missing template value" and the
+// step ended held.
+func TestResolverLookupReadsRecoveryValues(t *testing.T) {
+	const route = `  - name: create
+    match: POST /v1/things
+    effect: irreversible
+    operation_id: body:id
+    redact: [secret]
+    lookup:
+      request: GET http://api.test/v1/things?ref={{body.ref}}&s={{body.secret}}
+      found: {status: 200, body: {"data.#": "1"}}
+      absent: {status: 200, body: {"data.#": "0"}}
+      operation_id: body:data.0.id
+`
+	for _, withSecret := range []bool{false, true} {
+		name := map[bool]string{false: "plain", true: "redacted field"}[withSecret]
+		t.Run(name, func(t *testing.T) {
+			j, err := journal.Open(filepath.Join(t.TempDir(), "tg.db"), journal.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer j.Close()
+			up := &recordingAbandonUpstream{}
+			clock := &fakeClock{t: time.Now()}
+			const abandon = time.Minute
+			r := route
+			if !withSecret {
+				r = strings.Replace(route, "&s={{body.secret}}", "", 1)
+			}
+			p := newProxyOn(t, j, clock.now, r, up, Options{AbandonAfter: abandon, UpstreamTimeout: time.Second, Lease: time.Second})
+			key := postAs(t, p, "Bearer sk_caller", `{"ref":"order-1","secret":"s3cr3t","other":"not kept"}`).Header.Get(HeaderKey)
+			st, _ := j.Get(key)
+			want := map[string]string{"body.ref": `"order-1"`}
+			if len(st.RecoveryValues) != len(want) || st.RecoveryValues["body.ref"] != want["body.ref"] {
+				t.Fatalf("recovery values = %v, want %v (no other field, no redacted one)", st.RecoveryValues, want)
+			}
+			res := &resolver{waiting: map[string]parkedCred{}}
+			defer res.forgetAll(p.srv)
+			clock.add(abandon + time.Second)
+			p.srv.resolveAbandoned(res)
+			postAs(t, p, "Bearer sk_caller", `{"ref":"order-2"}`) // lends the credential
+			if n := p.srv.resolveAbandoned(res); n != 1 {
+				t.Fatalf("settled %d, want 1", n)
+			}
+			got, _ := j.Get(key)
+			if withSecret {
+				// The redacted value is not kept: the lookup cannot be made,
+				// and says unknown rather than a wrong "absent".
+				if got.Hold != journal.HoldNeedsReview || len(up.urls) != 0 {
+					t.Fatalf("step %s/%s after lookups %v, want held with no lookup", got.Status, got.Hold, up.urls)
+				}
+				return
+			}
+			if got.Status != journal.StatusCommitted || len(up.urls) != 1 || !strings.Contains(up.urls[0], "ref=order-1") {
+				t.Fatalf("step %s/%s after lookups %v, want committed after one lookup for ref=order-1", got.Status, got.Hold, up.urls)
+			}
+		})
 	}
 }

@@ -25,6 +25,10 @@ type AdminOptions struct {
 	Token string
 	// AgentToken may read steps and workflows but never approve or resolve.
 	AgentToken string
+	// Settle tells how long a step's interrupted attempt may still land
+	// (Server.Settle); a not_executed resolution inside it needs force.
+	// Nil checks nothing.
+	Settle Settler
 	// Ready reports readiness; nil means always ready.
 	Ready func() bool
 	// Metrics serves GET /metrics; nil leaves it out.

@@ -41,6 +41,8 @@ func adminProblemFor(err error) (p *Problem, internal bool) {
 		return newProblem(ProblemAdminAmbiguousKey, "", err.Error()), false
 	case errors.Is(err, errNotHeld):
 		return newProblem(ProblemAdminNotHeld, "", err.Error()), false
+	case errors.Is(err, ErrStillLanding):
+		return newProblem(ProblemAdminStillLanding, "", err.Error()), false
 	case errors.Is(err, errCheckpointTooLarge):
 		return newProblem(ProblemAdminCheckpointTooLarge, "", err.Error()), false
 	case errors.Is(err, errBadCheckpoint) && errors.Is(err, errTooLarge):

@@ -5,13 +5,20 @@ import (
 	"time"
 )
 
-// flight is a guarded call running in this process. Its lease ends at
-// deadline: after that a duplicate treats the call as interrupted, and the
-// late owner's writes are refused by the journal's fencing.
+// flight is a guarded call running in this process. It is live until its
+// claim's lease ends plus the longest the call may take once sent (the
+// upstream timeout and the time to record the outcome): after that a
+// duplicate treats the call as interrupted, and the late owner's writes
+// are refused by the journal's fencing. The owner never sends once the
+// lease has ended (see sendlease.go).
 type flight struct {
-	done     chan struct{}
-	deadline time.Time
+	done  chan struct{}
+	lease *sendLease
+	after time.Duration
 }
+
+// deadline is when the flight stops being live.
+func (fl *flight) deadline() time.Time { return fl.lease.until().Add(fl.after) }
 
 // flights registers the calls in flight by key. Registration happens inside
 // the journal mutation that claims the step, so a duplicate that reads the
@@ -30,7 +37,7 @@ func (f *flights) live(key string, now time.Time) *flight {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	fl := f.m[key]
-	if fl == nil || now.After(fl.deadline) {
+	if fl == nil || now.After(fl.deadline()) {
 		return nil
 	}
 	return fl
@@ -53,17 +60,17 @@ func (f *flights) liveOther(key string, now time.Time, mine *flight) *flight {
 // returned as other: two calls of one process never both claim a key,
 // whatever their journal reads said (an optimistic journal lets both read
 // "no step" before either writes).
-func (f *flights) reserve(key string, mine *flight, now, deadline time.Time) (fl, other *flight) {
+func (f *flights) reserve(key string, mine *flight, now time.Time, lease *sendLease, after time.Duration) (fl, other *flight) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	cur := f.m[key]
 	switch {
 	case mine != nil && cur == mine:
 		return mine, nil
-	case cur != nil && !now.After(cur.deadline):
+	case cur != nil && !now.After(cur.deadline()):
 		return nil, cur
 	}
-	fl = &flight{done: make(chan struct{}), deadline: deadline}
+	fl = &flight{done: make(chan struct{}), lease: lease, after: after}
 	f.m[key] = fl
 	return fl, nil
 }

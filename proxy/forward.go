@@ -10,12 +10,9 @@ import (
 	"hash"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
-	"net/http/httptrace"
 	"strconv"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/toolguard/toolguard/journal"
@@ -53,7 +50,8 @@ func (s *Server) forward(c *call, st journal.Step, fl *flight, d Decision) (*ans
 	if a, done, err := s.checkBefore(c, st, d); done {
 		return a, err
 	}
-	stop := s.heartbeat(st)
+	c.lease = fl.lease
+	stop := s.heartbeat(st, c.lease)
 	res := s.send(c)
 	stop()
 	ans := s.readAnswer(c, res)
@@ -132,18 +130,21 @@ func (s *Server) reread(st journal.Step, err error) (journal.Step, error) {
 // LeaseUntil); it returns the function that stops it. A renewal refused
 // as fenced means another owner took the step over: the call cannot be
 // recalled, and its outcome write will be refused the same way.
-func (s *Server) heartbeat(st journal.Step) (stop func()) {
+func (s *Server) heartbeat(st journal.Step, lease *sendLease) (stop func()) {
 	return s.renewWhile(st, s.opts.Lease, func(err error) {
 		s.log.Warn("lease renewal refused: the step was taken over while its call ran", slog.String(logKey, st.Key), slog.Any("error", err))
-	})
+	}, lease)
 }
 
 // renewWhile renews st's claim for lease every lease/3 until the returned
-// stop is called, on journals that share leases (st has a LeaseUntil;
-// otherwise it does nothing). A renewal refused as fenced calls fenced
-// and ends the renewals; other failures are logged and retried.
-func (s *Server) renewWhile(st journal.Step, lease time.Duration, fenced func(error)) (stop func()) {
-	if st.LeaseUntil.IsZero() {
+// stop is called, on journals that share leases (st has a LeaseUntil), or
+// for a call whose local lease is sl (every journal: the call must not
+// be sent once its claim is gone); otherwise it does nothing. Each renewal
+// the journal accepts extends sl from the moment it went out. A renewal
+// refused as fenced calls fenced and ends the renewals; other failures
+// are logged and retried.
+func (s *Server) renewWhile(st journal.Step, lease time.Duration, fenced func(error), sl *sendLease) (stop func()) {
+	if st.LeaseUntil.IsZero() && sl == nil {
 		return func() {}
 	}
 	done := make(chan struct{})
@@ -160,8 +161,12 @@ func (s *Server) renewWhile(st journal.Step, lease time.Duration, fenced func(er
 			case <-t.C:
 			}
 			ctx, cancel := context.WithTimeout(s.bg, lease/3)
+			sent := time.Now()
 			err := s.journal.Renew(ctx, st.Key, st.Epoch, st.Fence, lease)
 			cancel()
+			if err == nil && sl != nil {
+				sl.extend(sent, lease)
+			}
 			if errors.Is(err, journal.ErrFenced) {
 				fenced(err)
 				return
@@ -230,30 +235,34 @@ func (b *hashingBody) Close() error {
 	return nil
 }
 
-// send makes one upstream attempt. The agent going away does not cancel
-// it: an abandoned call would only turn a known outcome into an unknown one.
+// send makes one upstream attempt, only inside the claim's lease (see
+// sendlease.go). The agent going away does not cancel it: an abandoned
+// call would only turn a known outcome into an unknown one.
 func (s *Server) send(c *call) result {
 	if c.mcp != nil {
 		return s.mcpSend(c)
 	}
+	if res, lapsed := s.leaseLapsed(c); lapsed {
+		return res
+	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(c.in.Context()), s.opts.UpstreamTimeout)
-	var sent atomic.Bool
-	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
-		GotConn: func(httptrace.GotConnInfo) { sent.Store(true) },
-	})
+	ctx, w := watchWire(ctx, c.lease)
 	out, err := s.outbound(ctx, c)
 	if err != nil {
+		w.end()
 		cancel()
 		return result{err: err}
 	}
 	began := time.Now()
 	resp, err := s.upstream.RoundTrip(out)
+	w.stop()
 	s.metrics.upstreamCall(c.route.API.Name, c.route.Name, time.Since(began))
 	if err != nil {
+		w.end()
 		cancel()
-		return result{err: err, sent: possiblySent(s.upstream, sent.Load(), err)}
+		return result{err: wireCause(ctx, err), sent: w.sent(err)}
 	}
-	release := func() { resp.Body.Close(); cancel() }
+	release := func() { resp.Body.Close(); w.end(); cancel() }
 	body, err := io.ReadAll(io.LimitReader(resp.Body, s.opts.MaxStoredResponse+1))
 	if err != nil {
 		release()
@@ -268,16 +277,26 @@ func (s *Server) send(c *call) result {
 	return result{resp: resp, body: body, sent: true}
 }
 
-// possiblySent decides whether a failed attempt may have reached the
-// upstream. With an http.Transport the trace tells: no connection, nothing
-// sent. Other transports report nothing, so only a dial error counts as
-// "not sent"; everything else is ambiguous.
-func possiblySent(rt http.RoundTripper, gotConn bool, err error) bool {
-	if _, ok := rt.(*http.Transport); ok {
-		return gotConn
+// leaseLapsed refuses an attempt whose claim's lease has ended: nothing
+// is sent, and the outcome write that follows is fenced if the step was
+// taken over meanwhile.
+func (s *Server) leaseLapsed(c *call) (result, bool) {
+	if c.lease.holds(time.Now()) {
+		return result{}, false
 	}
-	var op *net.OpError
-	return !(errors.As(err, &op) && op.Op == "dial")
+	s.metrics.reject("lease_lapsed")
+	s.log.Warn("not sent: the claim's lease ended before the call was sent", slog.String(logKey, c.intent.Key),
+		slog.Time("lease_end", c.lease.until()))
+	return result{err: errLeaseLapsed}, true
+}
+
+// wireCause is the reason an attempt failed: the wire's refusal (lease
+// lapsed, transport re-send) when it cancelled the attempt, else err.
+func wireCause(ctx context.Context, err error) error {
+	if cause := context.Cause(ctx); errors.Is(cause, errLeaseLapsed) || errors.Is(cause, errTransportResend) {
+		return fmt.Errorf("%w (%v)", cause, err)
+	}
+	return err
 }
 
 // outbound builds the upstream request: the agent's request minus
@@ -313,6 +332,7 @@ func (s *Server) outbound(ctx context.Context, c *call) (*http.Request, error) {
 		out.Body = http.NoBody
 	}
 	out.ContentLength = int64(len(body))
+	noTransportResend(out, len(body) == 0)
 	return out, nil
 }
 

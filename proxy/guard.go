@@ -4,6 +4,7 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/toolguard/toolguard/journal"
@@ -38,6 +39,8 @@ type call struct {
 	lookupWait time.Duration
 	// mcp is set for an MCP tools/call (see mcp.go).
 	mcp *mcpCall
+	// lease is the claim's lease while the call is forwarded.
+	lease *sendLease
 }
 
 // answer is what the pipeline sends back, with what to log about it.
@@ -114,8 +117,14 @@ func (s *Server) run(c *call) *answer {
 	waitUntil := c.start.Add(s.opts.InFlightWait)
 	unknown := 0
 	for {
-		if st, err := s.journal.Get(key); err == nil && st.Terminal() && !st.Held() {
+		st, err := s.journal.Get(key)
+		if err == nil && st.Terminal() && !st.Held() {
 			return s.replay(c, &st, OutcomeReplayed, Decision{Action: ActionReplay, Why: "outcome stored"})
+		}
+		if err == nil || !errors.Is(err, journal.ErrNotFound) {
+			// A caller back for a step without an outcome (or one the
+			// journal cannot tell): the resolver leaves it to them.
+			s.retries.touch(key, s.now())
 		}
 		dd, err := s.decide(c)
 		if errors.Is(err, journal.ErrCommitUnknown) && unknown < maxCommitUnknown {
@@ -155,7 +164,7 @@ func (s *Server) run(c *call) *answer {
 			return s.blocked(c, &st, d)
 		case ActionSettle:
 			p := newProblem(ProblemInProgress, key, "an interrupted attempt of this call may still land at the provider, and its lookup does not show it yet; retry after the attempt has settled")
-			p.RetryAfter = max(time.Until(s.settleBy(&st)), time.Second)
+			p.RetryAfter = max(s.settlesIn(&st), time.Second)
 			if d.Reason == ReasonLookupRate {
 				p.Detail = "the outcome of an interrupted attempt is unknown and the provider's lookup budget (lookup.rate) is spent; retry shortly"
 				p.RetryAfter = max(c.lookupWait, time.Second)
@@ -197,6 +206,8 @@ func (s *Server) decide(c *call) (decideResult, error) {
 	c.versionChange = s.versionChange(c)
 	var out decideResult
 	var mine *flight
+	// The claim's lease counts from before its statement goes out.
+	lease := newSendLease(time.Now(), s.lease())
 	st, err := s.journal.Apply(c.in.Context(), key, func(cur *journal.Step) (journal.Change, error) {
 		out = decideResult{}
 		sit := Situation{
@@ -213,7 +224,7 @@ func (s *Server) decide(c *call) (decideResult, error) {
 			if c.lookup != LookupNotAsked && c.lookupFence == cur.Fence {
 				sit.Lookup = c.lookup
 			}
-			sit.Settling = now.Before(s.settleBy(cur))
+			sit.Settling = s.settling(cur)
 			sit.NativeExpired = nativeExpired(c.route, cur, now)
 			sit.HasLookup = c.route.Lookup != nil
 			sit.Backoff = backoff(cur, now)
@@ -227,7 +238,7 @@ func (s *Server) decide(c *call) (decideResult, error) {
 			return journal.Change{}, journal.ErrNoChange
 		}
 		if out.d.Action == ActionForward {
-			fl, other := s.flights.reserve(key, mine, now, now.Add(s.opts.UpstreamTimeout+leaseGrace))
+			fl, other := s.flights.reserve(key, mine, now, lease, s.opts.UpstreamTimeout+leaseGrace)
 			if other != nil {
 				// Another call of this process is claiming the key right
 				// now (its write may not be visible yet): wait for it.
@@ -253,14 +264,6 @@ func (s *Server) decide(c *call) (decideResult, error) {
 
 // lease is how long a claim lasts in a journal that shares leases.
 func (s *Server) lease() time.Duration { return s.opts.Lease }
-
-// settleBy is when a started step's last attempt can no longer land at the
-// provider: an upstream timeout after it was last written.
-// A route's lookup.settle, when longer, extends it: the provider's search
-// may lag behind its writes that long.
-func (s *Server) settleBy(st *journal.Step) time.Time {
-	return st.UpdatedAt.Add(max(s.opts.UpstreamTimeout, lookupSettle(s.routeOf(st.API, st.Route))))
-}
 
 // leaseGrace is added to the upstream timeout to form a flight's lease: the
 // time to record an outcome after the upstream answered.
@@ -288,7 +291,7 @@ func (s *Server) changeFor(c *call, cur *journal.Step, d Decision, now time.Time
 	default:
 		return journal.Change{}, false
 	}
-	return withTakeover(ch, cur, s.journal.Epoch(), s.lease()), true
+	return withTakeover(ch, cur, s.journal.Epoch(), s.lease(), s.landing(c.route)), true
 }
 
 // verifyWithin is the route's verification window; zero when it has none.
@@ -302,19 +305,46 @@ func verifyWithin(r *rules.Route) time.Duration {
 // newStep is the first record of a key.
 func (s *Server) newStep(c *call) journal.Step {
 	return journal.Step{
-		Key:           c.intent.Key,
-		API:           c.route.API.Name,
-		Route:         c.route.Name,
-		Workflow:      c.in.Header.Get(HeaderWorkflow),
-		Method:        c.in.Method,
-		Host:          c.in.URL.Host,
-		Path:          c.in.URL.Path,
-		BodyHash:      c.intent.BodyHash,
-		KeyFields:     s.keyFields(c.intent),
-		CredentialMAC: c.callerMAC,
-		PromptVersion: c.in.Header.Get(HeaderPromptVersion),
-		PolicyVersion: c.in.Header.Get(HeaderPolicyVersion),
+		Key:            c.intent.Key,
+		API:            c.route.API.Name,
+		Route:          c.route.Name,
+		Workflow:       c.in.Header.Get(HeaderWorkflow),
+		Method:         c.in.Method,
+		Host:           c.in.URL.Host,
+		Path:           c.in.URL.Path,
+		BodyHash:       c.intent.BodyHash,
+		KeyFields:      s.keyFields(c.intent),
+		RecoveryValues: recoveryValues(c),
+		CredentialMAC:  c.callerMAC,
+		PromptVersion:  c.in.Header.Get(HeaderPromptVersion),
+		PolicyVersion:  c.in.Header.Get(HeaderPolicyVersion),
 	}
+}
+
+// recoveryValues are the request values c's route needs to recover the
+// step without the request (see rules.RecoveryValues).
+func recoveryValues(c *call) map[string]string {
+	refs := recoveryRefs(c.route)
+	if len(refs) == 0 {
+		return nil
+	}
+	return rules.RecoveryValues(refs, c.intent.Doc, c.intent.Redacted, c.params)
+}
+
+// recoveryRefsOf caches Route.RecoveryRefs by route: rules are immutable
+// once loaded.
+var recoveryRefsOf sync.Map // *rules.Route → []string
+
+func recoveryRefs(r *rules.Route) []string {
+	if r.Lookup == nil && r.Verify == nil {
+		return nil
+	}
+	if v, ok := recoveryRefsOf.Load(r); ok {
+		return v.([]string)
+	}
+	refs := r.RecoveryRefs()
+	recoveryRefsOf.Store(r, refs)
+	return refs
 }
 
 // keyFields is the summary of the intent's key fields kept in its step,

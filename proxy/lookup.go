@@ -93,7 +93,7 @@ func (s *Server) lookupFor(c *call, st *journal.Step) {
 
 // values are the template values for a step's lookups and probes.
 func (s *Server) values(c *call, st *journal.Step) rules.Values {
-	v := rules.Values{Key: st.Key, OperationID: st.OperationID, Path: c.params}
+	v := rules.Values{Key: st.Key, OperationID: st.OperationID, Path: c.params, Stored: st.RecoveryValues}
 	if c.intent != nil {
 		v.Body = c.intent.Doc
 	}

@@ -9,8 +9,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptrace"
-	"sync/atomic"
 	"time"
 
 	"github.com/toolguard/toolguard/journal"
@@ -25,23 +23,26 @@ import (
 func (s *Server) mcpSend(c *call) result {
 	m := c.mcp
 	m.answer, m.outcome = nil, 0
+	if res, lapsed := s.leaseLapsed(c); lapsed {
+		return res
+	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(c.in.Context()), s.opts.UpstreamTimeout)
 	defer cancel()
-	var sent atomic.Bool
-	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
-		GotConn: func(httptrace.GotConnInfo) { sent.Store(true) },
-	})
+	ctx, w := watchWire(ctx, c.lease)
+	defer w.end()
 	out, err := http.NewRequestWithContext(ctx, http.MethodPost, m.target.String(), bytes.NewReader(c.body))
 	if err != nil {
 		return result{err: fmt.Errorf("build upstream request: %w", err)}
 	}
 	out.Header = outboundHeader(c.in.Header)
 	out.ContentLength = int64(len(c.body))
+	noTransportResend(out, len(c.body) == 0)
 	began := time.Now()
 	resp, err := s.upstream.RoundTrip(out)
+	w.stop()
 	s.metrics.upstreamCall(c.route.API.Name, c.metricRoute(), time.Since(began))
 	if err != nil {
-		return result{err: err, sent: possiblySent(s.upstream, sent.Load(), err)}
+		return result{err: wireCause(ctx, err), sent: w.sent(err)}
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {

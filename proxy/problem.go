@@ -35,6 +35,7 @@ const (
 	ProblemAdminForbidden          = "urn:toolguard:admin:forbidden"
 	ProblemAdminNotFound           = "urn:toolguard:admin:not-found"
 	ProblemAdminNotHeld            = "urn:toolguard:admin:not-held"
+	ProblemAdminStillLanding       = "urn:toolguard:admin:attempt-may-still-land"
 	ProblemAdminBadCheckpoint      = "urn:toolguard:admin:bad-checkpoint"
 	ProblemAdminCheckpointTooLarge = "urn:toolguard:admin:checkpoint-too-large"
 	ProblemAdminVersionMismatch    = "urn:toolguard:admin:version-mismatch"
@@ -68,6 +69,7 @@ var problemInfo = map[string]struct {
 	ProblemAdminForbidden:          {http.StatusForbidden, "Forbidden"},
 	ProblemAdminNotFound:           {http.StatusNotFound, "Not Found"},
 	ProblemAdminNotHeld:            {http.StatusConflict, "Conflict"},
+	ProblemAdminStillLanding:       {http.StatusConflict, "Conflict"},
 	ProblemAdminBadCheckpoint:      {http.StatusBadRequest, "Bad Request"},
 	ProblemAdminCheckpointTooLarge: {http.StatusRequestEntityTooLarge, "Request Entity Too Large"},
 	ProblemAdminVersionMismatch:    {http.StatusPreconditionFailed, "Precondition Failed"},

@@ -170,7 +170,7 @@ func (s *Server) resumePacket(w journal.Workflow, steps []journal.Step) ResumePa
 func (s *Server) nextAction(st *journal.Step, now time.Time) string {
 	route := s.routeOf(st.API, st.Route)
 	sit := Situation{Step: st, BodyHash: st.BodyHash, MaxAttempts: s.opts.MaxAttempts,
-		InFlight: s.flights.live(st.Key, now) != nil || inFlightElsewhere(st, s.journal.Epoch()), Settling: now.Before(s.settleBy(st))}
+		InFlight: s.flights.live(st.Key, now) != nil || inFlightElsewhere(st, s.journal.Epoch()), Settling: s.settling(st)}
 	if route != nil {
 		sit.Strategy, sit.Effect, sit.Approval = strategyOf(route), route.Effect, route.ApprovalRequired
 		sit.NativeExpired, sit.HasLookup = nativeExpired(route, st, now), route.Lookup != nil

@@ -74,6 +74,33 @@ type Resolution struct {
 	Outcome     string `json:"outcome"`
 	OperationID string `json:"operation_id,omitempty"`
 	Note        string `json:"note,omitempty"`
+	// Force resolves not_executed although an interrupted attempt may
+	// still land at the provider (see ErrStillLanding).
+	Force bool `json:"force,omitempty"`
+}
+
+// ErrStillLanding refuses to resolve a step as not executed while its
+// last attempt may still land at the provider: its owner's lease had not
+// ended long enough ago for the longest send it allowed. Waiting until
+// the time it names, or forcing, is the operator's choice.
+var ErrStillLanding = errors.New("an interrupted attempt of this call may still land at the provider")
+
+// Settler tells until when a step's last attempt may land, and the time
+// to compare it with on the same clock (the proxy's settle).
+type Settler func(st *journal.Step) (until, now time.Time)
+
+// stillLanding refuses a not_executed resolution of st inside its
+// landing window, unless forced.
+func stillLanding(settle Settler, st *journal.Step, res Resolution, decision string) error {
+	if settle == nil || res.Force || decision != DecisionResolvedNotExecuted || st.Status != journal.StatusStarted {
+		return nil
+	}
+	until, now := settle(st)
+	if !now.Before(until) {
+		return nil
+	}
+	return fmt.Errorf("%w until %s (in %s): resolving it as not executed now lets the next retry send it a second time; wait, or resolve with force",
+		ErrStillLanding, until.UTC().Format(time.RFC3339), until.Sub(now).Round(time.Second))
 }
 
 type approval struct {
@@ -106,7 +133,7 @@ func (a *Admin) resolve(w http.ResponseWriter, r *http.Request) {
 		a.adminError(w, badRequest(err))
 		return
 	}
-	m, err := ResolveMutation(res)
+	m, err := ResolveMutationSettled(res, a.opts.Settle)
 	if err != nil {
 		a.adminError(w, badRequest(err))
 		return
@@ -123,6 +150,13 @@ func (a *Admin) resolve(w http.ResponseWriter, r *http.Request) {
 // answers retries from the stored response (or the resolution itself);
 // not_executed lets the next retry with the reviewed body be sent.
 func ResolveMutation(res Resolution) (journal.Mutation, error) {
+	return ResolveMutationSettled(res, nil)
+}
+
+// ResolveMutationSettled is ResolveMutation that refuses, with
+// ErrStillLanding, a not_executed resolution while settle says the step's
+// last attempt may still land.
+func ResolveMutationSettled(res Resolution, settle Settler) (journal.Mutation, error) {
 	var decision string
 	switch res.Outcome {
 	case "committed":
@@ -132,7 +166,12 @@ func ResolveMutation(res Resolution) (journal.Mutation, error) {
 	default:
 		return nil, fmt.Errorf("outcome: want committed or not_executed (got %q)", res.Outcome)
 	}
-	return func(cur *journal.Step) (journal.Change, error) { return resolveChange(cur, decision, res) }, nil
+	return func(cur *journal.Step) (journal.Change, error) {
+		if err := stillLanding(settle, cur, res, decision); err != nil {
+			return journal.Change{}, err
+		}
+		return resolveChange(cur, decision, res)
+	}, nil
 }
 
 // decodeOptional decodes a JSON body if there is one, refusing unknown

@@ -49,8 +49,12 @@ type Options struct {
 	InFlightWait time.Duration
 	// Lease is how long a claim lasts on a journal whose leases are shared
 	// between replicas (default 15s); a call renews it every Lease/3 while
-	// it runs. bbolt keeps leases in the process and ignores it.
+	// it runs. bbolt keeps leases in the process. A call is never sent once
+	// its claim's lease has ended (see sendlease.go).
 	Lease time.Duration
+	// VerifyLease is how long a pending verification's claim lasts without
+	// a renewal; zero means Lease, capped at the upstream timeout.
+	VerifyLease time.Duration
 	// AbandonAfter is how long a started step may stay untouched, and not
 	// in flight, before the background resolver settles it (default 10m;
 	// see StartResolver).
@@ -150,6 +154,11 @@ type Server struct {
 	health journalHealth
 	// now is the clock of leases; tests replace it.
 	now func() time.Time
+	// retries are the callers that came back for unfinished steps.
+	retries retries
+	// started is when this server was made: a journal of one process
+	// (bbolt) was let go by any earlier process before then.
+	started time.Time
 	// lookupBudget enforces lookup.rate.
 	lookupBudget lookupBudget
 	// mcp holds the MCP servers of the gateway and the forward proxy.
@@ -229,6 +238,14 @@ func New(opts Options) (*Server, error) {
 		s.log = slog.New(slog.DiscardHandler)
 	}
 	s.now = time.Now
+	s.started = time.Now()
+	if floor := opts.Lease + opts.UpstreamTimeout; opts.AbandonAfter < floor {
+		// A step younger than that may still be in flight on a stalled
+		// owner, or its caller may still be retrying it.
+		s.log.Warn("recovery.abandon_after is shorter than recovery.lease plus upstream.timeout; using their sum",
+			slog.Duration("abandon_after", opts.AbandonAfter), slog.Duration("using", floor))
+		s.opts.AbandonAfter = floor
+	}
 	s.mcp = newMCPEndpoints(opts.MCPServers)
 	s.bg, s.stopBg = context.WithCancel(context.Background())
 	s.metrics = opts.Metrics

@@ -56,14 +56,19 @@ func claimChange(cur *journal.Step, fresh journal.Step, d Decision, why, version
 // withTakeover makes ch a takeover when cur is a started step whose owner's
 // lease lapsed (another replica that died or lost the journal): the change
 // claims the step, so that the old owner's late writes are refused
-// (journal.ErrFenced), and records whose claim it ended. Whatever the
-// recovery table decided (a lookup's finding, a hold, a re-send), it is
-// written under the new claim; a takeover never sends blindly.
-func withTakeover(ch journal.Change, cur *journal.Step, epoch uint64, lease time.Duration) journal.Change {
+// (journal.ErrFenced), and records whose claim it ended and until when
+// that owner's last attempt may still land (its lease's end plus lands,
+// the longest send it allowed). Whatever the recovery table decided (a
+// lookup's finding, a hold, a re-send), it is written under the new claim;
+// a takeover never sends blindly.
+func withTakeover(ch journal.Change, cur *journal.Step, epoch uint64, lease, lands time.Duration) journal.Change {
 	if cur == nil || !leaseLapsed(cur, epoch) {
 		return ch
 	}
 	ch.Claim, ch.Lease = true, lease
+	if end := cur.LeaseUntil.Add(lands); end.After(ch.Step.SettlesAt) {
+		ch.Step.SettlesAt = end
+	}
 	ch.Extra = append(ch.Extra, takeoverEvent(cur))
 	return ch
 }

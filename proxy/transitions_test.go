@@ -89,14 +89,19 @@ func TestTakeover(t *testing.T) {
 	}
 	for name, change := range changes {
 		t.Run(name, func(t *testing.T) {
-			ch := withTakeover(change(lapsed), lapsed, 1, 15*time.Second)
+			ch := withTakeover(change(lapsed), lapsed, 1, 15*time.Second, 30*time.Second)
 			allowed(t, lapsed, ch)
 			last := ch.Extra[len(ch.Extra)-1]
 			if !ch.Claim || ch.Lease != 15*time.Second || last.Type != journal.EventTakenOver {
 				t.Fatalf("takeover = %+v", ch)
 			}
+			// The old owner's last attempt may land until its lease's
+			// end plus the longest send it allowed.
+			if want := lapsed.LeaseUntil.Add(30 * time.Second); !ch.Step.SettlesAt.Equal(want) {
+				t.Fatalf("SettlesAt = %v, want %v", ch.Step.SettlesAt, want)
+			}
 			plain := change(running)
-			if got := withTakeover(plain, running, 1, 15*time.Second); got.Claim != plain.Claim || len(got.Extra) != len(plain.Extra) {
+			if got := withTakeover(plain, running, 1, 15*time.Second, 30*time.Second); got.Claim != plain.Claim || len(got.Extra) != len(plain.Extra) {
 				t.Fatalf("a running lease was taken over: %+v", got)
 			}
 		})

@@ -31,12 +31,16 @@ import (
 // every pending verification once at start-up, as before.
 
 // verifyLease is how long a verification claim lasts without a renewal:
-// the call lease (Options.Lease), shortened to the upstream timeout (at
+// Options.VerifyLease (recovery.verify_lease), or else the call lease
+// (Options.Lease), shortened to the upstream timeout (at
 // least 1s) when that is shorter. A verifier renews it every third of
 // that, so a replica that stopped is taken over within about one upstream
 // timeout, while a probe (itself bounded by the upstream timeout) never
 // outlives it unnoticed.
 func (s *Server) verifyLease() time.Duration {
+	if s.opts.VerifyLease > 0 {
+		return s.opts.VerifyLease
+	}
 	return min(s.opts.Lease, max(s.opts.UpstreamTimeout, time.Second))
 }
 
@@ -116,7 +120,7 @@ func (s *Server) verifyHeartbeat(st journal.Step, fenced func()) (stop func()) {
 	return s.renewWhile(st, s.verifyLease(), func(err error) {
 		s.log.Info("verification stopped: its claim is no longer this replica's", slog.String(logKey, st.Key), slog.Any("error", err))
 		fenced()
-	})
+	}, nil)
 }
 
 // pickUpVerifications starts the pending verifications that nobody
@@ -143,7 +147,7 @@ func (s *Server) pickUpVerifications(startup bool) (int, error) {
 		if route == nil || route.Verify == nil || st.Status != journal.StatusCommitted {
 			continue
 		}
-		vals := rules.Values{Key: st.Key, OperationID: st.OperationID}
+		vals := rules.Values{Key: st.Key, OperationID: st.OperationID, Stored: st.RecoveryValues}
 		if st.Response != nil && !st.Response.Truncated {
 			vals.Response = st.Response.Body
 		}

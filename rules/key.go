@@ -114,7 +114,7 @@ func (d *Deriver) Derive(r *Route, in Input) (*Intent, error) {
 	}
 	var it *Intent
 	if d.Lean {
-		it = leanIntent(s.mat, s.doc, r.Lookup != nil || r.Verify != nil)
+		it = leanIntent(s.mat, s.doc, red, r.Lookup != nil || r.Verify != nil, len(r.Redact) > 0)
 	} else {
 		it = newIntent(s.mat, s.doc, red, len(r.Redact) > 0)
 	}
@@ -335,7 +335,7 @@ func newIntent(mat, doc, red []byte, redacting bool) *Intent {
 
 // leanIntent keeps the key and the body hash, and the canonical body only
 // when keepDoc is set.
-func leanIntent(mat, doc []byte, keepDoc bool) *Intent {
+func leanIntent(mat, doc, red []byte, keepDoc, redacted bool) *Intent {
 	var hx [128]byte
 	sum := sha256.Sum256(mat)
 	hex.Encode(hx[:64], sum[:])
@@ -345,6 +345,9 @@ func leanIntent(mat, doc []byte, keepDoc bool) *Intent {
 	if keepDoc {
 		it.Doc = bytes.Clone(doc)
 		it.Redacted = it.Doc
+		if redacted {
+			it.Redacted = bytes.Clone(red)
+		}
 	}
 	return it
 }

@@ -62,11 +62,10 @@ func (a *ArgsTemplate) expand(b *bytes.Buffer, v Values) error {
 		b.Write(a.lit)
 	case a.str != nil:
 		if p, ok := a.str.single(); ok && (p.ref == refBody || p.ref == refResponse) {
-			doc := v.Body
+			r := v.body(p.text)
 			if p.ref == refResponse {
-				doc = v.Response
+				r = gjson.GetBytes(v.Response, p.text)
 			}
-			r := gjson.GetBytes(doc, p.text)
 			if !r.Exists() || r.Type == gjson.Null {
 				return fmt.Errorf("expand %s: %w", p, ErrMissingValue)
 			}
@@ -106,6 +105,23 @@ func (a *ArgsTemplate) expand(b *bytes.Buffer, v Values) error {
 		b.WriteByte('}')
 	}
 	return nil
+}
+
+// each calls f with every template in a, depth first.
+func (a *ArgsTemplate) each(f func(*Template)) {
+	switch {
+	case a == nil:
+	case a.str != nil:
+		f(a.str)
+	case a.array != nil:
+		for _, it := range a.array {
+			it.each(f)
+		}
+	default:
+		for _, m := range a.object {
+			m.val.each(f)
+		}
+	}
 }
 
 // single returns the template's reference when the template is exactly

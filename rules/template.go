@@ -51,6 +51,9 @@ type Values struct {
 	Body, Response   []byte
 	// Header holds the response headers {{header.NAME}} reads.
 	Header http.Header
+	// Stored holds the request values a step keeps for its recovery (see
+	// RecoveryValues), read when Body (or Path) is not at hand.
+	Stored map[string]string
 }
 
 // ParseTemplate parses s. Unknown references, empty paths and unterminated
@@ -191,9 +194,9 @@ func (p tmplPart) value(v Values) string {
 	case refOperationID:
 		return v.OperationID
 	case refPath:
-		return v.Path[p.text]
+		return v.pathValue(p.text)
 	case refBody:
-		return gjson.GetBytes(v.Body, p.text).String()
+		return v.body(p.text).String()
 	case refResponse:
 		return gjson.GetBytes(v.Response, p.text).String()
 	case refHeader:

@@ -124,6 +124,7 @@ func reviewResolve(ctx context.Context, args []string, stdout io.Writer) error {
 	fs.StringVar(&res.Outcome, "outcome", "", "what really happened: committed or not-executed")
 	fs.StringVar(&res.OperationID, "operation-id", "", "the provider's `id` of the effect, when committed")
 	fs.StringVar(&res.Note, "note", "", "how you found out, kept in the event log")
+	fs.BoolVar(&res.Force, "force", false, "resolve not-executed although an interrupted attempt may still land at the provider")
 	fs.BoolVar(&asJSON, "json", false, "print JSON")
 	pos, err := interleaved(fs, args)
 	if err != nil {

@@ -169,7 +169,7 @@ func serveWith(ctx context.Context, cfg config.Config, log *slog.Logger, stdout 
 		log.Info("resumed pending verifications", "count", n)
 	}
 	admin := proxy.NewAdmin(proxy.AdminOptions{Store: j, Maintainer: maint, Token: cfg.Admin.Token, AgentToken: cfg.Admin.AgentToken, Logger: log,
-		Metrics: metrics.Handler(), Extra: srv.WorkflowAdmin(), Ready: srv.Ready,
+		Metrics: metrics.Handler(), Extra: srv.WorkflowAdmin(), Ready: srv.Ready, Settle: srv.Settle,
 		UI: console.Handler(console.Options{Version: version})})
 	proxyHTTP, adminHTTP := wire.HTTPServer(cfg, srv.Handler(), log), wire.HTTPServer(cfg, admin, log)
 	errc := make(chan error, 2)

@@ -70,6 +70,8 @@ func Proxy(cfg config.Config, d Deps) (*proxy.Server, error) {
 		UpstreamTimeout:   cfg.Upstream.Timeout,
 		MaxAttempts:       cfg.Retry.MaxAttempts,
 		AbandonAfter:      cfg.Recovery.AbandonAfter,
+		Lease:             cfg.Recovery.Lease,
+		VerifyLease:       cfg.Recovery.VerifyLease,
 		VerifyMaxInterval: cfg.Verify.MaxInterval,
 		OnVersionChange:   cfg.Workflows.OnVersionChange,
 		Metrics:           d.Metrics,

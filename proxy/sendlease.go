@@ -1,0 +1,263 @@
+package proxy
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptrace"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Never send outside the lease.
+//
+// A claim lasts for Options.Lease on the journal's clock (the database's
+// on PostgreSQL), counted from when the journal wrote it. This process
+// cannot read that clock, so it keeps its own view of the lease: on the
+// monotonic clock, from the moment just before the claim statement went
+// out, shortened by a margin for the local clock's rate. That end is never
+// later than the journal's, however late the acknowledgement arrives (a
+// stalled process, a GC pause, a slow network). An attempt checks it
+// before the request is built and again when its connection is handed
+// over, immediately before the request is written; connecting and writing
+// are cancelled at the lease's end. A renewal that the journal accepts
+// extends the lease from the moment the renewal went out.
+//
+// What a lease cannot do: a pause of the process between the last check
+// and the write (microseconds apart) still lets a request out late. Two
+// things cover that window: the provider's own idempotency key, where the
+// route has one, and the wait of a replica that takes the step over, which
+// trusts a lookup's "absent" only after the old lease's end plus the
+// longest send it allowed (see settle).
+
+// errLeaseLapsed is an attempt refused because the claim's lease ended
+// before the request was written; nothing was sent.
+var errLeaseLapsed = errors.New("the claim's lease ended before the call was sent (the process stalled or the journal answered late); nothing was sent")
+
+// errTransportResend is a second connection of one attempt refused: the
+// transport tried to re-send the request on its own.
+var errTransportResend = errors.New("the transport tried to re-send the call on a new connection; toolguard decides every send")
+
+// sendLease is a claim's lease as this process measures it.
+type sendLease struct {
+	mu  sync.Mutex
+	end time.Time // monotonic
+}
+
+// leaseMargin is what is taken off a lease for the local clock's rate:
+// 2%, at least 10ms.
+func leaseMargin(d time.Duration) time.Duration { return max(d/50, 10*time.Millisecond) }
+
+// newSendLease is a lease of d counted from sent, the moment before the
+// claim statement went out.
+func newSendLease(sent time.Time, d time.Duration) *sendLease {
+	l := &sendLease{}
+	l.extend(sent, d)
+	return l
+}
+
+// extend moves the lease's end to sent+d (less the margin) when that is
+// later: sent is the moment a renewal the journal accepted went out.
+func (l *sendLease) extend(sent time.Time, d time.Duration) {
+	end := sent.Add(d - leaseMargin(d))
+	l.mu.Lock()
+	if end.After(l.end) {
+		l.end = end
+	}
+	l.mu.Unlock()
+}
+
+// until is the lease's end; the zero time for a nil lease (never ends).
+func (l *sendLease) until() time.Time {
+	if l == nil {
+		return time.Time{}
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.end
+}
+
+// holds reports whether the lease still runs at now. A nil lease always
+// holds.
+func (l *sendLease) holds(now time.Time) bool {
+	if l == nil {
+		return true
+	}
+	return now.Before(l.until())
+}
+
+// wire watches one upstream attempt on its way to the wire: it refuses the
+// connection when the lease has ended by the time the transport hands it
+// over (closing it before a byte of the request is written), refuses a
+// second connection (the transport re-sending on its own: toolguard
+// decides every send), and cancels the attempt when the lease ends before
+// the request was written whole.
+type wire struct {
+	lease   *sendLease
+	cancel  context.CancelCauseFunc
+	traced  atomic.Bool  // the transport reports its connections
+	conns   atomic.Int32 // connections handed over
+	refused atomic.Bool  // a connection was closed before writing
+	wrote   atomic.Bool  // the request was written whole
+	ended   atomic.Bool  // the round trip returned: later requests on the context are not this attempt
+
+	mu    sync.Mutex
+	timer *time.Timer
+	done  bool
+}
+
+// watchWire returns ctx with the attempt's trace and cancellation, and the
+// wire that watches it; stop must be called once the round trip returned.
+func watchWire(ctx context.Context, lease *sendLease) (context.Context, *wire) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	w := &wire{lease: lease, cancel: cancel}
+	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
+		GetConn: func(string) { w.traced.Store(true) },
+		GotConn: w.gotConn,
+		WroteRequest: func(info httptrace.WroteRequestInfo) {
+			if info.Err == nil {
+				w.wrote.Store(true)
+			}
+		},
+	})
+	if lease != nil {
+		w.capWrite()
+	}
+	return ctx, w
+}
+
+func (w *wire) gotConn(info httptrace.GotConnInfo) {
+	if w.ended.Load() {
+		return // a later request on the same context (an SSE resume)
+	}
+	// GotConn runs before the transport queues the request for writing.
+	// On HTTP/1 closing the connection here means nothing of the request
+	// is written; HTTP/2 checks the context before it writes the headers,
+	// and its connection carries other calls, so it is left open.
+	h2 := negotiated(info.Conn) == "h2"
+	n := w.conns.Add(1)
+	switch {
+	case n > 1 && !h2 && w.wrote.Load():
+		// net/http re-sending a request it wrote whole; a request of
+		// which nothing was written may go again, on a new connection.
+		info.Conn.Close()
+		w.cancel(errTransportResend)
+	case !w.lease.holds(time.Now()):
+		w.refused.Store(true)
+		if !h2 {
+			info.Conn.Close()
+		}
+		w.cancel(errLeaseLapsed)
+	}
+}
+
+// negotiated is the application protocol a TLS connection agreed on; ""
+// for a plain one.
+func negotiated(c net.Conn) string {
+	if t, ok := c.(interface{ ConnectionState() tls.ConnectionState }); ok {
+		return t.ConnectionState().NegotiatedProtocol
+	}
+	return ""
+}
+
+// capWrite cancels the attempt at the lease's end unless the request was
+// written whole by then; renewals move the end.
+func (w *wire) capWrite() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.done {
+		return
+	}
+	if w.wrote.Load() {
+		return
+	}
+	now := time.Now()
+	if !w.lease.holds(now) {
+		w.cancel(errLeaseLapsed)
+		return
+	}
+	w.timer = time.AfterFunc(w.lease.until().Sub(now), w.capWrite)
+}
+
+// stop ends the watch; the attempt's context stays usable for its body.
+func (w *wire) stop() {
+	w.ended.Store(true)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.done = true
+	if w.timer != nil {
+		w.timer.Stop()
+	}
+}
+
+// end stops the watch and cancels the attempt's context.
+func (w *wire) end() { w.stop(); w.cancel(context.Canceled) }
+
+// sent reports whether a failed attempt may have reached the upstream: a
+// connection was handed over and not refused before writing, or — for a
+// transport that reports no trace — anything but a dial error.
+func (w *wire) sent(err error) bool {
+	switch n := w.conns.Load(); {
+	case n == 1 && w.refused.Load():
+		return false
+	case n > 0:
+		return true
+	case w.traced.Load():
+		return false // it looked for a connection and got none
+	}
+	return !isDialError(err)
+}
+
+// noTransportResend makes the transport unable to re-send req on its own
+// after a broken connection: net/http re-sends a request it deems
+// replayable (a GetBody, or no body at all, and an idempotent method or
+// an Idempotency-Key header) once, on a new connection. Without GetBody a
+// request with a body is never replayable. For one without, the
+// idempotency headers go under a non-canonical name (header names are
+// case-insensitive on the wire, and servers canonicalise them), and a
+// method net/http would re-send anyway gets an empty reader, which it
+// probes and sends as no body. The wire's watch refuses any second
+// connection that slips through.
+func noTransportResend(req *http.Request, empty bool) {
+	req.GetBody = nil
+	if !empty {
+		return
+	}
+	for _, name := range []string{"Idempotency-Key", "X-Idempotency-Key"} {
+		if v, ok := req.Header[name]; ok {
+			delete(req.Header, name)
+			req.Header[lowerASCII(name)] = v
+		}
+	}
+	switch req.Method {
+	case "", http.MethodGet, http.MethodHead, http.MethodOptions, http.MethodTrace:
+		req.Body = emptyBody{}
+	}
+}
+
+// emptyBody is a body with nothing in it that net/http cannot tell from a
+// stream until it reads it.
+type emptyBody struct{}
+
+func (emptyBody) Read([]byte) (int, error) { return 0, io.EOF }
+func (emptyBody) Close() error             { return nil }
+
+func lowerASCII(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if 'A' <= c && c <= 'Z' {
+			b[i] = c + 'a' - 'A'
+		}
+	}
+	return string(b)
+}
+
+// isDialError reports an error of connecting, before anything was sent.
+func isDialError(err error) bool {
+	var op *net.OpError
+	return errors.As(err, &op) && op.Op == "dial"
+}

@@ -1,0 +1,220 @@
+package proxy
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httptrace"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/toolguard/toolguard/journal"
+)
+
+// A provider that commits a call and then loses the connection before it
+// answers: net/http re-sends such a request on its own, once, on a new
+// connection, when it carries an Idempotency-Key and the connection was
+// reused. toolguard decides every send, so the provider sees the call
+// once, the outcome is unknown, and the journal counts one attempt.
+func TestTransportNeverResendsAGuardedCall(t *testing.T) {
+	h := startHarness(t, harnessConfig{Routes: `  - name: charge
+    match: POST /x/charges
+    effect: irreversible
+    native_idempotency: {header: Idempotency-Key}
+    operation_id: body:id
+`})
+	var effects atomic.Int64
+	var drop http.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		effects.Add(1)
+		if bytes.Contains(body, []byte("drop")) {
+			panic(http.ErrAbortHandler) // the answer is lost with the connection
+		}
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"id":"ch_1"}`)
+	})
+	h.up.extra.Store(&drop)
+	// The first call leaves a connection in the pool, so that the second
+	// reuses it: the case net/http retries.
+	if r, body := h.post("/x/charges", `{"amount":1}`, "Authorization", "Bearer a"); r.StatusCode != 200 {
+		t.Fatalf("first call: %d %s", r.StatusCode, body)
+	}
+	r, body := h.post("/x/charges", `{"amount":2,"note":"drop"}`, "Authorization", "Bearer a")
+	if got := effects.Load(); got != 2 {
+		t.Fatalf("provider saw %d calls, want 2 (one each; the transport re-sent the second)", got)
+	}
+	if r.StatusCode != http.StatusGatewayTimeout || !strings.Contains(body, ProblemOutcomeUnknown) {
+		t.Fatalf("lost answer: %d %s, want 504 outcome-unknown", r.StatusCode, body)
+	}
+	st, err := h.j.Get(r.Header.Get(HeaderKey))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Attempt != 1 || st.Status != journal.StatusStarted {
+		t.Fatalf("step = %s attempt %d, want started after 1 attempt", st.Status, st.Attempt)
+	}
+}
+
+// slowJournal delays the acknowledgement of the first claim (a started
+// step) past the lease: the claim is written, the answer comes late.
+type slowJournal struct {
+	Store
+	delay time.Duration
+	once  atomic.Bool
+}
+
+func (j *slowJournal) Apply(ctx context.Context, key string, m journal.Mutation) (journal.Step, error) {
+	st, err := j.Store.Apply(ctx, key, m)
+	if err == nil && st.Status == journal.StatusStarted && j.once.CompareAndSwap(false, true) {
+		time.Sleep(j.delay) // the fault: an acknowledgement that arrives late
+	}
+	return st, err
+}
+
+// A claim whose acknowledgement arrives after its lease ended is not sent:
+// the lease counts from before the claim went out, not from its answer.
+// Nothing reached the provider, the agent is told so, and its retry sends.
+func TestNoSendAfterTheLeaseEnded(t *testing.T) {
+	h := startHarness(t, harnessConfig{Routes: invoiceRoute, Options: Options{Lease: 200 * time.Millisecond},
+		WrapJournal: func(j Store) Store { return &slowJournal{Store: j, delay: 400 * time.Millisecond} }})
+	r, body := h.post("/v1/invoices", `{"customer":"c1","amount":1}`, "Authorization", "Bearer a")
+	if got := h.up.effects.Load(); got != 0 {
+		t.Fatalf("upstream effects = %d after a late claim acknowledgement, want 0", got)
+	}
+	if r.StatusCode != http.StatusBadGateway || !strings.Contains(body, "nothing was sent") {
+		t.Fatalf("late claim: %d %s, want 502 nothing was sent", r.StatusCode, body)
+	}
+	if !strings.Contains(h.logs.String(), "not sent: the claim's lease ended before the call was sent") {
+		t.Fatal("the refusal is not logged")
+	}
+	r, body = h.post("/v1/invoices", `{"customer":"c1","amount":1}`, "Authorization", "Bearer a")
+	if r.StatusCode != http.StatusCreated || h.up.effects.Load() != 1 {
+		t.Fatalf("retry: %d %s, effects %d; want 201 and one effect", r.StatusCode, body, h.up.effects.Load())
+	}
+}
+
+// Connecting is capped to the lease's end: a dial that outlasts it is
+// abandoned, nothing is sent, and the attempt counts as not sent.
+func TestWireCapsTheDialToTheLease(t *testing.T) {
+	var requests atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { requests.Add(1) }))
+	defer srv.Close()
+	tr := &http.Transport{DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+		time.Sleep(150 * time.Millisecond) // the fault: a dial slower than the lease
+		return (&net.Dialer{}).DialContext(ctx, network, addr)
+	}}
+	defer tr.CloseIdleConnections()
+	lease := newSendLease(time.Now(), 100*time.Millisecond)
+	ctx, w := watchWire(context.Background(), lease)
+	req, _ := http.NewRequestWithContext(ctx, "POST", srv.URL, strings.NewReader(`{"a":1}`))
+	noTransportResend(req, false)
+	_, err := tr.RoundTrip(req)
+	w.stop()
+	if err == nil || !errors.Is(wireCause(ctx, err), errLeaseLapsed) {
+		t.Fatalf("round trip after the lease: %v, want errLeaseLapsed", err)
+	}
+	if w.sent(err) {
+		t.Fatal("a connection closed before writing counted as sent")
+	}
+	if got := requests.Load(); got != 0 {
+		t.Fatalf("server got %d requests, want 0", got)
+	}
+}
+
+// Connecting and writing are capped to the lease's end: a request still
+// being written when the lease ends (a provider that stopped reading) is
+// cancelled, and counts as possibly sent.
+func TestWireCapsTheWriteToTheLease(t *testing.T) {
+	stuck := make(chan struct{})
+	var requests atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		requests.Add(1)
+		<-stuck // reads no body: the client's write blocks once the buffers fill
+	}))
+	defer srv.Close()
+	defer close(stuck)
+	tr := &http.Transport{}
+	defer tr.CloseIdleConnections()
+	lease := newSendLease(time.Now(), time.Second)
+	ctx, w := watchWire(context.Background(), lease)
+	body := bytes.Repeat([]byte("x"), 64<<20)
+	req, _ := http.NewRequestWithContext(ctx, "POST", srv.URL, bytes.NewReader(body))
+	noTransportResend(req, false)
+	done := make(chan error, 1)
+	go func() { _, err := tr.RoundTrip(req); done <- err }()
+	var err error
+	select {
+	case err = <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the write outlived its lease")
+	}
+	w.stop()
+	if !errors.Is(wireCause(ctx, err), errLeaseLapsed) {
+		t.Fatalf("round trip = %v, want it cancelled at the lease's end", err)
+	}
+	if requests.Load() != 1 || !w.sent(err) {
+		t.Fatalf("requests = %d, sent = %v: a partly written request must count as possibly sent", requests.Load(), w.sent(err))
+	}
+}
+
+// The last check is made when the transport hands the connection over,
+// immediately before the request is written: after the lease, the
+// connection is closed (nothing of the request is written) and the
+// attempt counts as not sent. A second connection of one attempt, after
+// the request was written whole, is the transport re-sending on its own:
+// refused the same way.
+func TestWireChecksTheLeaseOnTheConnection(t *testing.T) {
+	lapsed := newSendLease(time.Now().Add(-time.Hour), time.Second)
+	_, w := watchWire(context.Background(), nil)
+	w.lease = lapsed
+	c1, c2 := net.Pipe()
+	defer c2.Close()
+	w.gotConn(httptrace.GotConnInfo{Conn: c1})
+	if _, err := c1.Write([]byte("x")); err == nil {
+		t.Fatal("the connection was not closed")
+	}
+	if w.sent(errors.New("closed")) {
+		t.Fatal("a refused connection counted as sent")
+	}
+
+	_, w = watchWire(context.Background(), newSendLease(time.Now(), time.Hour))
+	a1, a2 := net.Pipe()
+	defer a2.Close()
+	w.gotConn(httptrace.GotConnInfo{Conn: a1})
+	w.wrote.Store(true)
+	b1, b2 := net.Pipe()
+	defer b2.Close()
+	w.gotConn(httptrace.GotConnInfo{Conn: b1})
+	if _, err := b1.Write([]byte("x")); err == nil {
+		t.Fatal("a re-send's connection was not closed")
+	}
+	w.stop()
+}
+
+// A renewal the journal accepted extends the lease from the moment it
+// went out, less the margin for the clock's rate.
+func TestSendLeaseExtends(t *testing.T) {
+	t0 := time.Now()
+	l := newSendLease(t0, time.Second)
+	if want := t0.Add(time.Second - leaseMargin(time.Second)); !l.until().Equal(want) {
+		t.Fatalf("until = %v, want %v", l.until(), want)
+	}
+	l.extend(t0.Add(-time.Second), time.Second) // an older renewal never shortens it
+	l.extend(t0.Add(500*time.Millisecond), time.Second)
+	if want := t0.Add(1500*time.Millisecond - leaseMargin(time.Second)); !l.until().Equal(want) {
+		t.Fatalf("until after a renewal = %v, want %v", l.until(), want)
+	}
+	if !l.holds(t0) || l.holds(l.until()) {
+		t.Fatal("holds is wrong at the ends")
+	}
+	var none *sendLease
+	if !none.holds(time.Now()) {
+		t.Fatal("a nil lease must hold")
+	}
+}
