@@ -73,6 +73,32 @@ func appendElementContainers(dst []byte, res gjson.Result, rest string) []byte {
 	return append(dst, ']')
 }
 
+// readsIndex reports whether one of the leading simple components of the
+// gjson path p (those appendContainers follows) is an index or '#': a step
+// that gjson takes in an array and in an object alike.
+func readsIndex(p string) bool {
+	for rest, more := p, true; more; {
+		var comp string
+		comp, rest, more = nextComponent(rest)
+		switch {
+		case !simpleComponent(comp):
+			return false
+		case comp == "#" || allDigits(comp):
+			return true
+		}
+	}
+	return false
+}
+
+func allDigits(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return s != ""
+}
+
 // simpleComponent reports whether comp (still escaped) is a key, an index
 // or '#': one step that appendContainers can follow, read by gjson alone
 // as it is within the whole path. A component that starts a query,

@@ -259,13 +259,18 @@ func (s *deriveScratch) fields(m []byte, k *KeySpec, docb []byte) ([]byte, bool)
 
 // selection writes what the key holds of field p: null when it is missing
 // or null (a missing optional field is the same intent as an explicit
-// null), else {"containers": the kinds of container each step of p went
-// through (see appendContainers), "value": the canonical value}. gjson
-// reads items.0.sku from an array and from an object with a member "0"
-// alike; the containers tell them apart.
+// null); the canonical value when p has no index or '#' step; else
+// {"containers": the kind of value each step of p went through (see
+// appendContainers), "value": the canonical value}. gjson reads
+// items.0.sku from an array and from an object with a member "0" alike
+// (and a.# from an array's length and a member "#"); the containers tell
+// them apart. A key step never reads an array, so other paths need none.
 func (s *deriveScratch) selection(m []byte, doc, p string, res gjson.Result) []byte {
-	if !res.Exists() || res.Type == gjson.Null {
+	switch {
+	case !res.Exists() || res.Type == gjson.Null:
 		return append(m, "null"...)
+	case !readsIndex(p):
+		return s.fieldValue(m, doc, res)
 	}
 	m = append(m, `{"containers":`...)
 	m = appendContainers(m, gjson.Parse(doc), p)

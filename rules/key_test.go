@@ -163,8 +163,7 @@ func TestDeriveMaterial(t *testing.T) {
 	mac := hmac.New(sha256.New, []byte("secret"))
 	mac.Write([]byte("payments\x00Bearer sk_1"))
 	cred := hex.EncodeToString(mac.Sum(nil))
-	want := `{"api":"payments","fields":{"currency":{"containers":["object"],"value":"eur"},` +
-		`"lines":{"containers":["object"],"value":[{"amount":1.5}]},"meta.ref":{"containers":["object","object"],"value":"r1"}},` +
+	want := `{"api":"payments","fields":{"currency":"eur","lines":[{"amount":1.5}],"meta.ref":"r1"},` +
 		`"media_type":"application/json","path":{"customer":"c_1"},"query":{"dry":"0","expand":"lines"},"route":"fields",` +
 		`"scope":{"credential":"` + cred + `","workflow":"wf-1"}}`
 	if string(got.Material) != want {
