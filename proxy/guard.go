@@ -93,6 +93,7 @@ func (s *Server) prepare(c *call) *answer {
 		Body:        c.body,
 		RawQuery:    c.in.URL.RawQuery,
 		PathValues:  c.params,
+		EscapedPath: c.in.URL.EscapedPath(),
 		Workflow:    c.in.Header.Get(HeaderWorkflow),
 		Host:        c.in.URL.Host,
 	}

@@ -22,14 +22,19 @@
 // # Keys
 //
 // A key is the hex sha256 of the canonical form of {api, route, scope values,
-// path values, query, selected body fields}. Canonical JSON has sorted keys
+// path values, query, the body's media type, selected body fields}
+// (docs/keys.md says what each holds and why). Canonical JSON has sorted keys
 // and normalised numbers; form bodies and query strings become sorted key →
 // values. Two requests that differ only in field order, whitespace or
 // ignored fields get the same key. Numbers are written in RFC 8785 notation
 // but keep their exact decimal value (1.0 and 1e0 are 1, 1e21 is 1e+21, and
 // a 25-digit integer keeps all its digits) instead of being rounded to
-// binary64. The credential and redacted fields enter the key only as HMACs
-// under Deriver.Secret.
+// binary64. Strings keep their exact code points (NFC and NFD differ). A
+// key field whose path has an index or '#' step also keys the kind of
+// container each step went through (an array index 0 is not a member "0"),
+// and a {name...} path value keeps an escaped '/' apart from a '/'. The
+// credential and redacted fields enter the key only as HMACs under
+// Deriver.Secret.
 //
 // Derive refuses, rather than keys, what could give two intents one key: a
 // body lacking a required key field (*MissingFieldsError; key.optional
@@ -40,7 +45,7 @@
 //
 // Multipart bodies become an object of part name → text, or for a file
 // part {content_sha256, content_type, filename, size}, its content hashed
-// as it is read. A route with key.content: sha256 keys any body as bytes
+// as it is read and its filename exactly as sent, directories included. A route with key.content: sha256 keys any body as bytes
 // by its hash.
 //
 // # Request-side features

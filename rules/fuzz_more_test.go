@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"maps"
 	"net/url"
 	"slices"
 	"testing"
@@ -13,8 +14,10 @@ import (
 
 // FuzzDerive checks key derivation: it never panics, a body that differs
 // only in field order and whitespace gets the same key, ignored fields do
-// not count, and a body is refused for missing key fields only when it
-// lacks them. Seeds: testdata/fuzz/FuzzDerive.
+// not count, a body is refused for missing key fields only when it lacks
+// them, the same members sent as a form and as JSON get different keys,
+// and an array read by a key field's '#' keys apart from an object with a
+// member "#" of the same value. Seeds: testdata/fuzz/FuzzDerive.
 func FuzzDerive(f *testing.F) {
 	api, err := Parse("fuzz.yaml", []byte(`api: fuzz
 hosts: [api.fuzz]
@@ -63,6 +66,8 @@ routes:
 			if dec.Decode(&v) != nil || v == nil {
 				continue
 			}
+			checkContainerKinds(t, d, r, in, v)
+			checkFormDiffers(t, d, r, in, it.Key)
 			v["trace"] = "changed"
 			re, _ := json.MarshalIndent(v, "", "  ")
 			again, err := d.Derive(r, Input{ContentType: ct, Body: re, Credential: cred, PathValues: map[string]string{"id": "7"}})
@@ -137,4 +142,39 @@ func FuzzExpectation(f *testing.F) {
 		(&Expectation{Contains: value}).Match(status, body)
 		(Extractor{Source: SourceBody, Path: path}).Extract(nil, body)
 	})
+}
+
+// checkContainerKinds replaces an array d of the "fields" route (read as
+// d.#) with {"#": its length}: gjson reads the same value, the key must
+// differ.
+func checkContainerKinds(t *testing.T, d *Deriver, r *Route, in Input, v map[string]any) {
+	arr, ok := v["d"].([]any)
+	if r.Name != "fields" || !ok {
+		return
+	}
+	a, errA := d.Derive(r, in)
+	alt := maps.Clone(v)
+	alt["d"] = map[string]any{"#": len(arr)}
+	body, _ := json.Marshal(alt)
+	in.Body = body
+	b, errB := d.Derive(r, in)
+	if errA == nil && errB == nil && a.Key == b.Key {
+		t.Fatalf("an array and an object with member \"#\" share a key:\n%s\n%s", a.Material, b.Material)
+	}
+}
+
+// checkFormDiffers derives a JSON body's top-level string members sent
+// as a form: the canonical documents may be equal, the keys must not be.
+func checkFormDiffers(t *testing.T, d *Deriver, r *Route, in Input, key string) {
+	form := url.Values{}
+	for k, v := range gjson.ParseBytes(in.Body).Map() {
+		if v.Type != gjson.String {
+			return
+		}
+		form.Set(k, v.Str)
+	}
+	in.ContentType, in.Body = "application/x-www-form-urlencoded", []byte(form.Encode())
+	if it, err := d.Derive(r, in); err == nil && it.Key == key {
+		t.Fatalf("form %s and its JSON share a key: %s", in.Body, it.Material)
+	}
 }

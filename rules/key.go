@@ -24,6 +24,11 @@ type Input struct {
 	RawQuery string
 	// PathValues are the route's wildcard values, as Match returned them.
 	PathValues map[string]string
+	// EscapedPath is the request's escaped path (URL.EscapedPath), as
+	// given to Match. When set, the key reads the wildcard values from it
+	// (see Route.keyPathValues): PathValues are unescaped, so they cannot
+	// tell a {name...} value a%2Fb from a/b. Empty: PathValues are used.
+	EscapedPath string
 	// Credential is the raw value of the API's credential header. It is
 	// only ever used through an HMAC and never stored.
 	Credential string
@@ -39,8 +44,9 @@ type Intent struct {
 	// Key is the hex sha256 of Material.
 	Key string
 	// Material is the canonical JSON the key is the hash of:
-	// {"api", "fields", "path", "query" (when non-empty), "route",
-	// "scope": {"credential": hex HMAC or "", "workflow"}}. It holds the
+	// {"api", "fields", "media_type", "path", "query" (when non-empty),
+	// "route", "scope": {"credential": hex HMAC or "", "workflow"}}; see
+	// docs/keys.md. It holds the
 	// credential and redact fields only as HMACs, so it may be stored;
 	// `toolguard key explain` shows it.
 	Material []byte
@@ -148,12 +154,10 @@ func (d *Deriver) material(s *deriveScratch, r *Route, in Input, doc []byte) ([]
 	if m, missing = s.fields(m, &r.Key, doc); missing {
 		return m, r.missingFields(doc)
 	}
+	m = append(m, `,"media_type":`...)
+	m = appendString(m, mediaType(in.ContentType, in.Body))
 	m = append(m, `,"path":`...)
-	pv := in.PathValues
-	if r.fixedPath != nil {
-		pv = r.fixedPath
-	}
-	m = s.pathValues(m, pv)
+	m = s.pathValues(m, r.keyPathValues(in))
 	if in.RawQuery != "" {
 		var err error
 		if m, err = s.query(m, in.RawQuery); err != nil {
@@ -210,9 +214,21 @@ func canonicalHost(h string) string {
 	return strings.TrimSuffix(strings.ToLower(h), ".")
 }
 
-// fields writes the selected fields (an object of path → value, null when
-// an optional field is missing), or the whole document minus the ignored
-// paths. It reports whether a required field is missing.
+// mediaType is the part of the body's media type that the key holds: the
+// Content-Type without parameters, lower-cased; "" for an empty body, whose
+// type says nothing. A form and a JSON body with the same members have
+// one canonical document, but they are different requests.
+func mediaType(contentType string, body []byte) string {
+	if len(body) == 0 {
+		return ""
+	}
+	mt, _, _ := strings.Cut(contentType, ";")
+	return strings.ToLower(strings.TrimSpace(mt))
+}
+
+// fields writes the selected fields (an object of path → selection, see
+// fieldValue), or the whole document minus the ignored paths. It reports
+// whether a required field is missing.
 func (s *deriveScratch) fields(m []byte, k *KeySpec, docb []byte) ([]byte, bool) {
 	if len(k.Fields) == 0 {
 		return s.strip.strip(m, docb, k.Ignore), false
@@ -236,9 +252,31 @@ func (s *deriveScratch) fields(m []byte, k *KeySpec, docb []byte) ([]byte, bool)
 		if !res.Exists() && !slices.Contains(k.Optional, p) {
 			missing = true
 		}
-		m = s.fieldValue(m, doc, res)
+		m = s.selection(m, doc, p, res)
 	}
 	return append(m, '}'), missing
+}
+
+// selection writes what the key holds of field p: null when it is missing
+// or null (a missing optional field is the same intent as an explicit
+// null); the canonical value when p has no index or '#' step; else
+// {"containers": the kind of value each step of p went through (see
+// appendContainers), "value": the canonical value}. gjson reads
+// items.0.sku from an array and from an object with a member "0" alike
+// (and a.# from an array's length and a member "#"); the containers tell
+// them apart. A key step never reads an array, so other paths need none.
+func (s *deriveScratch) selection(m []byte, doc, p string, res gjson.Result) []byte {
+	switch {
+	case !res.Exists() || res.Type == gjson.Null:
+		return append(m, "null"...)
+	case !readsIndex(p):
+		return s.fieldValue(m, doc, res)
+	}
+	m = append(m, `{"containers":`...)
+	m = appendContainers(m, gjson.Parse(doc), p)
+	m = append(m, `,"value":`...)
+	m = s.fieldValue(m, doc, res)
+	return append(m, '}')
 }
 
 // missingFields lists the required key fields that the canonical body doc

@@ -32,7 +32,7 @@ routes:
 	}
 	a := derive("put_object", "bucket-a.s3.amazonaws.com")
 	want := `{"api":"s3","fields":{"content_sha256":"2cf24dba5fb0a30e26e83b2ac5b9e29e1b161e5c1fa7425e73043362938b9824"},` +
-		`"path":{"key":"a/b.txt"},"route":"put_object","scope":{"host":"bucket-a.s3.amazonaws.com","workflow":"wf"}}`
+		`"media_type":"text/plain","path":{"key":"a/b.txt"},"route":"put_object","scope":{"host":"bucket-a.s3.amazonaws.com","workflow":"wf"}}`
 	if string(a.Material) != want {
 		t.Errorf("Material =\n%s\nwant\n%s", a.Material, want)
 	}

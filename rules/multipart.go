@@ -31,7 +31,9 @@ type mpPart struct {
 // body: an object of part name → value, sorted as in CanonicalJSON. A
 // field part's value is its text; a file part (one with a filename) is
 // {"content_sha256", "content_type", "filename", "size"}, its content
-// hashed as it is read, never copied. A name given several times maps to
+// hashed as it is read, never copied. The filename is the
+// Content-Disposition parameter as sent, directories and all (see
+// partFilename). A name given several times maps to
 // an array of its values in body order. A body that is not valid
 // multipart, or a field that is not UTF-8 text, gives ErrInvalidBody.
 func (c *canon) multipart(dst []byte, boundary string, body []byte) ([]byte, error) {
@@ -46,14 +48,14 @@ func (c *canon) multipart(dst []byte, boundary string, body []byte) ([]byte, err
 		if err != nil {
 			return dst, fmt.Errorf("%w: multipart body: %v", ErrInvalidBody, err)
 		}
-		name := p.FormName()
+		name, filename := p.FormName(), partFilename(p)
 		switch {
 		case name == "":
 			return dst, fmt.Errorf("%w: multipart body: a part has no form-data name", ErrInvalidBody)
-		case !utf8.ValidString(name) || !utf8.ValidString(p.FileName()) || !utf8.ValidString(p.Header.Get("Content-Type")):
+		case !utf8.ValidString(name) || !utf8.ValidString(filename) || !utf8.ValidString(p.Header.Get("Content-Type")):
 			return dst, fmt.Errorf("%w: multipart part %q: a name, filename or content type is not UTF-8 text", ErrInvalidBody, name)
 		}
-		val, err := partValue(p, h)
+		val, err := partValue(p, filename, h)
 		if err != nil {
 			return dst, fmt.Errorf("%w: multipart part %q: %v", ErrInvalidBody, name, err)
 		}
@@ -66,14 +68,26 @@ func (c *canon) multipart(dst []byte, boundary string, body []byte) ([]byte, err
 	return appendParts(dst, parts), nil
 }
 
+// partFilename is the filename parameter of a part's Content-Disposition
+// exactly as sent (MIME quoting and RFC 2231 encoding undone), "" when
+// there is none. Part.FileName would give its base name, and
+// "invoices/a.pdf", "../../a.pdf" and "a.pdf" would share a key.
+func partFilename(p *multipart.Part) string {
+	_, params, err := mime.ParseMediaType(p.Header.Get("Content-Disposition"))
+	if err != nil {
+		return ""
+	}
+	return params["filename"]
+}
+
 // partValue reads one part: a field's text as a JSON string, a file's
-// description as a JSON object.
-func partValue(p *multipart.Part, h interface {
+// description as a JSON object. filename is partFilename(p).
+func partValue(p *multipart.Part, filename string, h interface {
 	io.Writer
 	Sum([]byte) []byte
 	Reset()
 }) ([]byte, error) {
-	if p.FileName() == "" {
+	if filename == "" {
 		text, err := io.ReadAll(io.LimitReader(p, maxFieldPart+1))
 		switch {
 		case err != nil:
@@ -99,7 +113,7 @@ func partValue(p *multipart.Part, h interface {
 	v = append(v, `","content_type":`...)
 	v = appendString(v, ct)
 	v = append(v, `,"filename":`...)
-	v = appendString(v, p.FileName())
+	v = appendString(v, filename)
 	v = append(v, `,"size":`...)
 	v = fmt.Appendf(v, "%d}", n)
 	return v, nil

@@ -142,8 +142,14 @@ func moreSpecificFirst(a, b *Route) int {
 type pathValue struct{ name, value string }
 
 // match matches an escaped request path against the route's pattern and
-// returns the wildcard values (nil when there are none).
+// returns the wildcard values (nil when there are none), unescaped.
 func (r *Route) match(path string) (map[string]string, bool) {
+	return r.matchValues(path, unescapePath)
+}
+
+// matchValues is match with multi giving the value of a {name...}
+// wildcard from the escaped rest of the path.
+func (r *Route) matchValues(path string, multi func(string) string) (map[string]string, bool) {
 	if path == "" || path[0] != '/' {
 		return nil, false
 	}
@@ -155,7 +161,7 @@ func (r *Route) match(path string) (map[string]string, bool) {
 			return nil, false
 		}
 		if sg.kind == segMulti {
-			vals = append(vals, pathValue{sg.text, unescapePath(rest)})
+			vals = append(vals, pathValue{sg.text, multi(rest)})
 			done = true
 			break
 		}

@@ -92,7 +92,7 @@ func readBodyArg(body string) ([]byte, error) {
 }
 
 func explain(w io.Writer, set *rules.Set, journalPath, method string, u *url.URL, h http.Header, body []byte) error {
-	route, params := set.Match(u.Host, method, u.Path)
+	route, params := set.Match(u.Host, method, u.EscapedPath())
 	route, pass, err := rules.SelectGraphQL(route, body)
 	switch {
 	case err != nil:
@@ -110,7 +110,7 @@ func explain(w io.Writer, set *rules.Set, journalPath, method string, u *url.URL
 		return nil
 	}
 	secret, note := explainSecret(journalPath)
-	in := rules.Input{ContentType: h.Get("Content-Type"), Body: body, RawQuery: u.RawQuery, PathValues: params, Workflow: h.Get(proxy.HeaderWorkflow), Host: u.Host}
+	in := rules.Input{ContentType: h.Get("Content-Type"), Body: body, RawQuery: u.RawQuery, PathValues: params, EscapedPath: u.EscapedPath(), Workflow: h.Get(proxy.HeaderWorkflow), Host: u.Host}
 	if route.API.Credential != "" {
 		in.Credential = h.Get(route.API.Credential)
 	}
