@@ -561,6 +561,7 @@ func (s *Server) handleResponse(resp *http.Response, ctx *goproxy.ProxyCtx) *htt
 		if st != nil && st.why != "" {
 			why = st.why
 		}
+		stripToolguardHeaders(resp.Header) // the upstream's: see stripToolguardHeaders
 		resp.Header.Set(HeaderOutcome, OutcomePassthrough)
 		s.metrics.passedThrough()
 		s.logRequest(ctx.Req, slog.LevelDebug, OutcomePassthrough, resp.StatusCode, why)
