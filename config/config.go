@@ -208,7 +208,9 @@ func Default() Config {
 			MaxIdleConnsPerHost: 256,
 			ConnectPorts:        List{"443", "80"},
 		},
-		Egress:    Egress{Deny: List{"169.254.169.254/32", "fd00:ec2::254/128"}},
+		// The credential endpoints of cloud hosts; sources in docs/egress.md.
+		Egress: Egress{Deny: List{"169.254.169.254/32", "fd00:ec2::254/128", "169.254.170.2/32",
+			"169.254.170.23/32", "fd00:ec2::23/128", "100.100.100.200/32"}},
 		Unmatched: policy.UnmatchedPassthrough,
 		Limits: Limits{
 			MaxBody:           8 * MiB,

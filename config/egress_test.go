@@ -15,7 +15,10 @@ import (
 // the default, a replacement, an empty list, and the one-line error an
 // invalid entry gets, which names both the yaml field and the variable.
 func TestEgressDeny(t *testing.T) {
-	metadata := []netip.Prefix{netip.MustParsePrefix("169.254.169.254/32"), netip.MustParsePrefix("fd00:ec2::254/128")}
+	var metadata []netip.Prefix
+	for _, s := range []string{"169.254.169.254/32", "fd00:ec2::254/128", "169.254.170.2/32", "169.254.170.23/32", "fd00:ec2::23/128", "100.100.100.200/32"} {
+		metadata = append(metadata, netip.MustParsePrefix(s))
+	}
 	tests := []struct {
 		name    string
 		yaml    string

@@ -66,3 +66,26 @@ func TestEgressDenyFromEnvironment(t *testing.T) {
 		t.Errorf("an invalid CIDR: exit %d, stderr %q", res.code, res.stderr)
 	}
 }
+
+// Regression: http://[::%25lo]:ADMINPORT/v1/steps/KEY/approve reached the
+// admin API through the proxy (zones, 0.0.0.0 and :: bypassed the dial-time
+// checks). The real binary refuses every spelling of this machine.
+func TestAdminBySpellingRefused(t *testing.T) {
+	up := newUpstream(t, false)
+	s := newSetup(t, map[string]string{"billing.yaml": ruleFile(up.host(), invoiceRoute)})
+	s.args = []string{"--admin-listen", "0.0.0.0:0"}
+	s.env = append(s.env, "TOOLGUARD_ADMIN_TOKEN=operator-secret")
+	p := s.start(t)
+	admin, err := url.Parse(p.adminURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := p.client(t)
+	for _, host := range []string{"[::%25lo]", "[::]", "0.0.0.0", "[::ffff:0.0.0.0]", "[::1%25lo]", "[::ffff:127.0.0.1]", "[::127.0.0.1]", "2130706433", "0x7f.1", "017700000001"} {
+		target := "http://" + host + ":" + admin.Port() + "/v1/steps/" + strings.Repeat("ab", 32) + "/approve"
+		r, body := do(t, c, mustRequest(http.MethodPost, target))
+		if r.StatusCode != http.StatusForbidden || !strings.Contains(body, "own listeners") {
+			t.Errorf("POST %s through the proxy: %d %s", target, r.StatusCode, body)
+		}
+	}
+}

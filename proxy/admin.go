@@ -157,25 +157,60 @@ func tokenEqual(got, want string) bool {
 	return subtle.ConstantTimeCompare([]byte(got), []byte(want)) == 1
 }
 
+// MaxListLimit is the most steps one GET /v1/steps answer holds; a
+// larger (or no) limit gets this many and, when more match, a "next"
+// cursor to ask for the rest with.
+const MaxListLimit = 1000
+
+// listSteps answers GET /v1/steps: {"steps": [...]}, with "next" (pass it
+// as ?cursor=) when more steps match than the answer holds.
 func (a *Admin) listSteps(w http.ResponseWriter, r *http.Request) {
 	f, err := parseFilter(r)
 	if err != nil {
 		a.adminError(w, badRequest(err))
 		return
 	}
+	page, offset, err := listPage(r, f.Limit)
+	if err != nil {
+		a.adminError(w, badRequest(err))
+		return
+	}
+	// The journal lists from the start of an index in a stable order, so
+	// a cursor is an offset into it; one more step says whether a next
+	// page exists.
+	f.Limit = offset + page + 1
 	steps, err := a.opts.Store.List(f)
 	if err != nil {
 		a.adminError(w, err)
 		return
 	}
-	if steps == nil {
-		steps = []journal.Step{}
+	steps = steps[min(offset, len(steps)):]
+	out := map[string]any{}
+	if len(steps) > page {
+		steps = steps[:page]
+		out["next"] = strconv.Itoa(offset + page)
 	}
 	views := make([]StepView, len(steps))
 	for i := range steps {
 		views[i] = ViewOf(&steps[i])
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"steps": views})
+	out["steps"] = views
+	writeJSON(w, http.StatusOK, out)
+}
+
+// listPage reads a list's page size (the limit, capped at MaxListLimit)
+// and its starting offset (?cursor=, from a previous answer's "next").
+func listPage(r *http.Request, limit int) (page, offset int, err error) {
+	page = limit
+	if page <= 0 || page > MaxListLimit {
+		page = MaxListLimit
+	}
+	if v := r.URL.Query().Get("cursor"); v != "" {
+		if offset, err = strconv.Atoi(v); err != nil || offset < 0 {
+			return 0, 0, fmt.Errorf("cursor: want the next value of a previous answer (got %q)", v)
+		}
+	}
+	return page, offset, nil
 }
 
 func parseFilter(r *http.Request) (journal.Filter, error) {

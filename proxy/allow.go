@@ -28,11 +28,24 @@ type egress struct {
 }
 
 // DefaultEgressDeny is the deny list used when Options.EgressDeny is nil:
-// the cloud metadata service (AWS, GCP, Azure, ...; and AWS's IPv6 one),
-// which hands out instance credentials to whoever asks.
+// the endpoints that hand out instance or workload credentials to whoever
+// asks from the machine (docs/egress.md lists the sources):
+//   - 169.254.169.254, fd00:ec2::254: the instance metadata service (AWS
+//     EC2, and the same address on GCP, Azure, OpenStack, ...);
+//     https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/instancedata-data-retrieval.html
+//   - 169.254.170.2: AWS ECS task metadata and task-role credentials;
+//     https://docs.aws.amazon.com/AmazonECS/latest/developerguide/task-iam-roles.html
+//   - 169.254.170.23, fd00:ec2::23: the EKS Pod Identity agent;
+//     https://docs.aws.amazon.com/eks/latest/userguide/pod-id-agent-setup.html
+//   - 100.100.100.200: the Alibaba Cloud ECS metadata service;
+//     https://www.alibabacloud.com/help/en/ecs/user-guide/overview-of-ecs-instance-metadata
 var DefaultEgressDeny = []netip.Prefix{
 	netip.MustParsePrefix("169.254.169.254/32"),
 	netip.MustParsePrefix("fd00:ec2::254/128"),
+	netip.MustParsePrefix("169.254.170.2/32"),
+	netip.MustParsePrefix("169.254.170.23/32"),
+	netip.MustParsePrefix("fd00:ec2::23/128"),
+	netip.MustParsePrefix("100.100.100.200/32"),
 }
 
 func newEgress(o Options) *egress {
@@ -48,7 +61,7 @@ func newEgress(o Options) *egress {
 	}
 	for _, a := range o.SelfAddrs {
 		if ap, err := netip.ParseAddrPort(a); err == nil && ap.Port() != 0 {
-			e.self = append(e.self, netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port()))
+			e.self = append(e.self, netip.AddrPortFrom(normalizeAddr(ap.Addr()), ap.Port()))
 		}
 	}
 	return e
@@ -88,24 +101,26 @@ func (e *egress) isSelf(hostport string) bool {
 		return e.isSelfAddr(netip.AddrPortFrom(netip.IPv6Loopback(), uint16(n))) ||
 			e.isSelfAddr(netip.AddrPortFrom(netip.AddrFrom4([4]byte{127, 0, 0, 1}), uint16(n)))
 	}
-	ip, err := netip.ParseAddr(host)
-	return err == nil && e.isSelfAddr(netip.AddrPortFrom(ip.Unmap(), uint16(n)))
+	ip, ok := parseHostAddr(host)
+	return ok && e.isSelfAddr(netip.AddrPortFrom(ip, uint16(n)))
 }
 
 // isSelfAddr reports whether dialling ap would reach one of toolguard's
 // own listeners. A listener on an unspecified address listens on every
-// local address; dialling an unspecified address reaches this machine.
+// local address; dialling an unspecified address (0.0.0.0/8, ::) reaches
+// this machine, so it is a listener whenever the port is one's. The
+// address is normalised first (see addr.go).
 func (e *egress) isSelfAddr(ap netip.AddrPort) bool {
-	ip := ap.Addr().Unmap()
+	ip := normalizeAddr(ap.Addr())
 	local := func() bool {
-		return ip.IsLoopback() || ip.IsUnspecified() || slices.Contains(e.localAddrs(), ip)
+		return ip.IsLoopback() || isThisHost(ip) || slices.Contains(e.localAddrs(), ip)
 	}
 	for _, l := range e.self {
 		if l.Port() != ap.Port() {
 			continue
 		}
 		switch la := l.Addr(); {
-		case la == ip, ip.IsUnspecified(), la.IsLoopback() && ip.IsLoopback():
+		case la == ip, isThisHost(ip), la.IsLoopback() && ip.IsLoopback():
 			return true
 		case la.IsUnspecified() && local():
 			return true
@@ -114,11 +129,26 @@ func (e *egress) isSelfAddr(ap netip.AddrPort) bool {
 	return false
 }
 
-// denied returns the deny-list entry that holds ip, if any.
+// loopbackV4 holds every IPv4 loopback address.
+var loopbackV4 = netip.MustParsePrefix("127.0.0.0/8")
+
+// denied returns the deny-list entry that holds ip (normalised first), if
+// any. An address that stands for this machine (0.0.0.0/8, ::) is inside
+// every entry that holds a loopback address or an address of this machine,
+// besides the entries that name it.
 func (e *egress) denied(ip netip.Addr) (netip.Prefix, bool) {
-	ip = ip.Unmap()
+	ip = normalizeAddr(ip)
 	for _, p := range e.deny {
 		if p.Contains(ip) {
+			return p, true
+		}
+	}
+	if !isThisHost(ip) {
+		return netip.Prefix{}, false
+	}
+	local := e.localAddrs()
+	for _, p := range e.deny {
+		if p.Overlaps(loopbackV4) || p.Contains(netip.IPv6Loopback()) || slices.ContainsFunc(local, p.Contains) {
 			return p, true
 		}
 	}

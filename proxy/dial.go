@@ -53,14 +53,20 @@ func refusal(err error) *egressError {
 	return nil
 }
 
-// checkAddr refuses an address toolguard must not connect to.
+// checkAddr refuses an address toolguard must not connect to. It checks
+// the normalised address (see addr.go), and refuses a zoned one that
+// passes: a zone picks an interface, which no check here reasons about.
 func (e *egress) checkAddr(host string, ap netip.AddrPort) error {
-	ap = netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())
+	zone := ap.Addr().Zone()
+	ap = netip.AddrPortFrom(normalizeAddr(ap.Addr()), ap.Port())
 	if e.isSelfAddr(ap) {
 		return &egressError{host: host, addr: ap, why: "toolguard does not proxy requests to its own listeners"}
 	}
 	if p, ok := e.denied(ap.Addr()); ok {
 		return &egressError{host: host, addr: ap, why: "the address is in egress.deny (" + p.String() + ")"}
+	}
+	if zone != "" {
+		return &egressError{host: host, addr: ap, why: "toolguard does not connect to addresses with an IPv6 zone (%" + zone + ")"}
 	}
 	return nil
 }
@@ -82,10 +88,11 @@ func (e *egress) dial(inner dialFunc) dialFunc {
 		}
 		targets := make([]netip.AddrPort, len(ips))
 		for i, ip := range ips {
-			targets[i] = netip.AddrPortFrom(ip.Unmap(), uint16(n))
-			if err := e.checkAddr(host, targets[i]); err != nil {
+			if err := e.checkAddr(host, netip.AddrPortFrom(ip, uint16(n))); err != nil {
 				return nil, err
 			}
+			targets[i] = netip.AddrPortFrom(normalizeAddr(ip), uint16(n)) // the address checked
+
 		}
 		var first error
 		for _, t := range targets {
@@ -104,9 +111,11 @@ func (e *egress) dial(inner dialFunc) dialFunc {
 	}
 }
 
-// resolve returns the addresses of host: itself when it is an address.
+// resolve returns the addresses of host: itself when it is an address in
+// any spelling (parseHostAddr), so that what the address means does not
+// depend on which resolver Go picked. Callers normalise.
 func (e *egress) resolve(ctx context.Context, network, host string) ([]netip.Addr, error) {
-	if ip, err := netip.ParseAddr(host); err == nil {
+	if ip, ok := parseHostAddr(host); ok {
 		return []netip.Addr{ip}, nil
 	}
 	ipNet := "ip"

@@ -28,12 +28,25 @@ const (
 	OutcomePassthrough = "passthrough"
 )
 
-// stripToolguardHeaders removes the request headers toolguard reads; they
-// are never forwarded upstream.
+// isToolguardHeader reports whether k is in toolguard's header namespace
+// (Toolguard-*, any case).
+func isToolguardHeader(k string) bool {
+	return len(k) >= len("Toolguard-") && strings.EqualFold(k[:len("Toolguard-")], "Toolguard-")
+}
+
+// stripToolguardHeaders removes every Toolguard-* header. On a request
+// about to be forwarded: the documented request headers (Workflow,
+// Prompt-Version, Policy-Version) have been read from the inbound request
+// by then, and any other one an agent sends (Toolguard-Key,
+// Toolguard-Outcome, ...) is toolguard's vocabulary, never the upstream's.
+// On an upstream's answer: only toolguard sets Toolguard-* headers for the
+// agent, so the upstream's are removed before toolguard adds its own.
 func stripToolguardHeaders(h http.Header) {
-	h.Del(HeaderWorkflow)
-	h.Del(HeaderPromptVersion)
-	h.Del(HeaderPolicyVersion)
+	for k := range h {
+		if isToolguardHeader(k) {
+			delete(h, k)
+		}
+	}
 }
 
 // hopHeaders are connection-level headers never forwarded or stored.
@@ -55,7 +68,7 @@ var unsafeResponseHeaders = map[string]bool{
 func storableHeader(h http.Header) http.Header {
 	out := make(http.Header, len(h))
 	for k, v := range h {
-		if unsafeResponseHeaders[k] || isHopHeader(k) || strings.HasPrefix(k, "Toolguard-") {
+		if unsafeResponseHeaders[k] || isHopHeader(k) || isToolguardHeader(k) {
 			continue
 		}
 		out[k] = append([]string(nil), v...)

@@ -233,6 +233,7 @@ func (s *Server) mcpPassthrough(w http.ResponseWriter, r *http.Request, ep *mcpE
 		Transport:     s.upstream,
 		FlushInterval: -1,
 		ModifyResponse: func(resp *http.Response) error {
+			stripToolguardHeaders(resp.Header)
 			resp.Header.Set(HeaderOutcome, OutcomePassthrough)
 			ep.tools.observe(resp, listing)
 			return nil

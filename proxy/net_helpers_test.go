@@ -109,6 +109,13 @@ type netProxy struct {
 // ""); mitm gives it a CA so that it intercepts TLS.
 func startNetProxy(t *testing.T, opts Options, ruleFile string, mitm bool) *netProxy {
 	t.Helper()
+	return startNetProxyOn(t, opts, ruleFile, mitm, nil)
+}
+
+// startNetProxyOn is startNetProxy serving on wrap(listener) when wrap is
+// set (a connection limit, a byte counter).
+func startNetProxyOn(t *testing.T, opts Options, ruleFile string, mitm bool, wrap func(net.Listener) net.Listener) *netProxy {
+	t.Helper()
 	p := &netProxy{}
 	opts.Logger = slog.New(slog.NewJSONHandler(lockedWriter{&p.logMu, &p.logs}, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	set := &rules.Set{}
@@ -145,7 +152,11 @@ func startNetProxy(t *testing.T, opts Options, ruleFile string, mitm bool) *netP
 		t.Fatal(err)
 	}
 	hs := &http.Server{Handler: p.srv.Handler()}
-	go hs.Serve(ln)
+	served := ln
+	if wrap != nil {
+		served = wrap(ln)
+	}
+	go hs.Serve(served)
 	t.Cleanup(func() { hs.Close(); p.srv.Close() })
 	p.j = j
 	p.url = &url.URL{Scheme: "http", Host: ln.Addr().String()}

@@ -1,7 +1,6 @@
 package proxy
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -296,9 +295,7 @@ func putCheckpoint(r *http.Request, cp Store) (journal.Workflow, error) {
 		return journal.Workflow{}, fmt.Errorf("%w: a checkpoint is at most %d bytes of concise facts; store large content as an artifact (id and sha256)", errCheckpointTooLarge, maxCheckpointBytes)
 	}
 	var c Checkpoint
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&c); err != nil {
+	if err := decodeStrict(data, &c); err != nil {
 		return journal.Workflow{}, fmt.Errorf("%w: %v (fields: goal, constraints, plan, unresolved, artifacts, prompt_version, policy_version; raw tool output is refused)", errBadCheckpoint, err)
 	}
 	if err := c.validate(); err != nil {

@@ -1,8 +1,7 @@
 package proxy
 
 import (
-	"encoding/json"
-	"errors"
+	"bytes"
 	"fmt"
 	"io"
 	"net/http"
@@ -175,15 +174,20 @@ func ResolveMutationSettled(res Resolution, settle Settler) (journal.Mutation, e
 }
 
 // decodeOptional decodes a JSON body if there is one, refusing unknown
-// fields and bodies over max bytes.
+// fields, duplicate members (decodeStrict) and bodies over max bytes.
 func decodeOptional(r *http.Request, v any, max int64) error {
 	if r.Body == nil || r.ContentLength == 0 {
 		return nil
 	}
-	dec := json.NewDecoder(io.LimitReader(r.Body, max))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil && !errors.Is(err, io.EOF) {
-		return fmt.Errorf("decode body: %w", err)
+	data, err := io.ReadAll(io.LimitReader(r.Body, max+1))
+	if err != nil {
+		return fmt.Errorf("read body: %w", err)
 	}
-	return nil
+	if int64(len(data)) > max {
+		return fmt.Errorf("decode body: over %d bytes", max)
+	}
+	if len(bytes.TrimSpace(data)) == 0 {
+		return nil
+	}
+	return decodeStrict(data, v)
 }

@@ -97,9 +97,15 @@ type Options struct {
 	// (default 1024; negative: no minimum).
 	BodyMinRate int64
 	// MaxHeaderBytes bounds a request's header block (default 1 MiB). The
-	// HTTP server enforces it on plain requests; intercepted requests are
-	// read by goproxy without a limit, so the proxy checks it for both.
+	// proxy listener's HTTP server enforces it on plain requests, the
+	// tunnel's on intercepted ones (intercept.go), as the bytes arrive.
 	MaxHeaderBytes int
+	// ReadHeaderTimeout bounds the time to read a request's header block
+	// inside an intercepted tunnel (default 10s); IdleTimeout how long a
+	// tunnel may wait for its next request (default 120s). Set them as on
+	// the proxy listener's http.Server.
+	ReadHeaderTimeout time.Duration
+	IdleTimeout       time.Duration
 	// MaxInFlight bounds the guarded calls handled at once, duplicates
 	// waiting included (default 1024).
 	MaxInFlight int
@@ -311,6 +317,12 @@ func setDefaults(o *Options) {
 	if o.MaxHeaderBytes <= 0 {
 		o.MaxHeaderBytes = 1 << 20
 	}
+	if o.ReadHeaderTimeout <= 0 {
+		o.ReadHeaderTimeout = 10 * time.Second
+	}
+	if o.IdleTimeout <= 0 {
+		o.IdleTimeout = 120 * time.Second
+	}
 	if o.MaxInFlight <= 0 {
 		o.MaxInFlight = 1024
 	}
@@ -330,7 +342,11 @@ func setDefaults(o *Options) {
 // withConn), which goproxy does not pass on.
 func (s *Server) Handler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		s.goproxy.ServeHTTP(w, r.WithContext(withConn(r.Context(), http.NewResponseController(w))))
+		rc := http.NewResponseController(w)
+		if h, ok := w.(http.Hijacker); ok && r.Method == http.MethodConnect {
+			w = bufferedHijacker{ResponseWriter: w, h: h}
+		}
+		s.goproxy.ServeHTTP(w, r.WithContext(withConn(r.Context(), rc)))
 	})
 }
 
@@ -412,7 +428,7 @@ func (s *Server) serveNonProxy(w http.ResponseWriter, r *http.Request) {
 func (s *Server) handleConnect(host string, ctx *goproxy.ProxyCtx) (*goproxy.ConnectAction, string) {
 	if isCheckHost(host) && s.certs != nil {
 		// Answered by checkResponse inside the tunnel; nothing is dialed.
-		return &goproxy.ConnectAction{Action: goproxy.ConnectMitm, TLSConfig: s.tlsConfigFor}, host
+		return s.intercept(), host
 	}
 	named := s.rules.Intercepts(host)
 	if s.egress.isSelf(host) || (!named && !s.egress.connectAllowed(host)) {
@@ -439,16 +455,9 @@ func (s *Server) handleConnect(host string, ctx *goproxy.ProxyCtx) (*goproxy.Con
 	if s.certs == nil || (s.opts.Unmatched == policy.UnmatchedPassthrough && !s.rules.Intercepts(host)) {
 		return goproxy.OkConnect, host
 	}
-	// Requests read inside the tunnel inherit this UserData (goproxy
-	// copies it), and with it the controls of the client's connection.
-	if rc := connOf(ctx.Req.Context()); rc != nil {
-		ctx.UserData = &tunnelState{rc: rc}
-	}
 	s.logRequest(ctx.Req, slog.LevelDebug, outcomeIntercepted, http.StatusOK, "TLS intercepted: each request inside is decided on its own")
-	// goproxy peeks the first byte after CONNECT: a TLS handshake is
-	// terminated with TLSConfig, anything else (Node's undici sends CONNECT
-	// for http:// URLs) is read as plain HTTP inside the tunnel.
-	return &goproxy.ConnectAction{Action: goproxy.ConnectMitm, TLSConfig: s.tlsConfigFor}, host
+	// The requests inside are read with the listener's limits (intercept.go).
+	return s.intercept(), host
 }
 
 func (s *Server) tlsConfigFor(host string, _ *goproxy.ProxyCtx) (*tls.Config, error) {
@@ -483,12 +492,6 @@ type reqState struct {
 	listing json.RawMessage
 }
 
-// tunnelState is the UserData of an intercepted tunnel, which goproxy
-// copies into each request read inside it.
-type tunnelState struct {
-	rc *http.ResponseController // the client connection's controls
-}
-
 // decided reports whether ctx's request has had its decision line.
 func decided(ctx *goproxy.ProxyCtx) bool {
 	st, ok := ctx.UserData.(*reqState)
@@ -499,10 +502,6 @@ func decided(ctx *goproxy.ProxyCtx) bool {
 // rejected.
 func (s *Server) handleRequest(req *http.Request, ctx *goproxy.ProxyCtx) (*http.Request, *http.Response) {
 	host := hostPort(req.URL)
-	if t, ok := ctx.UserData.(*tunnelState); ok {
-		req = req.WithContext(withConn(req.Context(), t.rc))
-		ctx.UserData = nil
-	}
 	if n := headerBytes(req); n > s.opts.MaxHeaderBytes {
 		ctx.UserData = &reqState{guarded: true}
 		s.metrics.request("", "", OutcomeBlocked)
@@ -578,6 +577,7 @@ func (s *Server) handleResponse(resp *http.Response, ctx *goproxy.ProxyCtx) *htt
 		if st != nil && st.why != "" {
 			why = st.why
 		}
+		stripToolguardHeaders(resp.Header) // the upstream's: see stripToolguardHeaders
 		resp.Header.Set(HeaderOutcome, OutcomePassthrough)
 		s.metrics.passedThrough()
 		s.logRequest(ctx.Req, slog.LevelDebug, OutcomePassthrough, resp.StatusCode, why)

@@ -176,14 +176,26 @@ func (c *adminClient) steps(ctx context.Context, f journal.Filter) ([]proxy.Step
 	if f.Workflow != "" {
 		q.Set("workflow", f.Workflow)
 	}
-	if f.Limit > 0 {
-		q.Set("limit", strconv.Itoa(f.Limit))
+	// An answer holds at most proxy.MaxListLimit steps: follow its next
+	// cursor until f.Limit steps are here or none are left.
+	var steps []proxy.StepView
+	for {
+		var out struct {
+			Steps []proxy.StepView `json:"steps"`
+			Next  string           `json:"next"`
+		}
+		if f.Limit > 0 {
+			q.Set("limit", strconv.Itoa(f.Limit-len(steps)))
+		}
+		if err := c.do(ctx, http.MethodGet, "/v1/steps?"+q.Encode(), nil, &out); err != nil {
+			return steps, err
+		}
+		steps = append(steps, out.Steps...)
+		if out.Next == "" || (f.Limit > 0 && len(steps) >= f.Limit) {
+			return steps, nil
+		}
+		q.Set("cursor", out.Next)
 	}
-	var out struct {
-		Steps []proxy.StepView `json:"steps"`
-	}
-	err := c.do(ctx, http.MethodGet, "/v1/steps?"+q.Encode(), nil, &out)
-	return out.Steps, err
 }
 
 func (c *adminClient) step(ctx context.Context, key string) (proxy.StepView, error) {

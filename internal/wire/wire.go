@@ -63,6 +63,8 @@ func Proxy(cfg config.Config, d Deps) (*proxy.Server, error) {
 		BodyMinRate:       minRate,
 		MaxInFlight:       cfg.Limits.MaxInFlight,
 		MaxHeaderBytes:    int(cfg.Limits.MaxHeaderBytes),
+		ReadHeaderTimeout: cfg.Limits.ReadHeaderTimeout,
+		IdleTimeout:       cfg.Limits.IdleTimeout,
 		MaxBody:           int64(cfg.Limits.MaxBody),
 		BodyBuffer:        int64(cfg.Limits.BodyBuffer),
 		MaxStoredResponse: int64(cfg.Limits.MaxStoredResponse),

@@ -1,0 +1,174 @@
+package proxy
+
+import (
+	"bufio"
+	"crypto/tls"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/elazarl/goproxy"
+)
+
+// Intercepted tunnels.
+//
+// goproxy's own MITM loop (ConnectMitm) reads each request inside a tunnel
+// whole, with no limit on its header block and no deadline, so a tunnel
+// could hold any amount of memory and a connection slot forever. toolguard
+// hijacks the tunnel instead (ConnectHijack), terminates TLS itself, and
+// serves the requests inside with a net/http server per tunnel: the same
+// max_header_bytes (431, then close), read_header_timeout and idle_timeout
+// as the proxy listener, enforced as the bytes arrive. Each request then
+// takes the path of a plain proxied request (goproxy's ServeHTTP), so the
+// pipeline cannot tell a tunnelled request from a plain one.
+
+// tlsRecordHandshake is the first byte of a TLS ClientHello.
+const tlsRecordHandshake = 0x16
+
+// intercept is the ConnectAction of a tunnel whose requests are read.
+func (s *Server) intercept() *goproxy.ConnectAction {
+	return &goproxy.ConnectAction{Action: goproxy.ConnectHijack, Hijack: s.serveTunnel}
+}
+
+// serveTunnel answers the CONNECT and serves the requests of the tunnel
+// until the client leaves or a limit closes it. goproxy hands over the
+// hijacked connection and writes nothing itself (ConnectHijack).
+func (s *Server) serveTunnel(req *http.Request, client net.Conn, _ *goproxy.ProxyCtx) {
+	if _, err := io.WriteString(client, "HTTP/1.1 200 Connection established\r\n\r\n"); err != nil {
+		client.Close()
+		return
+	}
+	// The first request must start within read_header_timeout, as on a
+	// new connection to the proxy listener.
+	br := bufio.NewReader(client)
+	client.SetReadDeadline(time.Now().Add(s.opts.ReadHeaderTimeout))
+	first, err := br.Peek(1)
+	client.SetReadDeadline(time.Time{})
+	if err != nil {
+		client.Close()
+		return
+	}
+	l := newTunnelListener(&readerConn{Conn: client, r: br})
+	conn, scheme := l.conn, "http"
+	if first[0] == tlsRecordHandshake {
+		cfg, _ := s.tlsConfigFor(req.URL.Host, nil)
+		conn, scheme = tls.Server(conn, cfg), "https"
+	}
+	// Anything else (Node's undici sends CONNECT for http:// URLs) is
+	// plain HTTP inside the tunnel.
+	l.next <- conn
+	srv := &http.Server{
+		Handler:           s.tunnelHandler(req.URL.Host, scheme),
+		MaxHeaderBytes:    s.opts.MaxHeaderBytes,
+		ReadHeaderTimeout: s.opts.ReadHeaderTimeout,
+		IdleTimeout:       s.opts.IdleTimeout,
+		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
+	}
+	srv.Serve(l) // returns once the tunnel's connection is closed
+}
+
+// tunnelHandler makes the requests read inside a tunnel to target
+// absolute, as goproxy's MITM loop does (the Host header first, the
+// CONNECT target when there is none), and proxies them.
+func (s *Server) tunnelHandler(target, scheme string) http.Handler {
+	h := s.Handler()
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodConnect {
+			why := "CONNECT inside a tunnel is not supported"
+			s.logRequest(r, slog.LevelInfo, OutcomeBlocked, http.StatusMethodNotAllowed, why)
+			p := newProblem(ProblemRejected, "", why)
+			p.Status = http.StatusMethodNotAllowed
+			p.write(w)
+			return
+		}
+		if !r.URL.IsAbs() {
+			r.URL.Host = r.Host
+			if r.URL.Host == "" {
+				r.URL.Host = target
+			}
+		}
+		r.URL.Scheme = scheme
+		h.ServeHTTP(w, r)
+	})
+}
+
+// readerConn is a connection whose reads come from r, which holds the
+// bytes peeked (or buffered) before it was handed on.
+type readerConn struct {
+	net.Conn
+	r io.Reader
+}
+
+func (c *readerConn) Read(p []byte) (int, error) { return c.r.Read(p) }
+
+// tunnelListener hands one connection to an http.Server, then blocks
+// Accept until that connection is closed, so that Serve lasts as long as
+// the tunnel.
+type tunnelListener struct {
+	conn   net.Conn // the tunnel's connection, closing which ends Serve
+	next   chan net.Conn
+	closed chan struct{}
+	once   sync.Once
+}
+
+func newTunnelListener(c net.Conn) *tunnelListener {
+	l := &tunnelListener{next: make(chan net.Conn, 1), closed: make(chan struct{})}
+	l.conn = &notifyConn{Conn: c, l: l}
+	return l
+}
+
+func (l *tunnelListener) Accept() (net.Conn, error) {
+	select {
+	case c := <-l.next:
+		return c, nil
+	case <-l.closed:
+		return nil, net.ErrClosed
+	}
+}
+
+func (l *tunnelListener) Close() error   { return nil } // the connection closes itself
+func (l *tunnelListener) Addr() net.Addr { return l.conn.LocalAddr() }
+
+// notifyConn tells its listener when it is closed.
+type notifyConn struct {
+	net.Conn
+	l *tunnelListener
+}
+
+func (c *notifyConn) Close() error {
+	c.l.once.Do(func() { close(c.l.closed) })
+	return c.Conn.Close()
+}
+
+// bufferedHijacker makes Hijack hand over the bytes the HTTP server read
+// ahead (a ClientHello sent in the same write as the CONNECT). goproxy
+// passes ConnectHijack only the bare connection, and would lose them.
+type bufferedHijacker struct {
+	http.ResponseWriter
+	h http.Hijacker
+}
+
+func (b bufferedHijacker) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	c, rw, err := b.h.Hijack()
+	if err != nil || rw.Reader.Buffered() == 0 {
+		return c, rw, err
+	}
+	var wrapped net.Conn = &readerConn{Conn: c, r: rw.Reader}
+	if tc, ok := c.(*net.TCPConn); ok {
+		// Keep half-closes for goproxy's tunnel copy.
+		wrapped = &readerTCPConn{TCPConn: tc, r: rw.Reader}
+	}
+	return wrapped, bufio.NewReadWriter(bufio.NewReader(wrapped), rw.Writer), nil
+}
+
+// readerTCPConn is readerConn for a TCP connection, keeping CloseRead and
+// CloseWrite.
+type readerTCPConn struct {
+	*net.TCPConn
+	r io.Reader
+}
+
+func (c *readerTCPConn) Read(p []byte) (int, error) { return c.r.Read(p) }
