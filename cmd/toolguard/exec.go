@@ -181,7 +181,7 @@ func (f *execFlags) target(ctx context.Context, cfg config.Config, stderr io.Wri
 	sctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	ready := make(chan serving, 1)
 	done := make(chan error, 1)
-	go func() { done <- serveWith(sctx, cfg, log, io.Discard, func(s serving) { ready <- s }) }()
+	go func() { done <- serveWith(sctx, cfg, log, serveOut{stdout: io.Discard, notice: stderr, hideToken: true}, func(s serving) { ready <- s }) }()
 	select {
 	case s := <-ready:
 		admin := "http://" + dialable(s.adminAddr)
