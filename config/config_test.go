@@ -796,7 +796,11 @@ func TestValidate(t *testing.T) {
 
 func TestValidateNeverPrintsTokens(t *testing.T) {
 	for _, c := range []Config{
-		func() Config { c := Default(); c.Admin.AgentToken, c.Admin.InsecureNoAuth = "agent-secret", true; return c }(),
+		func() Config {
+			c := Default()
+			c.Admin.AgentToken, c.Admin.InsecureNoAuth = "agent-secret", true
+			return c
+		}(),
 		func() Config {
 			c := Default()
 			c.Admin.Token, c.Admin.AgentToken = "same-secret", "same-secret"

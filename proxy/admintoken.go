@@ -22,7 +22,7 @@ const operatorTokenPrefix = "tgop_"
 // it. An existing file that is empty, or readable by others than its owner,
 // is an error.
 func LoadOrCreateToken(path string) (token string, created bool, err error) {
-	token, err = readToken(path)
+	token, err = ReadToken(path)
 	if !errors.Is(err, fs.ErrNotExist) {
 		return token, false, err
 	}
@@ -36,7 +36,7 @@ func LoadOrCreateToken(path string) (token string, created bool, err error) {
 	}
 	switch err := writeFileNew(path, []byte(token+"\n"), 0o600); {
 	case errors.Is(err, fs.ErrExist): // another process was first: use its token
-		token, err = readToken(path)
+		token, err = ReadToken(path)
 		return token, false, err
 	case err != nil:
 		return "", false, err
@@ -44,8 +44,9 @@ func LoadOrCreateToken(path string) (token string, created bool, err error) {
 	return token, true, nil
 }
 
-// readToken reads a token file, trailing newline dropped.
-func readToken(path string) (string, error) {
+// ReadToken reads an operator token file, trailing newline dropped; a file
+// that others may read, or an empty one, is an error.
+func ReadToken(path string) (string, error) {
 	fi, err := os.Stat(path)
 	if err != nil {
 		return "", fmt.Errorf("read operator token %s: %w", path, err)
