@@ -148,11 +148,17 @@ func servedToken(t *testing.T, env []string, dir string) string {
 			return v
 		}
 	}
-	b, err := os.ReadFile(filepath.Join(dir, "admin-token"))
-	if err != nil && !os.IsNotExist(err) {
-		t.Fatal(err)
+	// Beside the bbolt journal, or in the CA directory (postgres backend).
+	for _, path := range []string{filepath.Join(dir, "admin-token"), filepath.Join(dir, "ca", "admin-token")} {
+		b, err := os.ReadFile(path)
+		if err == nil {
+			return strings.TrimSpace(string(b))
+		}
+		if !os.IsNotExist(err) {
+			t.Fatal(err)
+		}
 	}
-	return strings.TrimSpace(string(b))
+	return ""
 }
 
 // cliEnv is what the CLI needs to talk to p's admin API as an operator: it
