@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"net/url"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"time"
@@ -44,17 +45,38 @@ type Config struct {
 	MCP       MCP              `yaml:"mcp" envPrefix:"MCP_"`
 }
 
-// Admin configures the admin API. With no Token the API is open to anyone
-// who can reach it, which Validate allows only on a loopback address.
+// Admin configures the admin API. With no Token, serve generates an
+// operator token on first start and keeps it in a file (see
+// GeneratedTokenPath); only InsecureNoAuth opens the API to everyone.
 type Admin struct {
 	Listen    string `yaml:"listen" env:"LISTEN"`         // host:port
-	Token     string `yaml:"token" env:"TOKEN"`           // bearer token for operators; "" = no authentication
+	Token     string `yaml:"token" env:"TOKEN"`           // bearer token for operators; "" = generated on first start
 	TokenFile string `yaml:"token_file" env:"TOKEN_FILE"` // file holding Token, read by LoadSecrets
 	// AgentToken is a lesser bearer token for agents: it may read their
 	// workflows and write checkpoints, never approve or resolve steps.
-	// "" = agents use no token (or the operator's).
+	// "" = agents get no admin access.
 	AgentToken     string `yaml:"agent_token" env:"AGENT_TOKEN"`
 	AgentTokenFile string `yaml:"agent_token_file" env:"AGENT_TOKEN_FILE"` // file holding AgentToken, read by LoadSecrets
+	// InsecureNoAuth turns authentication off: every request that reaches
+	// the admin API, unauthenticated ones included, may approve and resolve.
+	// Loopback only, never with a token; serve warns at every start.
+	InsecureNoAuth bool `yaml:"insecure_no_auth" env:"INSECURE_NO_AUTH"`
+}
+
+// GeneratedTokenName is the file name of the operator token serve
+// generates when no admin.token is configured.
+const GeneratedTokenName = "admin-token"
+
+// GeneratedTokenPath is where serve keeps the operator token it generates
+// when no admin.token is configured, and where the CLI looks for it: beside
+// the bbolt journal (the directory of journal.path), or, with the postgres
+// backend, in ca.dir, toolguard's own writable directory (journal.secret_file
+// is often a read-only mounted secret).
+func (c *Config) GeneratedTokenPath() string {
+	if c.Journal.Backend == BackendPostgres {
+		return filepath.Join(c.CA.Dir, GeneratedTokenName)
+	}
+	return filepath.Join(filepath.Dir(c.Journal.Path), GeneratedTokenName)
 }
 
 // Journal configures the journal: an embedded bbolt file (the default) or

@@ -638,8 +638,14 @@ func TestValidate(t *testing.T) {
 		{name: "admin localhost", edit: func(c *Config) { c.Admin.Listen = "LocalHost:8481" }},
 		{name: "admin same as proxy", edit: func(c *Config) { c.Admin.Listen = c.Listen },
 			want: "admin.listen (TOOLGUARD_ADMIN_LISTEN): must differ from listen (got 127.0.0.1:8480)"},
-		{name: "agent token alone", edit: func(c *Config) { c.Admin.AgentToken = "a" },
-			want: "admin.agent_token (TOOLGUARD_ADMIN_AGENT_TOKEN): needs admin.token as well: without it the admin API is open to everyone"},
+		{name: "agent token alone", edit: func(c *Config) { c.Admin.AgentToken = "a" }}, // the operator token is generated
+		{name: "insecure no auth", edit: func(c *Config) { c.Admin.InsecureNoAuth = true }},
+		{name: "insecure no auth beyond loopback", edit: func(c *Config) { c.Admin.InsecureNoAuth, c.Admin.Listen = true, "0.0.0.0:8481" },
+			want: "admin.listen (TOOLGUARD_ADMIN_LISTEN): admin.insecure_no_auth is allowed only when the admin API listens on loopback (got 0.0.0.0:8481)"},
+		{name: "insecure no auth with token", edit: func(c *Config) { c.Admin.InsecureNoAuth, c.Admin.Token = true, "t" },
+			want: "admin.insecure_no_auth (TOOLGUARD_ADMIN_INSECURE_NO_AUTH): set together with admin.token: remove one of them"},
+		{name: "insecure no auth with agent token", edit: func(c *Config) { c.Admin.InsecureNoAuth, c.Admin.AgentToken = true, "a" },
+			want: "admin.agent_token (TOOLGUARD_ADMIN_AGENT_TOKEN): set together with admin.insecure_no_auth, under which every request is an operator: remove one of them"},
 		{name: "agent token same as token", edit: func(c *Config) { c.Admin.Token, c.Admin.AgentToken = "t", "t" },
 			want: "admin.agent_token (TOOLGUARD_ADMIN_AGENT_TOKEN): must differ from admin.token"},
 		{name: "both tokens", edit: func(c *Config) { c.Admin.Token, c.Admin.AgentToken = "t", "a" }},
@@ -790,7 +796,11 @@ func TestValidate(t *testing.T) {
 
 func TestValidateNeverPrintsTokens(t *testing.T) {
 	for _, c := range []Config{
-		func() Config { c := Default(); c.Admin.AgentToken = "agent-secret"; return c }(),
+		func() Config {
+			c := Default()
+			c.Admin.AgentToken, c.Admin.InsecureNoAuth = "agent-secret", true
+			return c
+		}(),
 		func() Config {
 			c := Default()
 			c.Admin.Token, c.Admin.AgentToken = "same-secret", "same-secret"

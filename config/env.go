@@ -61,6 +61,8 @@ func valueMsg(t reflect.Type, text string, err error) string {
 		return err.Error()
 	case t.Kind() == reflect.Int:
 		return fmt.Sprintf("want a whole number (got %q)", text)
+	case t.Kind() == reflect.Bool:
+		return fmt.Sprintf("want true or false (got %q)", text)
 	}
 	return fmt.Sprintf("invalid value %q: %v", text, err)
 }
@@ -120,6 +122,7 @@ func joinPath(path, name string) string {
 // leaves them alone.
 var OtherEnv = []string{
 	"TOOLGUARD_ADMIN_URL",     // CLI: the admin API to talk to
+	"TOOLGUARD_AGENT_TOKEN",   // exec: the agent token given to the command
 	"TOOLGUARD_TEST_POSTGRES", // tests: the PostgreSQL to test against
 	"TOOLGUARD_SCALE",         // tests: run the large-journal benchmarks
 	"TOOLGUARD_SCALE_PATH",

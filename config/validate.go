@@ -89,10 +89,14 @@ func (a Admin) validate(proxyListen string) error {
 	switch {
 	case a.Listen == proxyListen && port != "0":
 		return invalid("admin.listen", a.Listen, "must differ from listen")
+	case a.InsecureNoAuth && !isLoopback(host):
+		return invalid("admin.listen", a.Listen, "admin.insecure_no_auth is allowed only when the admin API listens on loopback")
 	case !hasToken && !isLoopback(host):
 		return invalid("admin.listen", a.Listen, "a token is required when the admin API listens beyond loopback")
-	case hasAgentToken && !hasToken:
-		return &Error{Field: "admin.agent_token", Msg: "needs admin.token as well: without it the admin API is open to everyone"}
+	case a.InsecureNoAuth && hasToken:
+		return &Error{Field: "admin.insecure_no_auth", Msg: "set together with admin.token: remove one of them"}
+	case a.InsecureNoAuth && hasAgentToken:
+		return &Error{Field: "admin.agent_token", Msg: "set together with admin.insecure_no_auth, under which every request is an operator: remove one of them"}
 	case a.AgentToken != "" && a.AgentToken == a.Token:
 		return &Error{Field: "admin.agent_token", Msg: "must differ from admin.token"}
 	}

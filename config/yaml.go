@@ -148,6 +148,11 @@ func (d *decoder) decodeValue(n ast.Node, v reflect.Value, path string) error {
 		err = v.Addr().Interface().(encoding.TextUnmarshaler).UnmarshalText([]byte(text))
 	case t.Kind() == reflect.String:
 		v.SetString(text)
+	case t.Kind() == reflect.Bool:
+		var b bool
+		if b, err = strconv.ParseBool(text); err == nil {
+			v.SetBool(b)
+		}
 	case t.Kind() == reflect.Int:
 		var i int64
 		if i, err = strconv.ParseInt(text, 10, 64); err == nil && v.OverflowInt(i) {

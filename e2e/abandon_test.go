@@ -5,7 +5,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os/exec"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -172,7 +171,7 @@ func TestAbandonedStepResolvedInBackground(t *testing.T) {
 				t.Errorf("no abandoned event for %s", key)
 			}
 			if tc.hold != "" {
-				out, err := exec.Command(binary, "review", "ls", "--admin", p.adminURL).CombinedOutput()
+				out, err := p.cli("review", "ls", "--admin", p.adminURL).CombinedOutput()
 				if err != nil || !strings.Contains(string(out), key) || !strings.Contains(string(out), "abandoned") {
 					t.Fatalf("review ls does not show the abandoned step: %v\n%s", err, out)
 				}

@@ -255,8 +255,8 @@ func TestCLIJournal(t *testing.T) {
 	p := s.start(t)
 	plain, inWorkflow := journalCalls(t, p, up)
 
-	live := inspect(t, nil, []string{"--admin", p.adminURL}, plain, inWorkflow)
-	if got := tgOK(t, []string{"TOOLGUARD_ADMIN_URL=" + p.adminURL}, "journal", "ls", "--json"); got != live.lsJSON {
+	live := inspect(t, p.cliEnv(), []string{"--admin", p.adminURL}, plain, inWorkflow)
+	if got := tgOK(t, append(p.cliEnv(), "TOOLGUARD_ADMIN_URL="+p.adminURL), "journal", "ls", "--json"); got != live.lsJSON {
 		t.Errorf("journal ls with TOOLGUARD_ADMIN_URL differs from --admin:\n%s\n%s", got, live.lsJSON)
 	}
 	dbPath := filepath.Join(s.dir, "toolguard.db")
@@ -344,7 +344,7 @@ func TestCLITailFollow(t *testing.T) {
 	post(t, c, up.URL+"/v1/invoices", `{"customer":"c1"}`)
 
 	cmd := exec.Command(binary, "journal", "tail", "-f", "--admin", p.adminURL)
-	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir()}
+	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir()}, p.cliEnv()...)
 	var errb syncBuffer
 	cmd.Stderr = &errb
 	stdout, err := cmd.StdoutPipe()
@@ -366,7 +366,7 @@ func TestCLITailFollow(t *testing.T) {
 	// lastSeq is the newest event's seq, from a one-shot journal tail.
 	lastSeq := func() uint64 {
 		t.Helper()
-		out := strings.TrimRight(tgOK(t, nil, "journal", "tail", "--admin", p.adminURL), "\n")
+		out := strings.TrimRight(tgOK(t, p.cliEnv(), "journal", "tail", "--admin", p.adminURL), "\n")
 		f := strings.Fields(out[strings.LastIndex(out, "\n")+1:])
 		n, err := strconv.ParseUint(f[0], 10, 64)
 		if err != nil {
@@ -423,7 +423,7 @@ func TestCLITailFollow(t *testing.T) {
 	if err := cmd.Wait(); err != nil {
 		t.Errorf("journal tail -f after an interrupt: %v, want exit code 0; stderr:\n%s", err, errb.String())
 	}
-	if !strings.Contains(tgOK(t, nil, "journal", "tail", "--admin", p.adminURL, "--after", strconv.FormatUint(want-1, 10)), r2.Header.Get("Toolguard-Key")) {
+	if !strings.Contains(tgOK(t, p.cliEnv(), "journal", "tail", "--admin", p.adminURL, "--after", strconv.FormatUint(want-1, 10)), r2.Header.Get("Toolguard-Key")) {
 		t.Errorf("the last event is not the second call's")
 	}
 }

@@ -259,6 +259,10 @@ type consoleFixture struct {
 // route redacts.
 const refundBody = `{"customer":"c1 ` + xss + `","amount":10,"card":{"number":"4242424242424242"}}`
 
+// refundPath has a query the operator must see, one parameter of it a
+// secret the console must not.
+const refundPath = "/v1/invoices?to_account=ATTACKER&api_key=sk_query_secret"
+
 func newConsoleFixture(t *testing.T) *consoleFixture {
 	t.Helper()
 	up := newUpstream(t, false)
@@ -268,7 +272,7 @@ func newConsoleFixture(t *testing.T) *consoleFixture {
 	p := s.start(t)
 	c := p.client(t)
 	f := &consoleFixture{p: p, up: up, workflow: "wf-" + xss}
-	r, b := post(t, c, up.URL+"/v1/invoices", refundBody, "Toolguard-Workflow", f.workflow)
+	r, b := post(t, c, up.URL+refundPath, refundBody, "Toolguard-Workflow", f.workflow)
 	if r.StatusCode != http.StatusConflict {
 		t.Fatalf("refund: %d %s, want 409 awaiting approval", r.StatusCode, b)
 	}
@@ -348,10 +352,14 @@ func TestConsole(t *testing.T) {
 		if got := tb.text(row(f.approvalKey, `a[href^="#/workflow/"]`)); got != f.workflow {
 			t.Errorf("workflow cell = %q, want the literal %q", got, f.workflow)
 		}
-		// The key fields are summarised with the card number redacted; the
-		// script planted in the customer is text.
-		fields := tb.text(row(f.approvalKey, ".key-fields"))
-		for _, want := range []string{"customer", xss, "amount 10", `"number":"[redacted]"`} {
+		// Every body field is shown with the card number redacted, and the
+		// target with its query (the api_key masked); the script planted
+		// in the customer is text.
+		if got := tb.text(row(f.approvalKey, "code.target")); !strings.HasSuffix(got, "/v1/invoices?to_account=ATTACKER&api_key=[redacted]") {
+			t.Errorf("target = %q, want the query with api_key masked", got)
+		}
+		fields := tb.text(row(f.approvalKey, ".request-fields"))
+		for _, want := range []string{"customer", xss, "amount 10", `card.number "[redacted]"`} {
 			if !strings.Contains(fields, want) {
 				t.Errorf("key fields %q do not show %q", fields, want)
 			}
@@ -400,12 +408,19 @@ func TestConsole(t *testing.T) {
 		}
 		eval[bool](tb, `window.noReload = true`)
 		tb.run(chromedp.Click(chromedp.CSS("button.approve")),
-			chromedp.WaitVisible(chromedp.CSS("dialog[open] input[name=note]")),
-			chromedp.SendKeys(chromedp.CSS("dialog[open] input[name=note]"), "ok "+xss),
+			chromedp.WaitVisible(chromedp.CSS("dialog[open] input[name=note]")))
+		// The dialog shows what the approval lets through.
+		if got := tb.text("dialog[open] code.target"); !strings.Contains(got, "to_account=ATTACKER") || strings.Contains(got, "sk_query_secret") {
+			t.Errorf("approve dialog target = %q", got)
+		}
+		if got := tb.text("dialog[open] .request-fields"); !strings.Contains(got, "amount 10") || !strings.Contains(got, `card.number "[redacted]"`) {
+			t.Errorf("approve dialog request fields = %q", got)
+		}
+		tb.run(chromedp.SendKeys(chromedp.CSS("dialog[open] input[name=note]"), "ok "+xss),
 			chromedp.Click(chromedp.CSS("dialog[open] button.confirm")))
 		tb.waitJS("approved", `!document.querySelector("[data-field=hold]") && document.querySelector("[data-field=decision]").textContent === "approved"`)
 		// The agent's retry is sent now; the open page follows the journal.
-		r, b := post(t, p.client(t), f.up.URL+"/v1/invoices", refundBody, "Toolguard-Workflow", f.workflow)
+		r, b := post(t, p.client(t), f.up.URL+refundPath, refundBody, "Toolguard-Workflow", f.workflow)
 		if r.StatusCode != 201 || r.Header.Get("Toolguard-Outcome") != "forwarded" {
 			t.Fatalf("retry after approval: %d %q %s", r.StatusCode, r.Header.Get("Toolguard-Outcome"), b)
 		}
@@ -420,8 +435,15 @@ func TestConsole(t *testing.T) {
 		tb := b.tab(t)
 		tb.signIn(p.adminURL, operatorToken)
 		tb.run(chromedp.Click(chromedp.CSS(row(f.review, "button.resolve"))),
-			chromedp.WaitVisible(chromedp.CSS("dialog[open] select[name=outcome]")),
-			chromedp.SetValue(chromedp.CSS("dialog[open] select[name=outcome]"), "committed"),
+			chromedp.WaitVisible(chromedp.CSS("dialog[open] select[name=outcome]")))
+		// The dialog shows the call being resolved, not only its key.
+		if got := tb.text("dialog[open] .request-fields"); !strings.Contains(got, `to "a@example.com"`) || !strings.Contains(got, `subject "hi"`) {
+			t.Errorf("resolve dialog request fields = %q", got)
+		}
+		if got := tb.text("dialog[open] code.target"); !strings.HasSuffix(got, "/v1/emails") {
+			t.Errorf("resolve dialog target = %q", got)
+		}
+		tb.run(chromedp.SetValue(chromedp.CSS("dialog[open] select[name=outcome]"), "committed"),
 			chromedp.SendKeys(chromedp.CSS("dialog[open] input[name=operation_id]"), "op-"+xss),
 			chromedp.SendKeys(chromedp.CSS("dialog[open] input[name=note]"), "seen in the mail log "+xss),
 			chromedp.Click(chromedp.CSS("dialog[open] button.confirm")))

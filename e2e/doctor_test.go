@@ -51,13 +51,14 @@ func needClients(t *testing.T) {
 	}
 }
 
-// TestDoctorUnderExec: in the environment toolguard exec makes, every
-// check passes.
+// TestDoctorUnderExec: in the environment toolguard exec makes, with an
+// agent token configured (without one the command gets no admin URL),
+// every check passes.
 func TestDoctorUnderExec(t *testing.T) {
 	needClients(t)
 	_, args := execSetup(t)
 	dir := filepath.Dir(args[len(args)-1]) // --ca-dir DIR/ca
-	r := tg(t, nil, append(args, "--", binary, "doctor", "--rules", filepath.Join(dir, "rules"), "--journal", filepath.Join(dir, "toolguard.db"))...)
+	r := tg(t, []string{"TOOLGUARD_ADMIN_AGENT_TOKEN=agent-secret"}, append(args, "--", binary, "doctor", "--rules", filepath.Join(dir, "rules"), "--journal", filepath.Join(dir, "toolguard.db"))...)
 	if r.code != 0 {
 		t.Errorf("doctor under exec: exit code %d, want 0\n%s%s", r.code, r.stdout, r.stderr)
 	}

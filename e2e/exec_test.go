@@ -130,8 +130,8 @@ func TestExecEnvironment(t *testing.T) {
 			t.Errorf("%s = %q, want %q", k, env[k], proxyURL)
 		}
 	}
-	if env["NO_PROXY"] != "internal.example,localhost" || env["no_proxy"] != env["NO_PROXY"] {
-		t.Errorf("NO_PROXY = %q, no_proxy = %q; want host-only entries: internal.example,localhost", env["NO_PROXY"], env["no_proxy"])
+	if env["NO_PROXY"] != "internal.example" || env["no_proxy"] != env["NO_PROXY"] {
+		t.Errorf("NO_PROXY = %q, no_proxy = %q; want host-only entries: internal.example (no admin listener: no agent token)", env["NO_PROXY"], env["no_proxy"])
 	}
 	bundle := env["SSL_CERT_FILE"]
 	for _, k := range []string{"CURL_CA_BUNDLE", "REQUESTS_CA_BUNDLE", "NODE_EXTRA_CA_CERTS"} {
@@ -139,8 +139,8 @@ func TestExecEnvironment(t *testing.T) {
 			t.Errorf("%s = %q, want the merged bundle %q", k, env[k], bundle)
 		}
 	}
-	if env["NODE_USE_ENV_PROXY"] != "1" || !strings.HasPrefix(env["TOOLGUARD_ADMIN_URL"], "http://localhost:") {
-		t.Errorf("NODE_USE_ENV_PROXY = %q, TOOLGUARD_ADMIN_URL = %q", env["NODE_USE_ENV_PROXY"], env["TOOLGUARD_ADMIN_URL"])
+	if env["NODE_USE_ENV_PROXY"] != "1" || env["TOOLGUARD_ADMIN_URL"] != "" {
+		t.Errorf("NODE_USE_ENV_PROXY = %q, TOOLGUARD_ADMIN_URL = %q; want 1 and no admin URL", env["NODE_USE_ENV_PROXY"], env["TOOLGUARD_ADMIN_URL"])
 	}
 	// The system roots and toolguard's CA: more than one certificate.
 	if n := lines[len(lines)-1]; n == "0" || n == "1" {
@@ -193,7 +193,7 @@ func TestExecRunningProxy(t *testing.T) {
 	body := `{"customer":"cus_2","amount":9}`
 	var answers []answer
 	for run := range 2 {
-		r := tg(t, nil, "exec", "--proxy", p.proxyURL.String(), "--admin", p.adminURL, "--ca", p.caFile, "--",
+		r := tg(t, p.cliEnv(), "exec", "--proxy", p.proxyURL.String(), "--admin", p.adminURL, "--ca", p.caFile, "--",
 			"python3", "-c", pythonEnvPost, up.URL+"/v1/invoices", body)
 		if r.code != 0 {
 			t.Fatalf("run %d: exit code %d\n%s", run, r.code, r.stderr)
@@ -204,4 +204,75 @@ func TestExecRunningProxy(t *testing.T) {
 		answers = append(answers, clientAnswer(t, r.stdout))
 	}
 	checkDuplicate(t, up, answers[0], answers[1])
+}
+
+// TestExecGivesNoOperatorToken: the command exec runs never gets the
+// operator token, nor an admin URL it could approve through. Regression:
+// exec set TOOLGUARD_ADMIN_URL and NO_PROXY=localhost with no admin token
+// configured, and the agent approved its own held call with curl.
+func TestExecGivesNoOperatorToken(t *testing.T) {
+	const opToken, agentToken = "op-secret-e2e-0123", "agent-secret-e2e-0123"
+	zero := strings.Repeat("0", 64)
+	script := `env; if [ -n "$TOOLGUARD_ADMIN_URL" ]; then
+  for bearer in "$TOOLGUARD_AGENT_TOKEN" ""; do
+    curl -s -o /dev/null -w 'approve %{http_code}\n' -X POST -H "Authorization: Bearer $bearer" "$TOOLGUARD_ADMIN_URL/v1/steps/` + zero + `/approve"
+  done
+fi`
+	tests := []struct {
+		name      string
+		env       []string
+		wantAdmin bool   // TOOLGUARD_ADMIN_URL and TOOLGUARD_AGENT_TOKEN given
+		operator  string // the operator token, "" = the generated one
+	}{
+		{name: "generated operator token"},
+		{name: "configured tokens", env: []string{"TOOLGUARD_ADMIN_TOKEN=" + opToken, "TOOLGUARD_ADMIN_AGENT_TOKEN=" + agentToken},
+			wantAdmin: true, operator: opToken},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, args := execSetup(t)
+			dir := filepath.Dir(args[len(args)-3]) // --journal's directory
+			r := tg(t, tc.env, append(args, "--", "sh", "-c", script)...)
+			if r.code != 0 {
+				t.Fatalf("exit code %d\n%s", r.code, r.stderr)
+			}
+			operator := tc.operator
+			if operator == "" {
+				b, err := os.ReadFile(filepath.Join(dir, "admin-token"))
+				if err != nil {
+					t.Fatalf("exec's toolguard generated no operator token: %v", err)
+				}
+				operator = strings.TrimSpace(string(b))
+				if !strings.Contains(r.stderr, filepath.Join(dir, "admin-token")) {
+					t.Errorf("exec's first start does not say where the operator token is:\n%s", r.stderr)
+				}
+			}
+			if strings.Contains(r.stdout, operator) || strings.Contains(r.stderr, operator) {
+				t.Errorf("the command's output or terminal holds the operator token:\n%s\n%s", r.stdout, r.stderr)
+			}
+			env := map[string]string{}
+			for _, l := range strings.Split(r.stdout, "\n") {
+				if k, v, ok := strings.Cut(l, "="); ok && strings.HasPrefix(k, "TOOLGUARD_") {
+					env[k] = v
+				}
+			}
+			for k := range env {
+				if strings.HasPrefix(k, "TOOLGUARD_ADMIN_") && k != "TOOLGUARD_ADMIN_URL" {
+					t.Errorf("the command got %s", k)
+				}
+			}
+			if !tc.wantAdmin {
+				if len(env) != 0 || strings.Contains(r.stdout, "approve ") {
+					t.Errorf("the command got %v, want no admin URL or token", env)
+				}
+				return
+			}
+			if !strings.HasPrefix(env["TOOLGUARD_ADMIN_URL"], "http://localhost:") || env["TOOLGUARD_AGENT_TOKEN"] != agentToken {
+				t.Errorf("TOOLGUARD_ADMIN_URL = %q, TOOLGUARD_AGENT_TOKEN = %q; want the admin URL with the agent token", env["TOOLGUARD_ADMIN_URL"], env["TOOLGUARD_AGENT_TOKEN"])
+			}
+			if !strings.Contains(r.stdout, "approve 403\napprove 401\n") {
+				t.Errorf("approve with the agent token, then with an empty bearer: want 403 then 401, got:\n%s", r.stdout)
+			}
+		})
+	}
 }

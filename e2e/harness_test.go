@@ -56,9 +56,12 @@ type proc struct {
 	proxyURL *url.URL
 	adminURL string
 	caFile   string
-	logs     *syncBuffer
-	exited   chan struct{}
-	exitErr  error
+	// token is the operator token: the configured TOOLGUARD_ADMIN_TOKEN, or
+	// the one serve generated beside the journal.
+	token   string
+	logs    *syncBuffer
+	exited  chan struct{}
+	exitErr error
 }
 
 // syncBuffer is a goroutine-safe log sink.
@@ -131,7 +134,60 @@ func (s *setup) start(t *testing.T) *proc {
 		}
 	})
 	p.readAddresses(stdout)
+	p.token = servedToken(t, s.env, s.dir)
 	return p
+}
+
+// servedToken is the operator token of a serve started with env in dir:
+// TOOLGUARD_ADMIN_TOKEN when env sets it, else the generated admin-token
+// file ("" when there is none, e.g. with insecure_no_auth).
+func servedToken(t *testing.T, env []string, dir string) string {
+	t.Helper()
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, "TOOLGUARD_ADMIN_TOKEN="); ok {
+			return v
+		}
+	}
+	// Beside the bbolt journal, or in the CA directory (postgres backend).
+	for _, path := range []string{filepath.Join(dir, "admin-token"), filepath.Join(dir, "ca", "admin-token")} {
+		b, err := os.ReadFile(path)
+		if err == nil {
+			return strings.TrimSpace(string(b))
+		}
+		if !os.IsNotExist(err) {
+			t.Fatal(err)
+		}
+	}
+	return ""
+}
+
+// cliEnv is what the CLI needs to talk to p's admin API as an operator: it
+// finds the generated token beside the journal that TOOLGUARD_JOURNAL_PATH
+// names, as an operator's shell would, or gets the configured token.
+func (p *proc) cliEnv() []string {
+	if b, err := os.ReadFile(filepath.Join(p.dir, "admin-token")); err == nil && strings.TrimSpace(string(b)) == p.token {
+		return []string{"TOOLGUARD_JOURNAL_PATH=" + filepath.Join(p.dir, "toolguard.db")}
+	}
+	return []string{"TOOLGUARD_ADMIN_TOKEN=" + p.token}
+}
+
+// adminGet GETs path from p's admin API as its operator, without the proxy.
+func (p *proc) adminGet(path string) (*http.Response, error) {
+	req, err := http.NewRequest(http.MethodGet, p.adminURL+path, nil)
+	if err != nil {
+		return nil, err
+	}
+	if p.token != "" {
+		req.Header.Set("Authorization", "Bearer "+p.token)
+	}
+	return (&http.Client{Transport: &http.Transport{Proxy: nil}}).Do(req)
+}
+
+// cli is the toolguard command line args, run as p's operator.
+func (p *proc) cli(args ...string) *exec.Cmd {
+	cmd := exec.Command(binary, args...)
+	cmd.Env = append(os.Environ(), p.cliEnv()...)
+	return cmd
 }
 
 // readAddresses parses the three lines serve prints when it listens.
@@ -212,6 +268,9 @@ func (p *proc) admin(t *testing.T, method, path string, body any, out any) int {
 		rd = bytes.NewReader(b)
 	}
 	req, _ := http.NewRequest(method, p.adminURL+path, rd)
+	if p.token != "" {
+		req.Header.Set("Authorization", "Bearer "+p.token)
+	}
 	resp, err := (&http.Client{Transport: &http.Transport{Proxy: nil}}).Do(req)
 	if err != nil {
 		t.Fatal(err)

@@ -199,8 +199,8 @@ func TestPlantedSecretsNeverStored(t *testing.T) {
 	post(t, c, up.URL+"/v1/emails", body, headers...)
 	post(t, c, up.URL+"/v1/emails", `{"reference":`, headers...)                      // invalid body: a problem answer
 	post(t, c, up.URL+"/v1/emails", strings.Replace(body, "r1", "r2", 1), headers...) // stored as answered
-	exec.Command(binary, "journal", "export", "--jsonl", "--admin", p.adminURL).Run()
-	metrics, _ := (&http.Client{Transport: &http.Transport{Proxy: nil}}).Get(p.adminURL + "/metrics")
+	p.cli("journal", "export", "--jsonl", "--admin", p.adminURL).Run()
+	metrics, _ := p.adminGet("/metrics")
 	mb, _ := io.ReadAll(metrics.Body)
 	metrics.Body.Close()
 	p.kill()

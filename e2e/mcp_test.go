@@ -7,7 +7,6 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
-	"os/exec"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -234,7 +233,7 @@ func TestMCPApprovalCLI(t *testing.T) {
 	if typ != "urn:toolguard:awaiting-approval" || m.effects.Load() != 0 {
 		t.Fatalf("hold %s with %d effects, want awaiting-approval and none", typ, m.effects.Load())
 	}
-	if out, err := exec.Command(binary, "review", "approve", key, "--admin", p.adminURL).CombinedOutput(); err != nil {
+	if out, err := p.cli("review", "approve", key, "--admin", p.adminURL).CombinedOutput(); err != nil {
 		t.Fatalf("approve: %v\n%s", err, out)
 	}
 	var results []*sdk.CallToolResult

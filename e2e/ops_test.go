@@ -33,7 +33,7 @@ func (p *proc) wait(t *testing.T) int {
 
 func metricValue(t *testing.T, p *proc, series string) float64 {
 	t.Helper()
-	resp, err := (&http.Client{Transport: &http.Transport{Proxy: nil}}).Get(p.adminURL + "/metrics")
+	resp, err := p.adminGet("/metrics")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -203,7 +203,7 @@ func TestBackupUnderLoad(t *testing.T) {
 	}
 	eventually(t, "load", func() bool { return up.effects.Load() >= 50 })
 	dst := filepath.Join(t.TempDir(), "backup.db")
-	out, err := exec.Command(binary, "journal", "backup", dst, "--admin", p.adminURL).CombinedOutput()
+	out, err := p.cli("journal", "backup", dst, "--admin", p.adminURL).CombinedOutput()
 	close(stop)
 	wg.Wait()
 	if err != nil || !strings.Contains(string(out), "check ok") || !strings.Contains(string(out), dst+".secret") {

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"os/exec"
 	"strings"
 	"sync"
 	"testing"
@@ -197,19 +196,19 @@ func TestReviewResolve(t *testing.T) {
 			if r.StatusCode != 409 {
 				t.Fatalf("status %d, want 409", r.StatusCode)
 			}
-			out, err := exec.Command(binary, "review", "ls", "--admin", p.adminURL).CombinedOutput()
+			out, err := p.cli("review", "ls", "--admin", p.adminURL).CombinedOutput()
 			if err != nil || !strings.Contains(string(out), key) || !strings.Contains(string(out), "outcome_unknown") {
 				t.Fatalf("review ls: %v\n%s", err, out)
 			}
-			out, err = exec.Command(binary, "review", "resolve", key, "--outcome", tc.outcome, "--operation-id", "inv_1", "--note", "checked the dashboard", "--admin", p.adminURL).CombinedOutput()
+			out, err = p.cli("review", "resolve", key, "--outcome", tc.outcome, "--operation-id", "inv_1", "--note", "checked the dashboard", "--admin", p.adminURL).CombinedOutput()
 			if err != nil {
 				t.Fatalf("review resolve: %v\n%s", err, out)
 			}
 			// Resolving again is idempotent; approving a resolved key is a 409.
-			if out, err := exec.Command(binary, "review", "resolve", key, "--outcome", tc.outcome, "--admin", p.adminURL).CombinedOutput(); err != nil {
+			if out, err := p.cli("review", "resolve", key, "--outcome", tc.outcome, "--admin", p.adminURL).CombinedOutput(); err != nil {
 				t.Fatalf("second resolve: %v\n%s", err, out)
 			}
-			if out, err := exec.Command(binary, "review", "approve", key, "--admin", p.adminURL).CombinedOutput(); err == nil || !strings.Contains(string(out), "409") {
+			if out, err := p.cli("review", "approve", key, "--admin", p.adminURL).CombinedOutput(); err == nil || !strings.Contains(string(out), "409") {
 				t.Fatalf("approve of a resolved key: %v\n%s", err, out)
 			}
 			r, body := post(t, c, up.URL+"/v1/invoices", invoiceBody)

@@ -152,6 +152,9 @@ func (p *proc) adminRaw(t *testing.T, method, path string, body, out any) int {
 	t.Helper()
 	b, _ := json.Marshal(body)
 	req, _ := http.NewRequest(method, p.adminURL+path, bytes.NewReader(b))
+	if p.token != "" {
+		req.Header.Set("Authorization", "Bearer "+p.token)
+	}
 	resp, err := (&http.Client{Transport: &http.Transport{Proxy: nil}}).Do(req)
 	if err != nil {
 		t.Fatal(err)

@@ -18,6 +18,9 @@ import (
 func wfRequest(t *testing.T, p *proc, method, path, token, ifMatch, body string) (int, string) {
 	t.Helper()
 	req, _ := http.NewRequest(method, p.adminURL+path, strings.NewReader(body))
+	if token == "" {
+		token = p.token // the operator
+	}
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
 	}
@@ -291,7 +294,7 @@ func TestWorkflowCLI(t *testing.T) {
 		{[]string{"workflow", "show", "wf-cli", "--json"}, `"status": "completed"`},
 		{[]string{"workflow", "resume", "wf-cli"}, `"next_safe_action": "continue: every step has a recorded outcome; proceed with the plan"`},
 	} {
-		out, err := exec.Command(binary, append(tc.args, "--admin", p.adminURL)...).CombinedOutput()
+		out, err := p.cli(append(tc.args, "--admin", p.adminURL)...).CombinedOutput()
 		if err != nil || !strings.Contains(string(out), tc.want) {
 			t.Errorf("%v: %v\n%s", tc.args, err, out)
 		}

@@ -101,7 +101,8 @@ func (h *Hold) UnmarshalText(b []byte) error {
 }
 
 // Step is the journal record of one idempotency key. It never holds a
-// credential or a request body: only hashes of them, and KeyFields.
+// credential or a whole request body: only hashes of them, KeyFields, and,
+// on steps held for an operator, RequestFields and Query.
 type Step struct {
 	Schema   int    `json:"schema"`
 	Key      string `json:"key"`
@@ -131,11 +132,18 @@ type Step struct {
 	// ReadAt is the journal's clock when this record was read; not stored.
 	ReadAt time.Time `json:"-"`
 
-	// Method, Host and Path describe the target; the query string is not
-	// kept because APIs put secrets there.
+	// Method, Host and Path describe the target.
 	Method string `json:"method"`
 	Host   string `json:"host"`
 	Path   string `json:"path"`
+	// Scheme is the target's scheme (http or https); empty on steps
+	// recorded before it was kept.
+	Scheme string `json:"scheme,omitempty"`
+	// Query is the target's query string as an operator is shown it, with
+	// the values of parameters named like secrets (api_key, token,
+	// signature...) masked and values shortened. It is kept only where
+	// RequestFields is.
+	Query string `json:"query,omitempty"`
 
 	// CredentialMAC is an HMAC of the caller's credential header: it tells
 	// whose step this is (a verification resumed after a restart waits for
@@ -162,6 +170,14 @@ type Step struct {
 	// send it allowed, on the journal's clock. Zero when no takeover
 	// happened.
 	SettlesAt time.Time `json:"settles_at,omitzero"`
+	// RequestFields are every field of the request body with its value,
+	// for the operator who approves or resolves the step: the route's
+	// redact paths masked, values cut at 256 bytes, at most 64 fields and
+	// 8 KiB, a last entry named "…" saying what was left out. They are
+	// kept only when a step is put on hold while its request is at hand
+	// (approval, budget, version change, ambiguous effect on a retry), and
+	// not when the proxy keeps no summaries.
+	RequestFields []KeyField `json:"request_fields,omitempty"`
 	// ApprovedBodyHash is set when an operator approved the request with
 	// that body; it is consumed by the one forward it allows.
 	ApprovedBodyHash string `json:"approved_body_hash,omitempty"`

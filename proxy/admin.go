@@ -20,15 +20,20 @@ type AdminOptions struct {
 	// Maintainer serves backups of the journal file; nil when the backend
 	// has none (the backup endpoint then says so).
 	Maintainer Maintainer
-	// Token is the operator's bearer token; empty means no auth (only
-	// allowed on loopback, which the config enforces).
+	// Token is the operator's bearer token. Empty means no request is an
+	// operator (serve generates one when none is configured), unless
+	// InsecureNoAuth is set.
 	Token string
-	// AgentToken may read steps and workflows but never approve or resolve.
+	// AgentToken may read steps and workflows but never approve or resolve;
+	// empty means no request is an agent.
 	AgentToken string
 	// Settle tells how long a step's interrupted attempt may still land
 	// (Server.Settle); a not_executed resolution inside it needs force.
 	// Nil checks nothing.
 	Settle Settler
+	// InsecureNoAuth makes every request an operator, with or without a
+	// token: the explicit admin.insecure_no_auth, never the default.
+	InsecureNoAuth bool
 	// Ready reports readiness; nil means always ready.
 	Ready func() bool
 	// Metrics serves GET /metrics; nil leaves it out.
@@ -109,10 +114,6 @@ func (a *Admin) readyz(w http.ResponseWriter, r *http.Request) {
 // are compared in constant time.
 func (a *Admin) auth(role Role, h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		if a.opts.Token == "" {
-			h(w, r)
-			return
-		}
 		granted := a.roleOf(r)
 		if granted == 0 {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="toolguard"`)
@@ -127,17 +128,20 @@ func (a *Admin) auth(role Role, h http.HandlerFunc) http.HandlerFunc {
 	}
 }
 
-// roleOf is what the request's bearer token grants: 0 for none, and
-// RoleOperator for every request when no token is configured.
+// roleOf is what the request's bearer token grants: 0 for none. An empty
+// token, sent or configured, never matches; only InsecureNoAuth grants
+// RoleOperator without one.
 func (a *Admin) roleOf(r *http.Request) Role {
-	if a.opts.Token == "" {
+	if a.opts.InsecureNoAuth {
 		return RoleOperator
 	}
 	got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 	switch {
-	case ok && tokenEqual(got, a.opts.Token):
+	case !ok || got == "":
+		return 0
+	case tokenEqual(got, a.opts.Token):
 		return RoleOperator
-	case ok && a.opts.AgentToken != "" && tokenEqual(got, a.opts.AgentToken):
+	case tokenEqual(got, a.opts.AgentToken):
 		return RoleAgent
 	}
 	return 0
@@ -153,8 +157,10 @@ func (a *Admin) whoami(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]string{"role": role})
 }
 
+// tokenEqual compares in constant time; an empty want (a token that is
+// not configured) matches nothing.
 func tokenEqual(got, want string) bool {
-	return subtle.ConstantTimeCompare([]byte(got), []byte(want)) == 1
+	return want != "" && subtle.ConstantTimeCompare([]byte(got), []byte(want)) == 1
 }
 
 // MaxListLimit is the most steps one GET /v1/steps answer holds; a

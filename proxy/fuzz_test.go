@@ -24,7 +24,7 @@ func FuzzAdminJSON(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
-	admin := NewAdmin(AdminOptions{Store: j, Maintainer: j, Extra: srv.WorkflowAdmin()})
+	admin := NewAdmin(AdminOptions{Store: j, Maintainer: j, Extra: srv.WorkflowAdmin(), InsecureNoAuth: true})
 	targets := []struct{ method, path string }{
 		{"PUT", "/v1/workflows/wf-fuzz/checkpoint"},
 		{"POST", "/v1/steps/k/resolve"},

@@ -19,7 +19,9 @@ type call struct {
 	params map[string]string
 	body   []byte
 	intent *rules.Intent
-	start  time.Time
+	// input is what the intent was derived from (see shownRequest).
+	input rules.Input
+	start time.Time
 
 	// lookup is the latest lookup made for the step at lookupFence.
 	lookup      LookupAnswer
@@ -105,7 +107,7 @@ func (s *Server) prepare(c *call) *answer {
 		s.metrics.reject("invalid_body")
 		return s.problem(c, newProblem(ProblemInvalidBody, "", err.Error()))
 	}
-	c.intent = intent
+	c.intent, c.input = intent, in
 	c.callerMAC = s.credentialMAC(c.route.API, c.in.Header)
 	s.parked.lend(c.callerMAC, c.route.API, c.in.Header)
 	return nil
@@ -286,7 +288,7 @@ func (s *Server) changeFor(c *call, cur *journal.Step, d Decision, now time.Time
 	case ActionForward:
 		ch = claimChange(cur, fresh, d, why, c.versionChange, s.lease())
 	case ActionHold:
-		ch = holdChange(cur, fresh, d, why, c.lookupEvidence)
+		ch = s.shownRequest(c, holdChange(cur, fresh, d, why, c.lookupEvidence))
 	case ActionRecordFound:
 		ch = recordFoundChange(*cur, *c.lookupFound, why, verifyWithin(c.route), now)
 	default:
@@ -311,6 +313,7 @@ func (s *Server) newStep(c *call) journal.Step {
 		Route:          c.route.Name,
 		Workflow:       c.in.Header.Get(HeaderWorkflow),
 		Method:         c.in.Method,
+		Scheme:         c.in.URL.Scheme,
 		Host:           c.in.URL.Host,
 		Path:           c.in.URL.Path,
 		BodyHash:       c.intent.BodyHash,

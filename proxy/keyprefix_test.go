@@ -28,7 +28,7 @@ func TestAdminStepByKeyPrefix(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	srv := httptest.NewServer(NewAdmin(AdminOptions{Store: j}))
+	srv := httptest.NewServer(NewAdmin(AdminOptions{Store: j, InsecureNoAuth: true}))
 	defer srv.Close()
 
 	tests := []struct {

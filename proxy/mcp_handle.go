@@ -199,7 +199,7 @@ func (s *Server) prepareMCP(c *call) *answer {
 		s.metrics.reject("invalid_body")
 		return s.problem(c, newProblem(ProblemInvalidBody, "", "arguments of "+c.mcp.tool.Name+": "+err.Error()))
 	}
-	c.intent = intent
+	c.intent, c.input = intent, in
 	c.callerMAC = s.credentialMAC(c.route.API, c.in.Header)
 	s.parked.lend(c.callerMAC, c.route.API, c.in.Header)
 	return nil

@@ -206,7 +206,7 @@ func startHarness(t *testing.T, cfg harnessConfig) *harness {
 	proxyHTTP := httptest.NewServer(h.srv.Handler())
 	t.Cleanup(proxyHTTP.Close)
 	t.Cleanup(h.srv.Close)
-	h.admin = NewAdmin(AdminOptions{Store: h.j, Logger: log, Metrics: h.metrics.Handler(), Extra: h.srv.WorkflowAdmin(), Ready: h.srv.Ready})
+	h.admin = NewAdmin(AdminOptions{Store: h.j, Token: harnessToken, Logger: log, Metrics: h.metrics.Handler(), Extra: h.srv.WorkflowAdmin(), Ready: h.srv.Ready})
 	adminHTTP := httptest.NewServer(h.admin)
 	t.Cleanup(adminHTTP.Close)
 	h.adminURL = adminHTTP.URL
@@ -258,6 +258,9 @@ func (h *harness) send(method, path, body string, headers ...string) (*http.Resp
 
 // adminCall calls the admin API with an optional JSON body, decodes the
 // answer into out when it is non-nil, and returns the status.
+// harnessToken is the operator token of the harness's admin API.
+const harnessToken = "operator-test-token"
+
 func (h *harness) adminCall(method, path string, body, out any) int {
 	h.t.Helper()
 	var rd io.Reader
@@ -272,6 +275,7 @@ func (h *harness) adminCall(method, path string, body, out any) int {
 	if err != nil {
 		h.t.Fatal(err)
 	}
+	req.Header.Set("Authorization", "Bearer "+harnessToken)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		h.t.Fatalf("%s %s: %v", method, path, err)
@@ -342,7 +346,9 @@ func (h *harness) guardedLines() []map[string]any {
 // is absent), e.g. metric(`toolguard_rejected_total{reason="draining"}`).
 func (h *harness) metric(sample string) string {
 	h.t.Helper()
-	resp, err := http.Get(h.adminURL + "/metrics")
+	req, _ := http.NewRequest(http.MethodGet, h.adminURL+"/metrics", nil)
+	req.Header.Set("Authorization", "Bearer "+harnessToken)
+	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		h.t.Fatal(err)
 	}

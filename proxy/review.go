@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -24,11 +25,18 @@ type StepView struct {
 	Retryable   bool   `json:"retryable,omitempty"`
 	OperationID string `json:"operation_id"`
 	Method      string `json:"method"`
-	Target      string `json:"target"`
-	BodyHash    string `json:"body_hash"`
+	// Target is the URL called: scheme://host/path?query (the query with
+	// secret-named parameters masked; kept on held steps only). Steps
+	// recorded before the scheme was kept show host/path.
+	Target   string `json:"target"`
+	BodyHash string `json:"body_hash"`
 	// KeyFields summarises the key fields, redaction applied; absent on
 	// steps recorded without a summary.
-	KeyFields      []journal.KeyField `json:"key_fields,omitempty"`
+	KeyFields []journal.KeyField `json:"key_fields,omitempty"`
+	// RequestFields are every body field with its value, redact paths
+	// masked, sizes bounded (see journal.Step.RequestFields); absent on
+	// steps that were never held while their request was at hand.
+	RequestFields  []journal.KeyField `json:"request_fields,omitempty"`
 	ResponseStatus int                `json:"response_status,omitempty"`
 	ResponseHash   string             `json:"response_hash,omitempty"`
 	ResponseBytes  int                `json:"response_bytes,omitempty"`
@@ -50,7 +58,8 @@ func ViewOf(st *journal.Step) StepView {
 		Key: st.Key, API: st.API, Route: st.Route, Workflow: st.Workflow,
 		Status: st.Status.String(), Hold: st.Hold.String(), HoldReason: st.HoldReason,
 		Attempt: st.Attempt, Retryable: st.Retryable, OperationID: st.OperationID,
-		Method: st.Method, Target: st.Host + st.Path, BodyHash: st.BodyHash, KeyFields: st.KeyFields,
+		Method: st.Method, Target: targetOf(st), BodyHash: st.BodyHash,
+		KeyFields: st.KeyFields, RequestFields: st.RequestFields,
 		Evidence: st.Evidence, LastError: st.LastError, Decision: st.Decision,
 		PromptVersion: st.PromptVersion, PolicyVersion: st.PolicyVersion,
 		Epoch: st.Epoch, Fence: st.Fence, CreatedAt: st.CreatedAt, UpdatedAt: st.UpdatedAt, VerifyBy: st.VerifyBy,
@@ -59,6 +68,18 @@ func ViewOf(st *journal.Step) StepView {
 		v.ResponseStatus, v.ResponseHash, v.ResponseBytes = r.Status, r.BodyHash, len(r.Body)
 	}
 	return v
+}
+
+// targetOf is the URL a step calls, as operators see it.
+func targetOf(st *journal.Step) string {
+	t := st.Host + st.Path
+	if st.Scheme != "" {
+		t = st.Scheme + "://" + t
+	}
+	if st.Query != "" {
+		t += "?" + st.Query
+	}
+	return t
 }
 
 // Operator decisions recorded in Step.Decision.

@@ -93,11 +93,14 @@ func summarizeNames(red []byte) []KeyField {
 }
 
 // summaryValue renders one key field's value for operators.
-func summaryValue(res gjson.Result) string {
+func summaryValue(res gjson.Result) string { return summaryValueMax(res, SummaryValueMax) }
+
+// summaryValueMax renders one value for operators in at most max bytes.
+func summaryValueMax(res gjson.Result, max int) string {
 	if res.IsObject() {
 		sum, name := res.Get("content_sha256"), res.Get("filename")
 		if sum.Type == gjson.String && name.Type == gjson.String && res.Get("size").Exists() {
-			return truncate(`file `+string(appendString(nil, name.Str)), SummaryValueMax-22) +
+			return truncate(`file `+string(appendString(nil, name.Str)), max-22) +
 				" sha256:" + sum.Str[:min(12, len(sum.Str))]
 		}
 	}
@@ -105,7 +108,7 @@ func summaryValue(res gjson.Result) string {
 	if strings.Contains(raw, `"redacted:`) {
 		raw = string(maskRedacted([]byte(raw)))
 	}
-	return strings.Clone(truncate(raw, SummaryValueMax))
+	return strings.Clone(truncate(raw, max))
 }
 
 // maskRedacted replaces every "redacted:HMAC" string with "[redacted]":

@@ -18,7 +18,18 @@ import (
 // proxyVars are the variables exec owns in the command's environment;
 // values the caller had are replaced (NO_PROXY entries are kept).
 var proxyVars = []string{"HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY", "SSL_CERT_FILE", "REQUESTS_CA_BUNDLE",
-	"CURL_CA_BUNDLE", "NODE_EXTRA_CA_CERTS", "NODE_USE_ENV_PROXY", "TOOLGUARD_ADMIN_URL"}
+	"CURL_CA_BUNDLE", "NODE_EXTRA_CA_CERTS", "NODE_USE_ENV_PROXY", "TOOLGUARD_ADMIN_URL", "TOOLGUARD_AGENT_TOKEN"}
+
+// adminVarPrefix starts every admin setting (TOOLGUARD_ADMIN_TOKEN,
+// _TOKEN_FILE, _AGENT_TOKEN, _INSECURE_NO_AUTH...): exec never passes them
+// to the command, so that an operator token in the caller's environment
+// does not reach the agent.
+const adminVarPrefix = "TOOLGUARD_ADMIN_"
+
+// agentAdmin is what the command is told of the admin API: its URL and the
+// agent token, both empty when no agent token is configured (the command
+// then gets no admin URL at all).
+type agentAdmin struct{ url, token string }
 
 // systemBundles are where distributions keep their root certificates, in
 // the order Go's crypto/x509 looks for them.
@@ -36,7 +47,11 @@ var systemBundles = []string{
 // prefers CURL_CA_BUNDLE over SSL_CERT_FILE; Python's requests reads
 // REQUESTS_CA_BUNDLE; Node adds NODE_EXTRA_CA_CERTS to its own roots and
 // honours the proxy variables with NODE_USE_ENV_PROXY=1 (Node 24+).
-func agentEnv(base []string, proxyURL, adminURL, bundle string) []string {
+//
+// The command never gets an operator token: TOOLGUARD_ADMIN_URL comes only
+// with TOOLGUARD_AGENT_TOKEN, which may read and checkpoint but never approve
+// or resolve, and every TOOLGUARD_ADMIN_* variable of base is dropped.
+func agentEnv(base []string, proxyURL string, admin agentAdmin, bundle string) []string {
 	var keep []string
 	var noProxy []string
 	for _, kv := range base {
@@ -44,20 +59,23 @@ func agentEnv(base []string, proxyURL, adminURL, bundle string) []string {
 		if strings.EqualFold(k, "NO_PROXY") {
 			noProxy = append(noProxy, strings.Split(v, ",")...)
 		}
-		if isProxyVar(k) {
+		if isProxyVar(k) || strings.HasPrefix(strings.ToUpper(k), adminVarPrefix) {
 			continue
 		}
 		keep = append(keep, kv)
 	}
-	no := strings.Join(noProxyEntries(noProxy, adminURL), ",")
-	return append(keep,
+	no := strings.Join(noProxyEntries(noProxy, admin.url), ",")
+	env := append(keep,
 		"HTTP_PROXY="+proxyURL, "http_proxy="+proxyURL,
 		"HTTPS_PROXY="+proxyURL, "https_proxy="+proxyURL,
 		"NO_PROXY="+no, "no_proxy="+no,
 		"SSL_CERT_FILE="+bundle, "REQUESTS_CA_BUNDLE="+bundle, "CURL_CA_BUNDLE="+bundle, "NODE_EXTRA_CA_CERTS="+bundle,
 		"NODE_USE_ENV_PROXY=1",
-		"TOOLGUARD_ADMIN_URL="+adminURL,
 	)
+	if admin.url == "" || admin.token == "" {
+		return env
+	}
+	return append(env, "TOOLGUARD_ADMIN_URL="+admin.url, "TOOLGUARD_AGENT_TOKEN="+admin.token)
 }
 
 func isProxyVar(k string) bool {
@@ -70,8 +88,8 @@ func isProxyVar(k string) bool {
 }
 
 // noProxyEntries keeps the caller's entries, host-only (curl ignores an
-// entry with a port), and adds the admin listener's host so that the
-// command reaches the admin API directly.
+// entry with a port), and adds the admin listener's host, when the command
+// is given one, so that the command reaches the admin API directly.
 func noProxyEntries(existing []string, adminURL string) []string {
 	seen := map[string]bool{}
 	var out []string
@@ -86,7 +104,7 @@ func noProxyEntries(existing []string, adminURL string) []string {
 	for _, e := range existing {
 		add(hostOnly(e))
 	}
-	if u, err := url.Parse(adminURL); err == nil {
+	if u, err := url.Parse(adminURL); adminURL != "" && err == nil {
 		add(u.Hostname())
 	}
 	return out
@@ -143,15 +161,15 @@ func countsFrom(h http.Handler, _ string) (callCounts, error) {
 	return parseCounts(rec.Body)
 }
 
-// countsFromURL scrapes a running toolguard's /metrics with
-// TOOLGUARD_ADMIN_TOKEN.
-func countsFromURL(ctx context.Context, c *http.Client, u string) (callCounts, error) {
+// countsFromURL scrapes a running toolguard's /metrics with token (the
+// operator's, as the CLI finds it).
+func countsFromURL(ctx context.Context, c *http.Client, u, token string) (callCounts, error) {
 	req, err := http.NewRequestWithContext(ctx, "GET", u, nil)
 	if err != nil {
 		return callCounts{}, err
 	}
-	if tok := os.Getenv("TOOLGUARD_ADMIN_TOKEN"); tok != "" {
-		req.Header.Set("Authorization", "Bearer "+tok)
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
 	}
 	resp, err := c.Do(req)
 	if err != nil {

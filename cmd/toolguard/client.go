@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"net/http"
 	"net/url"
 	"os"
@@ -28,16 +30,21 @@ type source interface {
 	close() error
 }
 
-// sourceFlags are --admin, --journal and --dsn, shared by inspection
-// commands.
+// sourceFlags are --admin, --token, --config, --journal and --dsn, shared
+// by inspection commands.
 type sourceFlags struct {
 	admin   string
+	token   string
+	config  string
 	journal string
 	dsn     string
 }
 
 func (f *sourceFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.admin, "admin", "", "admin API `URL` (default $TOOLGUARD_ADMIN_URL or http://127.0.0.1:8481)")
+	fs.StringVar(&f.token, "token", "", "operator `token` for the admin API (default $TOOLGUARD_ADMIN_TOKEN, $TOOLGUARD_ADMIN_TOKEN_FILE, "+
+		"the config's admin.token, or the token serve generated beside the journal)")
+	fs.StringVar(&f.config, "config", "", "serve's config `file`, to find the generated operator token (with TOOLGUARD_JOURNAL_PATH and the other TOOLGUARD_* variables)")
 	fs.StringVar(&f.journal, "journal", "", "read a stopped proxy's journal `file` instead of the admin API")
 	fs.StringVar(&f.dsn, "dsn", "", "read the PostgreSQL journal at `DSN` instead of the admin API "+
 		"(default $TOOLGUARD_JOURNAL_DSN when TOOLGUARD_JOURNAL_BACKEND=postgres)")
@@ -91,9 +98,53 @@ func (f *sourceFlags) client() *adminClient {
 	if base == "" {
 		base = "http://127.0.0.1:8481"
 	}
-	token, err := adminToken(os.Getenv("TOOLGUARD_ADMIN_TOKEN"), os.Getenv("TOOLGUARD_ADMIN_TOKEN_FILE"))
-	return &adminClient{base: strings.TrimRight(base, "/"), token: token, tokenErr: err,
+	token, looked, err := f.operatorToken()
+	return &adminClient{base: strings.TrimRight(base, "/"), token: token, tokenErr: err, looked: looked,
 		http: &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{Proxy: nil}}}
+}
+
+// operatorToken is the token the CLI sends, the first of: --token,
+// TOOLGUARD_ADMIN_TOKEN, TOOLGUARD_ADMIN_TOKEN_FILE, the admin.token (or
+// token_file) of --config, and the token serve generated, found where serve
+// keeps it for that configuration (see config.GeneratedTokenPath; the
+// environment's TOOLGUARD_JOURNAL_PATH and the rest apply). looked names that
+// file when no token was found; "" and no error then means none.
+func (f *sourceFlags) operatorToken() (token, looked string, err error) {
+	if f.token != "" {
+		return f.token, "", nil
+	}
+	envToken, envFile := os.Getenv("TOOLGUARD_ADMIN_TOKEN"), os.Getenv("TOOLGUARD_ADMIN_TOKEN_FILE")
+	if envToken != "" || envFile != "" {
+		token, err := adminToken(envToken, envFile)
+		return token, "", err
+	}
+	cfg := config.Default()
+	if f.config != "" {
+		if cfg, err = config.ParseFile(f.config, cfg); err != nil {
+			return "", "", err
+		}
+	}
+	if err := config.ApplyEnv(&cfg, os.Environ()); err != nil {
+		return "", "", err
+	}
+	return configToken(cfg)
+}
+
+// configToken is the operator token of a serve configuration: its
+// admin.token or token_file, else the generated token file, when it exists.
+func configToken(cfg config.Config) (token, looked string, err error) {
+	if err := cfg.LoadSecrets(); err != nil {
+		return "", "", err
+	}
+	if cfg.Admin.Token != "" {
+		return cfg.Admin.Token, "", nil
+	}
+	path := absPath(cfg.GeneratedTokenPath())
+	token, err = proxy.ReadToken(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return "", path, nil
+	}
+	return token, "", err
 }
 
 // adminToken is the operator token the CLI sends: TOOLGUARD_ADMIN_TOKEN, or
@@ -155,7 +206,8 @@ func (s fileSource) close() error { return s.j.Close() }
 type adminClient struct {
 	base     string
 	token    string
-	tokenErr error // why the token could not be read; returned by every request
+	tokenErr error  // why the token could not be read; returned by every request
+	looked   string // the generated token file looked for in vain, for the 401 hint
 	http     *http.Client
 }
 
@@ -266,7 +318,7 @@ func (c *adminClient) do(ctx context.Context, method, path string, body, out any
 		var p proxy.Problem
 		if json.Unmarshal(data, &p) == nil && p.Detail != "" {
 			if resp.StatusCode == http.StatusUnauthorized {
-				p.Detail += " (set TOOLGUARD_ADMIN_TOKEN or TOOLGUARD_ADMIN_TOKEN_FILE)"
+				p.Detail += c.unauthorizedHint()
 			}
 			return &adminError{status: resp.StatusCode, detail: p.Detail}
 		}
@@ -306,6 +358,15 @@ func (c *adminClient) stream(ctx context.Context, path string) (io.ReadCloser, e
 		return nil, &adminError{status: resp.StatusCode, detail: strings.TrimSpace(string(b))}
 	}
 	return resp.Body, nil
+}
+
+// unauthorizedHint says where the CLI looks for the operator token.
+func (c *adminClient) unauthorizedHint() string {
+	h := " (set TOOLGUARD_ADMIN_TOKEN or TOOLGUARD_ADMIN_TOKEN_FILE, or pass --token"
+	if c.looked != "" {
+		h += "; no generated token at " + c.looked + ": point --config or TOOLGUARD_JOURNAL_PATH at the proxy's journal"
+	}
+	return h + ")"
 }
 
 // adminError is a non-2xx admin answer.

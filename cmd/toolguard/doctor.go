@@ -421,13 +421,18 @@ func (d *doctor) proxyClock() time.Time {
 	return body.Time
 }
 
-// adminToken checks TOOLGUARD_ADMIN_TOKEN against the admin API, which
-// the CLI's inspection commands use; no finding when no token is set and
-// none is needed.
+// adminToken checks TOOLGUARD_ADMIN_TOKEN (or, under toolguard exec,
+// TOOLGUARD_AGENT_TOKEN) against the admin API, which the CLI's inspection
+// commands use; no finding when no token is set and none is needed.
 func (d *doctor) adminToken(ctx context.Context) finding {
 	c := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{Proxy: nil}}
 	req, _ := http.NewRequestWithContext(ctx, "GET", d.admin+"/v1/whoami", nil)
-	tok := d.env["TOOLGUARD_ADMIN_TOKEN"]
+	name := "TOOLGUARD_ADMIN_TOKEN"
+	tok := d.env[name]
+	if tok == "" && d.env["TOOLGUARD_AGENT_TOKEN"] != "" {
+		name = "TOOLGUARD_AGENT_TOKEN"
+		tok = d.env[name]
+	}
 	if tok != "" {
 		req.Header.Set("Authorization", "Bearer "+tok)
 	}
@@ -442,13 +447,13 @@ func (d *doctor) adminToken(ctx context.Context) finding {
 	case resp.StatusCode == http.StatusUnauthorized && tok == "":
 		return fail("export TOOLGUARD_ADMIN_TOKEN (the operator token, or the agent token to read only)", "admin token: the admin API needs one and TOOLGUARD_ADMIN_TOKEN is not set")
 	case resp.StatusCode == http.StatusUnauthorized:
-		return fail("set TOOLGUARD_ADMIN_TOKEN to admin.token (or admin.agent_token to read only)", "admin token: TOOLGUARD_ADMIN_TOKEN is not accepted")
+		return fail("set TOOLGUARD_ADMIN_TOKEN to admin.token (or admin.agent_token to read only)", "admin token: %s is not accepted", name)
 	case resp.StatusCode != http.StatusOK:
 		return fail("see toolguard's log", "admin token: %s/v1/whoami answered %s", d.admin, resp.Status)
 	case tok == "":
 		return finding{}
 	}
-	return ok("admin token: TOOLGUARD_ADMIN_TOKEN is the %s token", who.Role)
+	return ok("admin token: %s is the %s token", name, who.Role)
 }
 
 // clock compares this machine's clock with the proxy's: leases,

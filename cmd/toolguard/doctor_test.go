@@ -1,6 +1,7 @@
 package main
 
 import (
+	"maps"
 	"strings"
 	"testing"
 	"time"
@@ -88,30 +89,52 @@ func TestDoctorClock(t *testing.T) {
 	}
 }
 
+// TestAgentEnv: the command's environment points every client at the
+// proxy and never holds an operator token. Regression: exec passed
+// TOOLGUARD_ADMIN_URL (and the caller's TOOLGUARD_ADMIN_TOKEN) to the agent,
+// which approved its own held call through it.
 func TestAgentEnv(t *testing.T) {
-	base := []string{"PATH=/bin", "https_proxy=http://old:1", "ALL_PROXY=socks5://x", "no_proxy=corp.example:443,10.0.0.0/8", "CURL_CA_BUNDLE=/old"}
-	got := map[string]string{}
-	for _, kv := range agentEnv(base, "http://127.0.0.1:8480", "http://127.0.0.1:8481", "/tmp/b.pem") {
-		k, v, _ := strings.Cut(kv, "=")
-		if _, dup := got[k]; dup {
-			t.Errorf("%s set twice", k)
-		}
-		got[k] = v
-	}
-	want := map[string]string{
+	base := []string{"PATH=/bin", "https_proxy=http://old:1", "ALL_PROXY=socks5://x", "no_proxy=corp.example:443,10.0.0.0/8", "CURL_CA_BUNDLE=/old",
+		"TOOLGUARD_ADMIN_TOKEN=op-secret", "TOOLGUARD_ADMIN_TOKEN_FILE=/run/op", "toolguard_admin_agent_token=x", "TOOLGUARD_ADMIN_INSECURE_NO_AUTH=true",
+		"TOOLGUARD_AGENT_TOKEN=stale", "TOOLGUARD_ADMIN_URL=http://old:8481"}
+	common := map[string]string{
 		"PATH": "/bin", "HTTP_PROXY": "http://127.0.0.1:8480", "http_proxy": "http://127.0.0.1:8480",
 		"HTTPS_PROXY": "http://127.0.0.1:8480", "https_proxy": "http://127.0.0.1:8480",
-		"NO_PROXY": "corp.example,10.0.0.0/8,127.0.0.1", "no_proxy": "corp.example,10.0.0.0/8,127.0.0.1",
 		"SSL_CERT_FILE": "/tmp/b.pem", "REQUESTS_CA_BUNDLE": "/tmp/b.pem", "CURL_CA_BUNDLE": "/tmp/b.pem", "NODE_EXTRA_CA_CERTS": "/tmp/b.pem",
-		"NODE_USE_ENV_PROXY": "1", "TOOLGUARD_ADMIN_URL": "http://127.0.0.1:8481",
+		"NODE_USE_ENV_PROXY": "1",
 	}
-	for k, v := range want {
-		if got[k] != v {
-			t.Errorf("%s = %q, want %q", k, got[k], v)
-		}
+	tests := []struct {
+		name  string
+		admin agentAdmin
+		want  map[string]string // besides common
+	}{
+		{name: "no agent token: no admin URL", want: map[string]string{
+			"NO_PROXY": "corp.example,10.0.0.0/8", "no_proxy": "corp.example,10.0.0.0/8"}},
+		{name: "agent token", admin: agentAdmin{url: "http://127.0.0.1:8481", token: "agent-secret"}, want: map[string]string{
+			"NO_PROXY": "corp.example,10.0.0.0/8,127.0.0.1", "no_proxy": "corp.example,10.0.0.0/8,127.0.0.1",
+			"TOOLGUARD_ADMIN_URL": "http://127.0.0.1:8481", "TOOLGUARD_AGENT_TOKEN": "agent-secret"}},
 	}
-	if len(got) != len(want) {
-		t.Errorf("got %d variables, want %d (ALL_PROXY dropped): %v", len(got), len(want), got)
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got := map[string]string{}
+			for _, kv := range agentEnv(base, "http://127.0.0.1:8480", tc.admin, "/tmp/b.pem") {
+				k, v, _ := strings.Cut(kv, "=")
+				if _, dup := got[k]; dup {
+					t.Errorf("%s set twice", k)
+				}
+				got[k] = v
+			}
+			want := maps.Clone(common)
+			maps.Copy(want, tc.want)
+			for k, v := range want {
+				if got[k] != v {
+					t.Errorf("%s = %q, want %q", k, got[k], v)
+				}
+			}
+			if len(got) != len(want) {
+				t.Errorf("got %d variables, want %d (ALL_PROXY and every TOOLGUARD_ADMIN_* dropped): %v", len(got), len(want), got)
+			}
+		})
 	}
 }
 

@@ -40,8 +40,11 @@ process with the same flags, environment and config file as serve, and stops
 it when COMMAND exits. It sets HTTP_PROXY/HTTPS_PROXY (both cases), NO_PROXY
 (host-only entries for the admin listener), a CA bundle of the system roots
 plus toolguard's CA in SSL_CERT_FILE, REQUESTS_CA_BUNDLE, CURL_CA_BUNDLE and
-NODE_EXTRA_CA_CERTS, NODE_USE_ENV_PROXY=1 and TOOLGUARD_ADMIN_URL; forwards
-signals; exits with COMMAND's exit code and prints a one-line summary.`
+NODE_EXTRA_CA_CERTS and NODE_USE_ENV_PROXY=1; forwards signals; exits with
+COMMAND's exit code and prints a one-line summary. COMMAND never gets the
+operator token: only when admin.agent_token is configured does it get
+TOOLGUARD_ADMIN_URL with that token in TOOLGUARD_AGENT_TOKEN (read and
+checkpoint, never approve); TOOLGUARD_ADMIN_* variables are not passed on.`
 
 func runExec(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var f execFlags
@@ -104,7 +107,7 @@ func execCommand(ctx context.Context, t *target, command []string, stdout, stder
 	before, _ := t.counts(ctx)
 	cmd := exec.Command(command[0], command[1:]...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, stdout, stderr
-	cmd.Env = agentEnv(os.Environ(), t.proxyURL, agentAdminURL(t.adminURL), bundle)
+	cmd.Env = agentEnv(os.Environ(), t.proxyURL, t.agent(), bundle)
 	code, err := runForwardingSignals(cmd)
 	if err != nil {
 		fmt.Fprintf(stderr, "toolguard: exec %s: %v\n", command[0], err)
@@ -157,9 +160,19 @@ func runForwardingSignals(cmd *exec.Cmd) (int, error) {
 // target is the toolguard a command runs behind: started here or running.
 type target struct {
 	proxyURL, adminURL, caFile string
+	agentToken                 string // admin.agent_token; "" when none is configured
 	journal                    string // set when started here
 	counts                     func(ctx context.Context) (callCounts, error)
 	stop                       func()
+}
+
+// agent is what the command may know of the admin API: nothing unless an
+// agent token is configured.
+func (t *target) agent() agentAdmin {
+	if t.agentToken == "" {
+		return agentAdmin{}
+	}
+	return agentAdmin{url: agentAdminURL(t.adminURL), token: t.agentToken}
 }
 
 func (t *target) holdsCommand() string {
@@ -181,12 +194,15 @@ func (f *execFlags) target(ctx context.Context, cfg config.Config, stderr io.Wri
 	sctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	ready := make(chan serving, 1)
 	done := make(chan error, 1)
-	go func() { done <- serveWith(sctx, cfg, log, io.Discard, func(s serving) { ready <- s }) }()
+	go func() {
+		done <- serveWith(sctx, cfg, log, serveOut{stdout: io.Discard, notice: stderr, hideToken: true}, func(s serving) { ready <- s })
+	}()
 	select {
 	case s := <-ready:
 		admin := "http://" + dialable(s.adminAddr)
 		return &target{proxyURL: "http://" + dialable(s.proxyAddr), adminURL: admin, caFile: s.caFile, journal: absPath(cfg.Journal.Path),
-			counts: func(context.Context) (callCounts, error) { return countsFrom(s.metrics.Handler(), "") },
+			agentToken: cfg.Admin.AgentToken,
+			counts:     func(context.Context) (callCounts, error) { return countsFrom(s.metrics.Handler(), "") },
 			stop: func() {
 				cancel()
 				if err := <-done; err != nil {
@@ -220,10 +236,16 @@ func (f *execFlags) running(cfg config.Config) (*target, error) {
 		return nil, fmt.Errorf("exec: toolguard's CA certificate: %w (name it with --ca)", err)
 	}
 	admin = strings.TrimRight(admin, "/")
+	token, _, err := configToken(cfg)
+	if err != nil {
+		return nil, err
+	}
 	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{Proxy: nil}}
-	return &target{proxyURL: f.proxy, adminURL: admin, caFile: absPath(ca),
-		counts: func(ctx context.Context) (callCounts, error) { return countsFromURL(ctx, client, admin+"/metrics") },
-		stop:   func() {}}, nil
+	return &target{proxyURL: f.proxy, adminURL: admin, caFile: absPath(ca), agentToken: cfg.Admin.AgentToken,
+		counts: func(ctx context.Context) (callCounts, error) {
+			return countsFromURL(ctx, client, admin+"/metrics", token)
+		},
+		stop: func() {}}, nil
 }
 
 // agentAdminURL is the admin URL the command is given. An admin listener

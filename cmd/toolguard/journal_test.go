@@ -129,7 +129,7 @@ func TestKeyPrefix(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer j.Close()
-	admin := httptest.NewServer(proxy.NewAdmin(proxy.AdminOptions{Store: j}))
+	admin := httptest.NewServer(proxy.NewAdmin(proxy.AdminOptions{Store: j, InsecureNoAuth: true}))
 	defer admin.Close()
 
 	for _, src := range []struct{ name, flag, value string }{

@@ -81,7 +81,26 @@ func reviewLs(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			dash(st.HoldReason), st.UpdatedAt.UTC().Format(time.RFC3339), st.Attempt, dash(st.OperationID),
 			dash(keyFieldsColumn(st.KeyFields)), dash(known))
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	return printShown(stdout, held)
+}
+
+// printShown prints, under review ls's table, what each held step would
+// send: its method and full target, and every body field with its value,
+// for the operator to read before approving.
+func printShown(w io.Writer, held []proxy.StepView) error {
+	for _, st := range held {
+		if st.Target == "" && len(st.RequestFields) == 0 {
+			continue
+		}
+		fmt.Fprintf(w, "\n%s  %s %s\n", st.Key, st.Method, st.Target)
+		for _, f := range st.RequestFields {
+			fmt.Fprintf(w, "  %s\n", keyFieldsText([]journal.KeyField{f}))
+		}
+	}
+	return nil
 }
 
 func reviewApprove(ctx context.Context, args []string, stdout io.Writer) error {

@@ -100,12 +100,12 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	for _, w := range config.UnknownEnv(os.Environ()) {
 		log.Warn(w)
 	}
-	return serve(ctx, cfg, log, stdout)
+	return serve(ctx, cfg, log, serveOut{stdout: stdout, notice: stderr})
 }
 
 // serve runs the proxy and the admin API until ctx ends, then drains.
-func serve(ctx context.Context, cfg config.Config, log *slog.Logger, stdout io.Writer) error {
-	return serveWith(ctx, cfg, log, stdout, nil)
+func serve(ctx context.Context, cfg config.Config, log *slog.Logger, out serveOut) error {
+	return serveWith(ctx, cfg, log, out, nil)
 }
 
 // serving is what a started serve tells its caller (exec).
@@ -116,7 +116,7 @@ type serving struct {
 
 // serveWith is serve that calls ready, when not nil, once both listeners
 // accept connections.
-func serveWith(ctx context.Context, cfg config.Config, log *slog.Logger, stdout io.Writer, ready func(serving)) error {
+func serveWith(ctx context.Context, cfg config.Config, log *slog.Logger, out serveOut, ready func(serving)) error {
 	set, err := rules.Load(cfg.Rules.Dir)
 	if err != nil {
 		return fmt.Errorf("load rules from %s:\n%w", cfg.Rules.Dir, err)
@@ -147,6 +147,9 @@ func serveWith(ctx context.Context, cfg config.Config, log *slog.Logger, stdout 
 	defer j.Close()
 	maint := maintainerOf(j)
 	logStartup(log, j, set)
+	if err := adminAuth(&cfg, log, out); err != nil {
+		return err
+	}
 
 	// Listen first: the proxy refuses requests aimed at its own listeners.
 	proxyLn, adminLn, err := listen(cfg)
@@ -168,7 +171,8 @@ func serveWith(ctx context.Context, cfg config.Config, log *slog.Logger, stdout 
 	} else if n > 0 {
 		log.Info("resumed pending verifications", "count", n)
 	}
-	admin := proxy.NewAdmin(proxy.AdminOptions{Store: j, Maintainer: maint, Token: cfg.Admin.Token, AgentToken: cfg.Admin.AgentToken, Logger: log,
+	admin := proxy.NewAdmin(proxy.AdminOptions{Store: j, Maintainer: maint, Token: cfg.Admin.Token, AgentToken: cfg.Admin.AgentToken,
+		InsecureNoAuth: cfg.Admin.InsecureNoAuth, Logger: log,
 		Metrics: metrics.Handler(), Extra: srv.WorkflowAdmin(), Ready: srv.Ready, Settle: srv.Settle,
 		UI: console.Handler(console.Options{Version: version})})
 	proxyHTTP, adminHTTP := wire.HTTPServer(cfg, srv.Handler(), log), wire.HTTPServer(cfg, admin, log)
@@ -176,7 +180,7 @@ func serveWith(ctx context.Context, cfg config.Config, log *slog.Logger, stdout 
 	go func() { errc <- serveOn(proxyHTTP, netutil.LimitListener(proxyLn, cfg.Limits.MaxConnections)) }()
 	go func() { errc <- serveOn(adminHTTP, adminLn) }()
 
-	fmt.Fprintf(stdout, "proxy: http://%s\nadmin: http://%s\nca:    %s\n", proxyLn.Addr(), adminLn.Addr(), absPath(ca.CertFile))
+	fmt.Fprintf(out.stdout, "proxy: http://%s\nadmin: http://%s\nca:    %s\n", proxyLn.Addr(), adminLn.Addr(), absPath(ca.CertFile))
 	warnExposed(log, proxyLn.Addr())
 	if ready != nil {
 		ready(serving{proxyAddr: proxyLn.Addr().String(), adminAddr: adminLn.Addr().String(), caFile: absPath(ca.CertFile), metrics: metrics})

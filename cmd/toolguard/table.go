@@ -57,6 +57,13 @@ func printStep(w io.Writer, s proxy.StepView) error {
 	row("last_error", s.LastError)
 	row("decision", s.Decision)
 	row("key_fields", keyFieldsText(s.KeyFields))
+	for i, f := range s.RequestFields { // every body field, one a line
+		name := ""
+		if i == 0 {
+			name = "request:"
+		}
+		fmt.Fprintf(tw, "%s\t%s\n", name, keyFieldsText([]journal.KeyField{f}))
+	}
 	row("body_hash", s.BodyHash)
 	row("versions", strings.TrimSpace(s.PromptVersion+" "+s.PolicyVersion))
 	row("epoch/fence", fmt.Sprintf("%d/%d", s.Epoch, s.Fence))

@@ -100,6 +100,8 @@
       el('h1', null, 'Sign in'),
       el('p', null, 'Paste the admin token: the operator token approves and resolves, the agent token gives a read-only view. ' +
         'It is kept in this tab only (sessionStorage) and sent in a header, never in a URL or a cookie.'),
+      el('p', { class: 'hint' }, 'With no admin.token configured, toolguard serve generated the operator token on its first start: ',
+        el('code', null, 'cat admin-token'), ' in the directory of its journal (the path is in its log).'),
       el('label', { for: 'token' }, 'Token '), input, ' ', el('button', { type: 'submit', id: 'signin-submit' }, 'Sign in'), err);
     form.addEventListener('submit', async (ev) => {
       ev.preventDefault();
@@ -250,8 +252,8 @@
   function approve(step) {
     confirmDialog('Approve this call?', step.key,
       [el('p', null, 'The next retry of exactly this request (body hash ', el('code', null, short(step.body_hash)), ') will be sent to ',
-        el('code', null, step.method + ' ' + step.target), '.'),
-       keyFields(step),
+        el('code', { class: 'target' }, step.method + ' ' + step.target), '.'),
+       requestFields(step),
        el('label', null, 'Note ', el('input', { name: 'note', size: 40 }))],
       'Approve', (f) => api('/v1/steps/' + encodeURIComponent(step.key) + '/approve', { method: 'POST', body: { note: f.get('note') || '' } }));
   }
@@ -261,7 +263,9 @@
       el('option', { value: 'committed' }, 'committed: it took effect'),
       el('option', { value: 'not_executed' }, 'not executed: safe to send again'));
     confirmDialog('Resolve this step?', step.key,
-      [el('p', null, 'Say what happened upstream. "committed" answers retries without sending; "not executed" lets the next retry be sent.'),
+      [el('p', null, 'The call: ', el('code', { class: 'target' }, step.method + ' ' + step.target), ' (body hash ', el('code', null, short(step.body_hash)), ').'),
+       requestFields(step),
+       el('p', null, 'Say what happened upstream. "committed" answers retries without sending; "not executed" lets the next retry be sent.'),
        el('label', null, 'Outcome ', outcome), el('br'),
        el('label', null, 'Operation id ', el('input', { name: 'operation_id', size: 30 })), el('br'),
        el('label', null, 'Note ', el('input', { name: 'note', size: 40 }))],
@@ -294,6 +298,18 @@
       f.value ? [' ', el('code', { class: 'kf-value' }, f.value)] : '')));
   }
 
+  // requestFields lists every body field of a held step with its value
+  // (redact paths masked, long values cut by the proxy), so that the
+  // operator sees what an approval lets through; the key fields alone when
+  // the step kept no request fields.
+  function requestFields(step) {
+    const fs = step.request_fields || [];
+    if (!fs.length) return keyFields(step);
+    return el('div', { class: 'request' }, el('p', null, 'Request body, every field:'),
+      el('ul', { class: 'request-fields' }, fs.map((f) => el('li', null, el('span', { class: 'rf-name' }, f.field),
+        ' ', el('code', { class: 'rf-value' }, f.value)))));
+  }
+
   // ---- views ---------------------------------------------------------------
 
   async function viewReview() {
@@ -303,7 +319,7 @@
       el('td', null, stepLink(s.key)), el('td', null, badge(s.hold)), el('td', { class: 'reason' }, s.hold_reason || '', s.last_error ? el('div', { class: 'detail' }, s.last_error) : ''),
       el('td', null, s.api + ' / ' + s.route), el('td', null, wfLink(s.workflow)), el('td', null, String(s.attempt)),
       el('td', null, age(s.updated_at)),
-      el('td', { class: 'summary' }, el('code', null, s.method + ' ' + s.target), el('br'), 'body ', el('code', null, short(s.body_hash)), keyFields(s)),
+      el('td', { class: 'summary' }, el('code', { class: 'target' }, s.method + ' ' + s.target), el('br'), 'body ', el('code', null, short(s.body_hash)), requestFields(s)),
       el('td', { class: 'actions' }, actions(s))));
     show(el('h1', null, 'Review queue'),
       el('p', null, operator() ? 'Held steps, oldest first. Approving or resolving asks for confirmation.'
@@ -377,7 +393,7 @@
       dl([['status', badge(s.status)], ['hold', badge(s.hold)], ['hold reason', s.hold_reason], ['route', s.api + ' / ' + s.route],
         ['workflow', wfLink(s.workflow)], ['request', el('code', null, s.method + ' ' + s.target)], ['attempt', String(s.attempt)],
         ['operation id', s.operation_id], ['evidence', s.evidence], ['last error', s.last_error], ['decision', s.decision],
-        ['key fields', keyFields(s)], ['body hash', el('code', null, s.body_hash)], ['response', s.response_status ? String(s.response_status) + ' (' + s.response_bytes + ' bytes)' : ''],
+        ['key fields', keyFields(s)], ['request fields', (s.request_fields || []).length ? requestFields(s) : ''], ['body hash', el('code', null, s.body_hash)], ['response', s.response_status ? String(s.response_status) + ' (' + s.response_bytes + ' bytes)' : ''],
         ['response hash', s.response_hash ? el('code', null, s.response_hash) : ''], ['verification', verification],
         ['prompt version', s.prompt_version], ['policy version', s.policy_version],
         ['created', new Date(s.created_at).toLocaleString()], ['updated', new Date(s.updated_at).toLocaleString()]]),
