@@ -30,7 +30,7 @@ func TestListStepsCappedWithCursor(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	srv := httptest.NewServer(NewAdmin(AdminOptions{Store: j}))
+	srv := httptest.NewServer(NewAdmin(AdminOptions{Store: j, InsecureNoAuth: true}))
 	defer srv.Close()
 	list := func(query string) (steps []StepView, next string, status int) {
 		t.Helper()

@@ -50,6 +50,9 @@ type StepView struct {
 	CreatedAt      time.Time          `json:"created_at"`
 	UpdatedAt      time.Time          `json:"updated_at"`
 	VerifyBy       time.Time          `json:"verify_by,omitzero"`
+	// SettlesAt is when an interrupted attempt of an owner whose claim was
+	// taken over can no longer land; zero when none was.
+	SettlesAt time.Time `json:"settles_at,omitzero"`
 }
 
 // ViewOf renders a step for operators.
@@ -62,7 +65,7 @@ func ViewOf(st *journal.Step) StepView {
 		KeyFields: st.KeyFields, RequestFields: st.RequestFields,
 		Evidence: st.Evidence, LastError: st.LastError, Decision: st.Decision,
 		PromptVersion: st.PromptVersion, PolicyVersion: st.PolicyVersion,
-		Epoch: st.Epoch, Fence: st.Fence, CreatedAt: st.CreatedAt, UpdatedAt: st.UpdatedAt, VerifyBy: st.VerifyBy,
+		Epoch: st.Epoch, Fence: st.Fence, CreatedAt: st.CreatedAt, UpdatedAt: st.UpdatedAt, VerifyBy: st.VerifyBy, SettlesAt: st.SettlesAt,
 	}
 	if r := st.Response; r != nil {
 		v.ResponseStatus, v.ResponseHash, v.ResponseBytes = r.Status, r.BodyHash, len(r.Body)

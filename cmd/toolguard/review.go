@@ -138,7 +138,7 @@ func reviewResolve(ctx context.Context, args []string, stdout io.Writer) error {
 	var src sourceFlags
 	var res proxy.Resolution
 	var asJSON bool
-	fs := newFlags("review resolve", "review resolve KEY --outcome committed|not-executed [--operation-id ID] [--note T]", stdout)
+	fs := newFlags("review resolve", "review resolve KEY --outcome committed|not-executed [--operation-id ID] [--note T] [--force]", stdout)
 	src.register(fs)
 	fs.StringVar(&res.Outcome, "outcome", "", "what really happened: committed or not-executed")
 	fs.StringVar(&res.OperationID, "operation-id", "", "the provider's `id` of the effect, when committed")

@@ -268,9 +268,22 @@
        el('p', null, 'Say what happened upstream. "committed" answers retries without sending; "not executed" lets the next retry be sent.'),
        el('label', null, 'Outcome ', outcome), el('br'),
        el('label', null, 'Operation id ', el('input', { name: 'operation_id', size: 30 })), el('br'),
-       el('label', null, 'Note ', el('input', { name: 'note', size: 40 }))],
+       el('label', null, 'Note ', el('input', { name: 'note', size: 40 })), el('br'),
+       landingWarning(step),
+       el('label', null, el('input', { type: 'checkbox', name: 'force', class: 'force' }),
+         ' resolve "not executed" even if an interrupted attempt may still land at the provider')],
       'Resolve', (f) => api('/v1/steps/' + encodeURIComponent(step.key) + '/resolve', { method: 'POST',
-        body: { outcome: f.get('outcome'), operation_id: f.get('operation_id') || '', note: f.get('note') || '' } }));
+        body: { outcome: f.get('outcome'), operation_id: f.get('operation_id') || '', note: f.get('note') || '', force: f.get('force') === 'on' } }));
+  }
+
+  // landingWarning says until when an interrupted attempt of a taken-over
+  // step may still land: "not executed" is refused before then unless
+  // forced, since the next retry would send it a second time.
+  function landingWarning(step) {
+    if (!step.settles_at || new Date(step.settles_at) <= new Date()) return '';
+    return el('p', { class: 'warning', role: 'note' }, 'An interrupted attempt of this call may still land at the provider until ' +
+      new Date(step.settles_at).toISOString().replace('T', ' ').replace(/\.\d+Z$/, ' UTC') +
+      ': "not executed" is refused before then, because the next retry would send it a second time.');
   }
 
   function actions(step) {
