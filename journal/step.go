@@ -165,6 +165,9 @@ type Step struct {
 	// made without the request (after a restart, by the background
 	// resolver, on another replica) needs. Set when the step is created.
 	RecoveryValues map[string]string `json:"recovery_values,omitempty"`
+	// KeyForm is the canonical form the key was derived in
+	// (rules.KeyForm); zero for steps journaled before forms were numbered.
+	KeyForm int `json:"key_form,omitempty"`
 	// SettlesAt is when an attempt of an owner whose claim was taken over
 	// can no longer land at the provider: its lease's end plus the longest
 	// send it allowed, on the journal's clock. Zero when no takeover

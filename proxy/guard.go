@@ -43,6 +43,8 @@ type call struct {
 	mcp *mcpCall
 	// lease is the claim's lease while the call is forwarded.
 	lease *sendLease
+	// legacyChecked: the intent was looked up under its previous key.
+	legacyChecked bool
 }
 
 // answer is what the pipeline sends back, with what to log about it.
@@ -128,6 +130,9 @@ func (s *Server) run(c *call) *answer {
 			// A caller back for a step without an outcome (or one the
 			// journal cannot tell): the resolver leaves it to them.
 			s.retries.touch(key, s.now())
+		} else if old, ok := s.legacyStep(c); ok {
+			key = old // journaled by the previous version: continue it
+			continue
 		}
 		dd, err := s.decide(c)
 		if errors.Is(err, journal.ErrCommitUnknown) && unknown < maxCommitUnknown {
@@ -178,6 +183,26 @@ func (s *Server) run(c *call) *answer {
 			return s.problemWith(c, p, d)
 		}
 	}
+}
+
+// legacyStep looks a new intent up under the key the previous version
+// derived for it, while the journal may hold steps of that version (see
+// rules.Deriver.LegacyKey): found, the call continues under that key, so
+// an upgrade never turns a retry into a second effect.
+func (s *Server) legacyStep(c *call) (string, bool) {
+	if !s.legacyKeys || c.mcp != nil || c.legacyChecked {
+		return "", false
+	}
+	c.legacyChecked = true
+	old, err := s.deriver.LegacyKey(c.route, c.input)
+	if err != nil || old == c.intent.Key {
+		return "", false
+	}
+	if _, err := s.journal.Get(old); err != nil {
+		return "", false
+	}
+	c.intent.Key = old
+	return old, true
 }
 
 // maxCommitUnknown bounds the re-reads after commits whose outcome was
@@ -319,6 +344,7 @@ func (s *Server) newStep(c *call) journal.Step {
 		BodyHash:       c.intent.BodyHash,
 		KeyFields:      s.keyFields(c.intent),
 		RecoveryValues: recoveryValues(c),
+		KeyForm:        rules.KeyForm,
 		CredentialMAC:  c.callerMAC,
 		PromptVersion:  c.in.Header.Get(HeaderPromptVersion),
 		PolicyVersion:  c.in.Header.Get(HeaderPolicyVersion),

@@ -18,6 +18,7 @@ import (
 	"golang.org/x/sync/semaphore"
 
 	"github.com/toolguard/toolguard/policy"
+	"github.com/toolguard/toolguard/journal"
 	"github.com/toolguard/toolguard/rules"
 	"github.com/toolguard/toolguard/verifiers"
 )
@@ -160,6 +161,9 @@ type Server struct {
 	health journalHealth
 	// now is the clock of leases; tests replace it.
 	now func() time.Time
+	// legacyKeys: the journal holds steps keyed by the previous version's
+	// canonical form (see legacyStep).
+	legacyKeys bool
 	// retries are the callers that came back for unfinished steps.
 	retries retries
 	// started is when this server was made: a journal of one process
@@ -245,6 +249,10 @@ func New(opts Options) (*Server, error) {
 	}
 	s.now = time.Now
 	s.started = time.Now()
+	s.legacyKeys = holdsLegacyKeys(opts.Journal)
+	if s.legacyKeys {
+		s.log.Info("the journal holds steps keyed by the previous version: new intents are looked up under their previous key too")
+	}
 	if floor := opts.Lease + opts.UpstreamTimeout; opts.AbandonAfter < floor {
 		// A step younger than that may still be in flight on a stalled
 		// owner, or its caller may still be retrying it.
@@ -684,3 +692,22 @@ func (s *Server) refuseDial(req *http.Request, ctx *goproxy.ProxyCtx, r *egressE
 type discardLogger struct{}
 
 func (discardLogger) Printf(string, ...any) {}
+
+// legacyScan bounds the steps holdsLegacyKeys reads.
+const legacyScan = 1000
+
+// holdsLegacyKeys reports whether the newest steps of j include one keyed
+// by the previous version's canonical form (KeyForm zero): the journal was
+// written, recently, by that version.
+func holdsLegacyKeys(j Store) bool {
+	steps, err := j.List(journal.Filter{Limit: legacyScan})
+	if err != nil {
+		return false
+	}
+	for i := range steps {
+		if steps[i].KeyForm == 0 {
+			return true
+		}
+	}
+	return false
+}

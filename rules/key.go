@@ -88,6 +88,9 @@ type deriveScratch struct {
 	mat   []byte
 	mac   []byte
 	names []string
+	// legacy writes the key material of the canonical form before this
+	// version (see LegacyKey).
+	legacy bool
 }
 
 var scratchPool = sync.Pool{New: func() any { return new(deriveScratch) }}
@@ -97,6 +100,34 @@ var scratchPool = sync.Pool{New: func() any { return new(deriveScratch) }}
 func (d *Deriver) Derive(r *Route, in Input) (*Intent, error) {
 	s := scratchPool.Get().(*deriveScratch)
 	defer s.release()
+	s.legacy = false
+	return d.derive(s, r, in)
+}
+
+// KeyForm numbers the canonical form keys are derived in: 2 since the
+// media type, the containers of indexed key fields and escaped {name...}
+// values entered it (steps journaled before carry none).
+const KeyForm = 2
+
+// LegacyKey is the key the previous version derived for the request: its
+// canonical form had no media type, no containers of indexed key fields
+// and unescaped {name...} values. A proxy whose journal still holds steps
+// of that version looks a new intent up under it too, so that an upgrade
+// does not turn a retry into a second effect. (Multipart file names were
+// keyed by their base name then; those keys are not reproduced.)
+func (d *Deriver) LegacyKey(r *Route, in Input) (string, error) {
+	s := scratchPool.Get().(*deriveScratch)
+	defer s.release()
+	s.legacy = true
+	in.EscapedPath = ""
+	it, err := d.derive(s, r, in)
+	if err != nil {
+		return "", err
+	}
+	return it.Key, nil
+}
+
+func (d *Deriver) derive(s *deriveScratch, r *Route, in Input) (*Intent, error) {
 	var err error
 	if r.Key.RawContent {
 		s.doc = appendRawContent(s.doc[:0], in.ContentType, in.Body)
@@ -154,8 +185,10 @@ func (d *Deriver) material(s *deriveScratch, r *Route, in Input, doc []byte) ([]
 	if m, missing = s.fields(m, &r.Key, doc); missing {
 		return m, r.missingFields(doc)
 	}
-	m = append(m, `,"media_type":`...)
-	m = appendString(m, mediaType(in.ContentType, in.Body))
+	if !s.legacy {
+		m = append(m, `,"media_type":`...)
+		m = appendString(m, mediaType(in.ContentType, in.Body))
+	}
 	m = append(m, `,"path":`...)
 	m = s.pathValues(m, r.keyPathValues(in))
 	if in.RawQuery != "" {
@@ -269,7 +302,7 @@ func (s *deriveScratch) selection(m []byte, doc, p string, res gjson.Result) []b
 	switch {
 	case !res.Exists() || res.Type == gjson.Null:
 		return append(m, "null"...)
-	case !readsIndex(p):
+	case !readsIndex(p) || s.legacy:
 		return s.fieldValue(m, doc, res)
 	}
 	m = append(m, `{"containers":`...)
