@@ -269,7 +269,9 @@ func TestMCPChaosExactlyOnce(t *testing.T) {
 	s := mcpSetup(t, m)
 	addr := freePort(t)
 	s.args = append(s.args, "--listen", addr)
-	s.env = append(s.env, "TOOLGUARD_UPSTREAM_TIMEOUT=1s")
+	// A short lease: after a kill, a lookup's "absent" is trusted once the
+	// killed process's lease plus the upstream timeout has passed.
+	s.env = append(s.env, "TOOLGUARD_UPSTREAM_TIMEOUT=1s", "TOOLGUARD_RECOVERY_LEASE=1s")
 	p := s.start(t)
 	endpoint := "http://" + addr + "/mcp/tickets"
 

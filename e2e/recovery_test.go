@@ -200,7 +200,18 @@ func TestReviewResolve(t *testing.T) {
 			if err != nil || !strings.Contains(string(out), key) || !strings.Contains(string(out), "outcome_unknown") {
 				t.Fatalf("review ls: %v\n%s", err, out)
 			}
-			out, err = p.cli("review", "resolve", key, "--outcome", tc.outcome, "--operation-id", "inv_1", "--note", "checked the dashboard", "--admin", p.adminURL).CombinedOutput()
+			resolve := []string{"review", "resolve", key, "--outcome", tc.outcome, "--operation-id", "inv_1", "--note", "checked the dashboard", "--admin", p.adminURL}
+			if tc.outcome == "not-executed" {
+				// The killed process's attempt may still land for an
+				// upstream timeout after it stopped: the CLI says so and
+				// refuses without --force.
+				out, err := p.cli(resolve...).CombinedOutput()
+				if err == nil || !strings.Contains(string(out), "may still land at the provider") {
+					t.Fatalf("review resolve not-executed inside the landing window: %v\n%s; want it refused with the reason", err, out)
+				}
+				resolve = append(resolve, "--force")
+			}
+			out, err = p.cli(resolve...).CombinedOutput()
 			if err != nil {
 				t.Fatalf("review resolve: %v\n%s", err, out)
 			}
