@@ -215,7 +215,7 @@ func startHarness(t *testing.T, cfg harnessConfig) *harness {
 	agentRoots.AddCert(ca.Cert)
 	tr := &http.Transport{Proxy: http.ProxyURL(proxyURL), TLSClientConfig: &tls.Config{RootCAs: agentRoots}}
 	t.Cleanup(tr.CloseIdleConnections)
-	h.client = &http.Client{Transport: tr}
+	h.client = &http.Client{Transport: credentialed{tr}}
 	return h
 }
 
