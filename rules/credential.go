@@ -176,3 +176,24 @@ func (d *decoder) credentialHeaders(e entry) []string {
 	}
 	return out
 }
+
+// Warnings are what a rule author should fix in files that load: one line
+// each, "file:line:col: warning: ...", in the Set's API order. Today: a
+// file of routes that declares no credential, whose guarded calls are all
+// refused.
+func (s *Set) Warnings() []string {
+	var out []string
+	for _, a := range s.APIs {
+		if a.MCP != nil || a.credentialSet {
+			continue // an MCP file's credential defaults to Authorization
+		}
+		at := a.keyPos
+		if at.Line == 0 {
+			at = Pos{File: a.File, Line: 1, Col: 1}
+		}
+		out = append(out, fmt.Sprintf("%s: warning: api %s declares no credential, so every guarded call is refused: "+
+			"add credential: {header: NAME} (or {headers: [NAME, ...]}) naming the header that carries the caller's credential, "+
+			"or credential: none if every caller may share one answer", at, a.Name))
+	}
+	return out
+}

@@ -68,7 +68,7 @@ func (d *decoder) api(n ast.Node) *API {
 		}
 	}
 	if e, ok := d.require(n, "", fs, "api"); ok {
-		api.Pos = d.pos(e.val)
+		api.Pos, api.keyPos = d.pos(e.val), d.pos(e.node)
 		if api.Name, ok = d.str(e.val, "api"); ok && !lowerName(api.Name) {
 			d.errorf(e.val, "api: invalid name %q (want lowercase letters, digits, _ and -)", api.Name)
 		}

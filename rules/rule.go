@@ -100,6 +100,7 @@ type API struct {
 
 	hostPositions []Pos // of each Hosts entry
 	credentialSet bool  // the file has a credential field
+	keyPos        Pos   // of the api: key; the zero Pos when the file has none
 }
 
 // Route is one side-effecting operation of an API.
