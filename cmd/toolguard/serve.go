@@ -131,7 +131,7 @@ func serveWith(ctx context.Context, cfg config.Config, log *slog.Logger, stdout 
 	for _, w := range set.Warnings() {
 		log.Warn("rule file: " + w)
 	}
-		ca, created, err := proxy.LoadOrCreateCA(cfg.CA.Dir)
+	ca, created, err := proxy.LoadOrCreateCA(cfg.CA.Dir)
 	if err != nil {
 		return err
 	}
