@@ -17,7 +17,8 @@ type statements struct {
 //	$6 retryable, $7 workflow, $8 epoch, $9 fence, $10 claim, $11 lease
 //	(µs), $12 verify_by, $13 time, $14 record, $15 response body,
 //	$16-$19 the events' type, from, reason and note, $20 notify,
-//	$21-$33 the workflow deltas, $34 the NOTIFY channel.
+//	$21-$33 the workflow deltas, $34 the NOTIFY channel, $35 the workflow
+//	deltas' scopes.
 //
 // An event's seq is its transaction's id times 1024 plus its ordinal (see
 // the package doc, "The event feed").
@@ -47,14 +48,14 @@ e AS (
 		WITH ORDINALITY AS x(type, from_status, reason, note, n)
 ),
 w AS (
-	INSERT INTO workflows AS wf (id, version, steps, held, started, retryable, verifying, done, prepared,
+	INSERT INTO workflows AS wf (id, scope, version, steps, held, started, retryable, verifying, done, prepared,
 		current_step, current_route, input_hash, prompt_version, policy_version, created_at, updated_at)
-	SELECT d.id, 1, d.steps, d.held, d.started, d.retryable, d.verifying, d.done, d.prepared,
+	SELECT d.id, d.scope, 1, d.steps, d.held, d.started, d.retryable, d.verifying, d.done, d.prepared,
 		d.cur_step, d.cur_route, d.input_hash, d.prompt, d.policy, $13, $13
 	FROM s, unnest($21::text[], $22::int[], $23::int[], $24::int[], $25::int[], $26::int[], $27::int[], $28::int[],
-		$29::text[], $30::text[], $31::text[], $32::text[], $33::text[])
-		AS d(id, steps, held, started, retryable, verifying, done, prepared, cur_step, cur_route, input_hash, prompt, policy)
-	ON CONFLICT (id) DO UPDATE SET
+		$29::text[], $30::text[], $31::text[], $32::text[], $33::text[], $35::text[])
+		AS d(id, steps, held, started, retryable, verifying, done, prepared, cur_step, cur_route, input_hash, prompt, policy, scope)
+	ON CONFLICT (id, scope) DO UPDATE SET
 		version = wf.version + 1,
 		steps = wf.steps + EXCLUDED.steps,
 		held = wf.held + EXCLUDED.held,
