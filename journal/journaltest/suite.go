@@ -80,6 +80,7 @@ func Run(t *testing.T, open Opener) {
 		{"NoLostUpdates", testNoLostUpdates},
 		{"Workflows", testWorkflows},
 		{"Checkpoints", testCheckpoints},
+		{"WorkflowScopes", testWorkflowScopes},
 		{"ListFilters", testListFilters},
 		{"Count", testCount},
 		{"Sweep", testSweep},
