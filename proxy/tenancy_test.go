@@ -202,3 +202,71 @@ func toolText(res *sdk.CallToolResult) string {
 	}
 	return b.String()
 }
+
+// Regression: workflow state was not scoped by the caller. Tenant B's
+// first call in workflow order-78, with another Toolguard-Prompt-Version,
+// held tenant A's next call as version-changed.
+func TestWorkflowVersionChangeScopedByCaller(t *testing.T) {
+	h := startHarness(t, harnessConfig{Routes: invoiceRoute})
+	call := func(who, prompt, body string) *http.Response {
+		t.Helper()
+		resp, got := h.post("/v1/invoices", body, "Authorization", "Bearer "+who,
+			HeaderWorkflow, "order-78", HeaderPromptVersion, prompt)
+		if resp.StatusCode != http.StatusCreated {
+			t.Fatalf("%s (prompt %s): %d %s", who, prompt, resp.StatusCode, got)
+		}
+		return resp
+	}
+	call("tenant-a", "v1", `{"n":1}`)
+	call("tenant-b", "v2", `{"n":1}`) // B's own workflow: no change for B
+	call("tenant-a", "v1", `{"n":2}`) // A's versions are still v1
+	if n := h.up.effects.Load(); n != 3 {
+		t.Errorf("upstream effects = %d, want 3", n)
+	}
+	// The same caller changing versions mid-workflow is still stopped.
+	resp, body := h.post("/v1/invoices", `{"n":3}`, "Authorization", "Bearer tenant-a",
+		HeaderWorkflow, "order-78", HeaderPromptVersion, "v9")
+	if resp.StatusCode != http.StatusConflict || !strings.Contains(body, "version") {
+		t.Errorf("tenant A changing versions: %d %s, want 409 version-changed", resp.StatusCode, body)
+	}
+
+	// The operator sees both scopes of order-78: without ?scope= the id is
+	// ambiguous; a scope prefix selects one.
+	var conflict Problem
+	if code := h.adminCall("GET", "/v1/workflows/order-78", nil, &conflict); code != http.StatusConflict || conflict.Type != ProblemAdminAmbiguousScope {
+		t.Fatalf("GET without scope: %d %+v, want 409 %s", code, conflict, ProblemAdminAmbiguousScope)
+	}
+	sts := h.steps()
+	scopes := map[string]bool{}
+	for _, st := range sts {
+		scopes[st.Scope] = true
+	}
+	if len(scopes) != 2 {
+		t.Fatalf("steps' scopes = %v, want 2", scopes)
+	}
+	for scope := range scopes {
+		if !strings.Contains(conflict.Detail, scope) {
+			t.Errorf("409 detail %q does not list scope %s", conflict.Detail, scope)
+		}
+		var w journal.Workflow
+		if code := h.adminCall("GET", "/v1/workflows/order-78?scope="+scope[:12], nil, &w); code != http.StatusOK || w.Scope != scope {
+			t.Errorf("GET ?scope=%s: %d %+v", scope[:12], code, w)
+		}
+		var p ResumePacket
+		if code := h.adminCall("GET", "/v1/workflows/order-78/resume?scope="+scope[:12], nil, &p); code != http.StatusOK || p.Workflow.Scope != scope {
+			t.Errorf("resume ?scope=%s: %d %+v", scope[:12], code, p.Workflow)
+		}
+		cp := Checkpoint{Goal: "ship order 78"}
+		if code := h.adminCall("PUT", "/v1/workflows/order-78/checkpoint?scope="+scope[:12], cp, &w); code != http.StatusOK || w.Scope != scope {
+			t.Errorf("checkpoint ?scope=%s: %d %+v", scope[:12], code, w)
+		}
+	}
+	if code := h.adminCall("PUT", "/v1/workflows/order-78/checkpoint", Checkpoint{Goal: "x"}, nil); code != http.StatusConflict {
+		t.Errorf("checkpoint without scope: %d, want 409", code)
+	}
+	// An id in one scope works as before, without ?scope=.
+	h.post("/v1/invoices", `{"n":4}`, "Authorization", "Bearer tenant-c", HeaderWorkflow, "solo")
+	if code := h.adminCall("GET", "/v1/workflows/solo", nil, nil); code != http.StatusOK {
+		t.Errorf("GET solo: %d, want 200", code)
+	}
+}
