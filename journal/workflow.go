@@ -123,7 +123,7 @@ func DeriveWorkflowStatus(steps []Step) string {
 func (bk *buckets) touchWorkflow(scope, id string, old, s *Step, now time.Time) error {
 	w, err := loadWorkflow(bk.workflows, scope, id)
 	if errors.Is(err, ErrNotFound) {
-		w, err = &Workflow{ID: id, Scope: scope, CreatedAt: now}, nil
+		w, err = bk.adoptWorkflow(scope, id, now)
 	}
 	if err != nil {
 		return err
@@ -152,6 +152,27 @@ func (bk *buckets) touchWorkflow(scope, id string, old, s *Step, now time.Time) 
 	w.Version++
 	w.UpdatedAt = now
 	return putWorkflow(bk.workflows, w)
+}
+
+// adoptWorkflow returns the new record of workflow id in scope: the
+// empty scope's record of id when it counts no step (a checkpoint written
+// before any call, without ?scope=), moved to scope, so that the first
+// caller's steps find the plan made for them; else a fresh record.
+func (bk *buckets) adoptWorkflow(scope, id string, now time.Time) (*Workflow, error) {
+	if scope != "" {
+		w, err := loadWorkflow(bk.workflows, "", id)
+		if err == nil && w.Steps == 0 {
+			if err := bk.workflows.Delete(workflowKey("", id)); err != nil {
+				return nil, fmt.Errorf("adopt workflow %s: %w", id, err)
+			}
+			w.Scope = scope
+			return w, nil
+		}
+		if err != nil && !errors.Is(err, ErrNotFound) {
+			return nil, err
+		}
+	}
+	return &Workflow{ID: id, Scope: scope, CreatedAt: now}, nil
 }
 
 // workflowSteps loads every step of workflow id in scope through the

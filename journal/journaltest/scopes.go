@@ -80,4 +80,18 @@ func testWorkflowScopes(t *testing.T, open Opener) {
 	if err != nil || len(list) != 4 {
 		t.Fatalf("ListWorkflows = %d records, %v; want 4 (three scopes of order-78, new-flow)", len(list), err)
 	}
+
+	// A checkpoint written before any call, in no scope, is adopted by the
+	// first caller whose step joins the workflow; a second caller gets a
+	// record of its own.
+	if _, err := s.PutCheckpoint("", "early", nil, json.RawMessage(`{"goal":"plan"}`)); err != nil {
+		t.Fatal(err)
+	}
+	apply(t, s, "e1", as(macA, prepare("e1", "early", journal.HoldNone)))
+	apply(t, s, "e2", as(macB, prepare("e2", "early", journal.HoldNone)))
+	early, err := s.FindWorkflows("early")
+	if err != nil || len(early) != 2 || early[0].Scope != macA || string(early[0].Checkpoint) != `{"goal":"plan"}` ||
+		early[0].Steps != 1 || early[1].Scope != macB || early[1].Checkpoint != nil {
+		t.Fatalf("early = %+v, %v; want A's record with the checkpoint, B's without", early, err)
+	}
 }
