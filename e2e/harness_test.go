@@ -472,6 +472,14 @@ func ruleFile(host string, routes string) string {
 	return fmt.Sprintf("version: v1\napi: billing\nhosts: [%q]\ncredential: {header: Authorization}\nroutes:\n%s", host, routes)
 }
 
+// sharedRuleFile is ruleFile with credential: none: callers share one
+// scope, so that a step resumed after a restart needs no caller's
+// credential lent (tests of what happens without one), and keys are those
+// a journal written without credentials holds.
+func sharedRuleFile(host, routes string) string {
+	return strings.Replace(ruleFile(host, routes), "credential: {header: Authorization}", "credential: none", 1)
+}
+
 // writeConfig writes a config file into dir and returns its path.
 func writeConfig(t *testing.T, dir, yaml string) string {
 	t.Helper()
