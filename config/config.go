@@ -43,6 +43,12 @@ type Config struct {
 	Log       Log              `yaml:"log" envPrefix:"LOG_"`
 	Shutdown  Shutdown         `yaml:"shutdown" envPrefix:"SHUTDOWN_"`
 	MCP       MCP              `yaml:"mcp" envPrefix:"MCP_"`
+
+	// UnmatchedCredential names the headers that carry the caller's
+	// credential on calls the unmatched guard policy guards, the first one
+	// a call carries counting; "none" lets calls without one share a
+	// scope (docs/tenancy.md).
+	UnmatchedCredential List `yaml:"unmatched_credential" env:"UNMATCHED_CREDENTIAL"`
 }
 
 // Admin configures the admin API. With no Token, serve generates an
@@ -253,6 +259,9 @@ func Default() Config {
 		Workflows: Workflows{OnVersionChange: policy.VersionStop},
 		Log:       Log{Level: LevelInfo, Format: FormatAuto},
 		Shutdown:  Shutdown{DrainTimeout: 25 * time.Second},
+
+		UnmatchedCredential: List{"Authorization"},
+		MCP:                 MCP{UnlistedCredential: List{"Authorization"}},
 	}
 }
 

@@ -649,6 +649,16 @@ func TestValidate(t *testing.T) {
 		{name: "agent token same as token", edit: func(c *Config) { c.Admin.Token, c.Admin.AgentToken = "t", "t" },
 			want: "admin.agent_token (TOOLGUARD_ADMIN_AGENT_TOKEN): must differ from admin.token"},
 		{name: "both tokens", edit: func(c *Config) { c.Admin.Token, c.Admin.AgentToken = "t", "a" }},
+		{name: "unmatched credential headers", edit: func(c *Config) { c.UnmatchedCredential = List{"Authorization", "X-Api-Key"} }},
+		{name: "unmatched credential none", edit: func(c *Config) { c.UnmatchedCredential = List{"none"} }},
+		{name: "unmatched credential empty", edit: func(c *Config) { c.UnmatchedCredential = nil },
+			want: `unmatched_credential (TOOLGUARD_UNMATCHED_CREDENTIAL): want one or more header names (the first one a call carries counts), or none (got "")`},
+		{name: "unmatched credential none with headers", edit: func(c *Config) { c.UnmatchedCredential = List{"Authorization", "none"} },
+			want: "unmatched_credential (TOOLGUARD_UNMATCHED_CREDENTIAL): none stands alone: list header names, or none (got Authorization, none)"},
+		{name: "unmatched credential bad header", edit: func(c *Config) { c.UnmatchedCredential = List{"X Api"} },
+			want: `unmatched_credential (TOOLGUARD_UNMATCHED_CREDENTIAL): invalid header name "X Api" (got X Api)`},
+		{name: "mcp unlisted credential duplicate", edit: func(c *Config) { c.MCP.UnlistedCredential = List{"X-Key", "x-key"} },
+			want: "mcp.unlisted_credential (TOOLGUARD_MCP_UNLISTED_CREDENTIAL): duplicate header (got x-key)"},
 		{name: "postgres", edit: func(c *Config) {
 			c.Journal.Backend, c.Journal.DSN, c.Journal.SecretFile = BackendPostgres, "postgres://db/tg", "/run/secrets/s"
 		}},

@@ -17,6 +17,10 @@ type MCP struct {
 	Servers List `yaml:"servers" env:"SERVERS"`
 	// Unlisted is the policy for tools no rule names.
 	Unlisted MCPUnlisted `yaml:"unlisted" env:"UNLISTED"`
+	// UnlistedCredential names the headers that carry the caller's
+	// credential on the guarded tools of a server without a rule file, as
+	// unmatched_credential does for REST calls.
+	UnlistedCredential List `yaml:"unlisted_credential" env:"UNLISTED_CREDENTIAL"`
 	// Annotations says what the tool annotations of tools/list may do.
 	Annotations MCPAnnotations `yaml:"annotations" env:"ANNOTATIONS"`
 }
@@ -67,6 +71,9 @@ func (m MCP) validate() error {
 			return invalid("mcp.servers", s, "duplicate server name "+sv.Name)
 		}
 		seen[sv.Name] = true
+	}
+	if err := checkCredential("mcp.unlisted_credential", m.UnlistedCredential); err != nil {
+		return err
 	}
 	if err := checkEnum("mcp.unlisted", mcpUnlistedEnum.valid(int(m.Unlisted)), m.Unlisted.String(), mcpUnlistedEnum); err != nil {
 		return err

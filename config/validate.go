@@ -33,6 +33,7 @@ func (c Config) Validate() error {
 		checkPorts("upstream.connect_ports", c.Upstream.ConnectPorts),
 		checkPrefixes("egress.deny", c.Egress.Deny),
 		checkEnum("unmatched", c.Unmatched.Valid(), c.Unmatched.String(), unmatchedEnum),
+		checkCredential("unmatched_credential", c.UnmatchedCredential),
 		positive("limits.max_body", c.Limits.MaxBody),
 		positive("limits.body_buffer", c.Limits.BodyBuffer),
 		positive("limits.max_stored_response", c.Limits.MaxStoredResponse),

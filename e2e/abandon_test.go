@@ -141,7 +141,8 @@ func TestAbandonedStepResolvedInBackground(t *testing.T) {
       operation_id: body:data.0.id
 `, up.host())
 			}
-			s := newSetup(t, map[string]string{"billing.yaml": ruleFile(up.host(), route)})
+			// Nobody comes back to lend a credential: the lookup needs none.
+			s := newSetup(t, map[string]string{"billing.yaml": sharedRuleFile(up.host(), route)})
 			s.env = append(s.env, "TOOLGUARD_UPSTREAM_TIMEOUT=1s", "TOOLGUARD_RECOVERY_ABANDON_AFTER=1s")
 			up.killDuring(t, s.start(t), tc.stage)
 

@@ -37,7 +37,7 @@ func TestChaosExactlyOnce(t *testing.T) {
 	s.args = append(s.args, "--listen", addr)
 	p := s.start(t)
 	proxyURL, _ := url.Parse("http://" + addr)
-	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{Proxy: http.ProxyURL(proxyURL)}}
+	client := &http.Client{Timeout: 10 * time.Second, Transport: credentialed{&http.Transport{Proxy: http.ProxyURL(proxyURL)}}}
 
 	// The upstream takes 1-4 ms per effect, so that kills land mid-call.
 	up.setHook(func(stage string, r *http.Request) bool {

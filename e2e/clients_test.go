@@ -244,10 +244,10 @@ func TestClientGoKeepAlive(t *testing.T) {
 			}
 			roots := x509.NewCertPool()
 			roots.AppendCertsFromPEM(pemData)
-			c := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{
+			c := &http.Client{Timeout: 30 * time.Second, Transport: credentialed{&http.Transport{
 				Proxy:           http.ProxyURL(p.proxyURL),
 				TLSClientConfig: &tls.Config{RootCAs: roots},
-			}}
+			}}}
 
 			newConns := 0
 			trace := &httptrace.ClientTrace{GotConn: func(info httptrace.GotConnInfo) {

@@ -252,11 +252,30 @@ func (p *proc) client(t *testing.T) *http.Client {
 	}
 	return &http.Client{
 		Timeout: 60 * time.Second,
-		Transport: &http.Transport{
+		Transport: credentialed{&http.Transport{
 			Proxy:           http.ProxyURL(p.proxyURL),
 			TLSClientConfig: &tls.Config{RootCAs: pool},
-		},
+		}},
 	}
+}
+
+// credentialed adds a caller's credential (Authorization: Bearer k1) to
+// requests that carry none, as a real agent does: a guarded call without
+// one is refused. A test that sends none on purpose sets Authorization to
+// "", which is removed before sending.
+type credentialed struct{ rt http.RoundTripper }
+
+func (c credentialed) RoundTrip(req *http.Request) (*http.Response, error) {
+	vs, ok := req.Header["Authorization"]
+	switch {
+	case !ok:
+		req = req.Clone(req.Context())
+		req.Header.Set("Authorization", "Bearer k1")
+	case len(vs) == 1 && vs[0] == "":
+		req = req.Clone(req.Context())
+		req.Header.Del("Authorization")
+	}
+	return c.rt.RoundTrip(req)
 }
 
 // admin sends an admin API request and decodes the JSON answer.
@@ -510,6 +529,14 @@ func do(t *testing.T, c *http.Client, req *http.Request) (*http.Response, string
 // ruleFile renders a rule file for an upstream host.
 func ruleFile(host string, routes string) string {
 	return fmt.Sprintf("version: v1\napi: billing\nhosts: [%q]\ncredential: {header: Authorization}\nroutes:\n%s", host, routes)
+}
+
+// sharedRuleFile is ruleFile with credential: none: callers share one
+// scope, so that a step resumed after a restart needs no caller's
+// credential lent (tests of what happens without one), and keys are those
+// a journal written without credentials holds.
+func sharedRuleFile(host, routes string) string {
+	return strings.Replace(ruleFile(host, routes), "credential: {header: Authorization}", "credential: none", 1)
 }
 
 // writeConfig writes a config file into dir and returns its path.

@@ -121,12 +121,12 @@ func mcpSession(t *testing.T, ctx context.Context, p *proc, m *mcpTickets, way s
 	t.Helper()
 	tr := &sdk.StreamableClientTransport{
 		Endpoint:   p.proxyURL.String() + "/mcp/tickets",
-		HTTPClient: &http.Client{Transport: &http.Transport{}},
+		HTTPClient: &http.Client{Transport: credentialed{&http.Transport{}}},
 		MaxRetries: -1,
 	}
 	if way == "forward" {
 		tr.Endpoint = m.url
-		tr.HTTPClient.Transport = &http.Transport{Proxy: http.ProxyURL(p.proxyURL)}
+		tr.HTTPClient.Transport = credentialed{&http.Transport{Proxy: http.ProxyURL(p.proxyURL)}}
 	}
 	cs, err := sdk.NewClient(&sdk.Implementation{Name: "agent", Version: "1"}, nil).Connect(ctx, tr, nil)
 	if err != nil {
@@ -344,7 +344,7 @@ func callOnce(endpoint string, call *sdk.CallToolParams) bool {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	tr := &sdk.StreamableClientTransport{Endpoint: endpoint, MaxRetries: -1, DisableStandaloneSSE: true,
-		HTTPClient: &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}}
+		HTTPClient: &http.Client{Transport: credentialed{&http.Transport{DisableKeepAlives: true}}}}
 	cs, err := sdk.NewClient(&sdk.Implementation{Name: "agent", Version: "1"}, nil).Connect(ctx, tr, nil)
 	if err != nil {
 		return false

@@ -4,10 +4,12 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/toolguard/toolguard/internal/pgtest"
+	"github.com/toolguard/toolguard/journal/postgres"
 )
 
 // pgCLIReplica is a toolguard working directory whose journal is the
@@ -57,10 +59,10 @@ func TestPostgresInspectionCommands(t *testing.T) {
 
 func TestPostgresMigrateCommand(t *testing.T) {
 	dsn := pgtest.Database(t)
-	if out := tgOK(t, nil, "journal", "migrate", "--dsn", dsn); !strings.Contains(out, "migrated from version 0 to 1") {
+	if out := tgOK(t, nil, "journal", "migrate", "--dsn", dsn); !strings.Contains(out, "migrated from version 0 to "+strconv.Itoa(postgres.SchemaVersion)) {
 		t.Fatalf("first migrate: %s", out)
 	}
-	if out := tgOK(t, []string{"TOOLGUARD_JOURNAL_DSN=" + dsn}, "journal", "migrate"); !strings.Contains(out, "at version 1, nothing to do") {
+	if out := tgOK(t, []string{"TOOLGUARD_JOURNAL_DSN=" + dsn}, "journal", "migrate"); !strings.Contains(out, "at version "+strconv.Itoa(postgres.SchemaVersion)+", nothing to do") {
 		t.Fatalf("second migrate: %s", out)
 	}
 	if r := tg(t, nil, "journal", "migrate", "--dsn", "postgres://u:hunter2@[bad"); r.code != 2 || strings.Contains(r.stderr, "hunter2") {

@@ -343,7 +343,8 @@ func TestVerification(t *testing.T) {
 	t.Run("pending across a restart", func(t *testing.T) {
 		up := newUpstream(t, false)
 		up.hide.Store(true)
-		s := newSetup(t, map[string]string{"billing.yaml": ruleFile(up.host(), route(up.host(), "30s"))})
+		// No caller comes back: the probe needs no credential lent.
+		s := newSetup(t, map[string]string{"billing.yaml": sharedRuleFile(up.host(), route(up.host(), "30s"))})
 		p := s.start(t)
 		r, _ := post(t, p.client(t), up.URL+"/v1/invoices", invoiceBody)
 		key := r.Header.Get("Toolguard-Key")

@@ -42,7 +42,8 @@ func probes(p *proc, key string) int {
 func TestReplicasVerifyPendingOnce(t *testing.T) {
 	up := newUpstream(t, false)
 	up.hide.Store(true)
-	s, ps := replicas(t, 2, map[string]string{"billing.yaml": ruleFile(up.host(), verifyRoute(up.host(), "60s"))},
+	// The replica that takes over has no caller's credential to lend.
+	s, ps := replicas(t, 2, map[string]string{"billing.yaml": sharedRuleFile(up.host(), verifyRoute(up.host(), "60s"))},
 		"TOOLGUARD_UPSTREAM_TIMEOUT=2s", "TOOLGUARD_VERIFY_MAX_INTERVAL=100ms")
 	a := ps[0]
 	r, body := post(t, a.client(t), up.URL+"/v1/invoices", invoiceBody)

@@ -161,7 +161,7 @@ func simRules(strategy, effect, host string) string {
 	case simSettle:
 		route += lookup + fmt.Sprintf("      settle: %s\n", simLag+2*time.Second)
 	}
-	return fmt.Sprintf("version: v1\napi: shop\nhosts: [%q]\nroutes:\n%s", host, route)
+	return fmt.Sprintf("version: v1\napi: shop\nhosts: [%q]\ncredential: {header: Authorization}\nroutes:\n%s", host, route)
 }
 
 // simAgentCalls numbers the agent's calls: each carries a fresh

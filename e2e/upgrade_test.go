@@ -29,7 +29,8 @@ func copyFile(t *testing.T, src, dst string) {
 // through.
 func TestUpgradeFromSchema1(t *testing.T) {
 	up := newUpstream(t, false)
-	s := newSetup(t, map[string]string{"billing.yaml": ruleFile(up.host(), invoiceRoute)})
+	// The old journal's intents were sent without a credential.
+	s := newSetup(t, map[string]string{"billing.yaml": sharedRuleFile(up.host(), invoiceRoute)})
 	db := filepath.Join(s.dir, "toolguard.db")
 	copyFile(t, "testdata/schema1/toolguard.db", db)
 	copyFile(t, "testdata/schema1/toolguard.db.secret", db+".secret")

@@ -247,12 +247,12 @@ func (p *pending) write(bk *buckets) error {
 		}
 	}
 	if p.step.Workflow != "" {
-		if err := bk.touchWorkflow(p.step.Workflow, p.old, &p.step, p.event.Time); err != nil {
+		if err := bk.touchWorkflow(p.step.CredentialMAC, p.step.Workflow, p.old, &p.step, p.event.Time); err != nil {
 			return err
 		}
 	}
-	if p.old != nil && p.old.Workflow != "" && p.old.Workflow != p.step.Workflow {
-		return bk.touchWorkflow(p.old.Workflow, p.old, nil, p.event.Time)
+	if o := p.old; o != nil && o.Workflow != "" && (o.Workflow != p.step.Workflow || o.CredentialMAC != p.step.CredentialMAC) {
+		return bk.touchWorkflow(o.CredentialMAC, o.Workflow, o, nil, p.event.Time)
 	}
 	return nil
 }

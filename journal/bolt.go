@@ -130,6 +130,9 @@ func (b *Bolt) initMeta(tx *bolt.Tx) error {
 			return err
 		}
 	}
+	if err := scopeWorkflows(tx); err != nil {
+		return err
+	}
 	b.epoch = getUint(meta, keyEpoch) + 1
 	return putUint(meta, keyEpoch, b.epoch)
 }

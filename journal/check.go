@@ -236,12 +236,15 @@ func bucketName(bk *buckets, b *bolt.Bucket) string {
 // counts, kept incrementally, match its steps.
 func (c *checker) workflows(bk *buckets) {
 	bk.workflows.ForEach(func(k, v []byte) error {
-		w, err := loadWorkflow(bk.workflows, string(k))
+		w, err := decodeWorkflow(v, string(k))
 		if err != nil {
 			c.addf("workflow %s: %v", k, err)
 			return nil
 		}
-		steps, err := bk.workflowSteps(w.ID)
+		if !bytes.Equal(k, workflowKey(w.Scope, w.ID)) {
+			c.addf("workflow %q: stored under the key of another scope or id", k)
+		}
+		steps, err := bk.workflowSteps(w.Scope, w.ID)
 		if err != nil {
 			c.addf("workflow %s: %v", k, err)
 			return nil

@@ -78,20 +78,20 @@ func (bk *buckets) sweepSteps(cutoff time.Time, batch int, now time.Time) (remov
 	if err != nil {
 		return 0, false, err
 	}
-	workflows := map[string]bool{}
+	workflows := map[[2]string]bool{} // scope, id
 	for _, s := range victims {
 		if err := bk.deleteStep(s); err != nil {
 			return 0, false, err
 		}
 		if s.Workflow != "" {
-			if err := bk.touchWorkflow(s.Workflow, s, nil, now); err != nil {
+			if err := bk.touchWorkflow(s.CredentialMAC, s.Workflow, s, nil, now); err != nil {
 				return 0, false, err
 			}
-			workflows[s.Workflow] = true
+			workflows[[2]string{s.CredentialMAC, s.Workflow}] = true
 		}
 	}
-	for id := range workflows {
-		if err := bk.dropEmptyWorkflow(id, cutoff); err != nil {
+	for ref := range workflows {
+		if err := bk.dropEmptyWorkflow(ref[0], ref[1], cutoff); err != nil {
 			return 0, false, err
 		}
 	}
@@ -116,12 +116,12 @@ func (bk *buckets) deleteStep(s *Step) error {
 
 // dropEmptyWorkflow removes a workflow whose steps were all swept, unless
 // its checkpoint was written after cutoff.
-func (bk *buckets) dropEmptyWorkflow(id string, cutoff time.Time) error {
-	w, err := loadWorkflow(bk.workflows, id)
+func (bk *buckets) dropEmptyWorkflow(scope, id string, cutoff time.Time) error {
+	w, err := loadWorkflow(bk.workflows, scope, id)
 	if err != nil || w.Steps > 0 || !w.CheckpointAt.Before(cutoff) {
 		return nil
 	}
-	return bk.workflows.Delete([]byte(id))
+	return bk.workflows.Delete(workflowKey(scope, id))
 }
 
 // sweepEvents removes up to batch events older than cutoff, oldest first.

@@ -69,7 +69,7 @@ func TestSweepRemovesOnlyFinishedOutcomes(t *testing.T) {
 	if evs, _ := b.Events(0, 0); len(evs) != 0 {
 		t.Errorf("%d events older than the cutoff left", len(evs))
 	}
-	w, err := b.GetWorkflow("wf")
+	w, err := b.GetWorkflow("", "wf")
 	if err != nil || w.Steps != 1 {
 		t.Errorf("workflow after sweep: %+v %v, want the held step only", w, err)
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -24,7 +25,13 @@ const (
 // value. Version increases by one on every change; writers that act on
 // what they read name the version they read (optimistic concurrency).
 type Workflow struct {
-	ID      string `json:"id"`
+	ID string `json:"id"`
+	// Scope is the credential MAC of the callers whose steps the record
+	// counts (journal.Step.CredentialMAC, never the credential): one
+	// workflow id is one record per caller, so that one tenant's versions
+	// and checkpoint never decide for another's. "" for callers without a
+	// credential (credential: none).
+	Scope   string `json:"scope,omitempty"`
 	Status  string `json:"status"`
 	Version uint64 `json:"version"`
 	// CurrentStep is the key of the step changed last, CurrentRoute its
@@ -110,22 +117,22 @@ func DeriveWorkflowStatus(steps []Step) string {
 	return c.Status()
 }
 
-// touchWorkflow updates the record of workflow id after a step of it
-// changed from old to s (either may be nil, or belong to another
-// workflow), in the same transaction as the change.
-func (bk *buckets) touchWorkflow(id string, old, s *Step, now time.Time) error {
-	w, err := loadWorkflow(bk.workflows, id)
+// touchWorkflow updates the record of workflow id in scope after a step of
+// it changed from old to s (either may be nil, or belong to another
+// workflow or scope), in the same transaction as the change.
+func (bk *buckets) touchWorkflow(scope, id string, old, s *Step, now time.Time) error {
+	w, err := loadWorkflow(bk.workflows, scope, id)
 	if errors.Is(err, ErrNotFound) {
-		w, err = &Workflow{ID: id, CreatedAt: now}, nil
+		w, err = bk.adoptWorkflow(scope, id, now)
 	}
 	if err != nil {
 		return err
 	}
-	if old != nil && old.Workflow == id {
+	if old != nil && old.Workflow == id && old.CredentialMAC == scope {
 		w.Counts.add(old, -1)
 		w.Steps--
 	}
-	if s != nil && s.Workflow == id {
+	if s != nil && s.Workflow == id && s.CredentialMAC == scope {
 		w.Counts.add(s, 1)
 		w.Steps++
 		w.CurrentStep, w.CurrentRoute = s.Key, s.Route
@@ -147,8 +154,30 @@ func (bk *buckets) touchWorkflow(id string, old, s *Step, now time.Time) error {
 	return putWorkflow(bk.workflows, w)
 }
 
-// workflowSteps loads every step of a workflow through its index.
-func (bk *buckets) workflowSteps(id string) ([]Step, error) {
+// adoptWorkflow returns the new record of workflow id in scope: the
+// empty scope's record of id when it counts no step (a checkpoint written
+// before any call, without ?scope=), moved to scope, so that the first
+// caller's steps find the plan made for them; else a fresh record.
+func (bk *buckets) adoptWorkflow(scope, id string, now time.Time) (*Workflow, error) {
+	if scope != "" {
+		w, err := loadWorkflow(bk.workflows, "", id)
+		if err == nil && w.Steps == 0 {
+			if err := bk.workflows.Delete(workflowKey("", id)); err != nil {
+				return nil, fmt.Errorf("adopt workflow %s: %w", id, err)
+			}
+			w.Scope = scope
+			return w, nil
+		}
+		if err != nil && !errors.Is(err, ErrNotFound) {
+			return nil, err
+		}
+	}
+	return &Workflow{ID: id, Scope: scope, CreatedAt: now}, nil
+}
+
+// workflowSteps loads every step of workflow id in scope through the
+// workflow index.
+func (bk *buckets) workflowSteps(scope, id string) ([]Step, error) {
 	prefix := workflowPrefix(id)
 	var out []Step
 	c := bk.byWorkflow.Cursor()
@@ -157,16 +186,32 @@ func (bk *buckets) workflowSteps(id string) ([]Step, error) {
 		if err != nil {
 			return nil, fmt.Errorf("workflow %s: %w", id, err)
 		}
-		out = append(out, *s)
+		if s.CredentialMAC == scope {
+			out = append(out, *s)
+		}
 	}
 	return out, nil
 }
 
-func loadWorkflow(b *bolt.Bucket, id string) (*Workflow, error) {
-	v := b.Get([]byte(id))
+// workflowKey is where the record of workflow id in scope is stored: the
+// id for the empty scope (as before workflows had scopes), else the id, a
+// NUL and the scope, so that every scope of an id sorts right after it.
+func workflowKey(scope, id string) []byte {
+	if scope == "" {
+		return []byte(id)
+	}
+	return []byte(id + "\x00" + scope)
+}
+
+func loadWorkflow(b *bolt.Bucket, scope, id string) (*Workflow, error) {
+	v := b.Get(workflowKey(scope, id))
 	if v == nil {
 		return nil, ErrNotFound
 	}
+	return decodeWorkflow(v, id)
+}
+
+func decodeWorkflow(v []byte, id string) (*Workflow, error) {
 	var w Workflow
 	if err := json.Unmarshal(v, &w); err != nil {
 		return nil, fmt.Errorf("%w: decode workflow %s: %v", ErrCorrupt, id, err)
@@ -179,18 +224,36 @@ func putWorkflow(b *bolt.Bucket, w *Workflow) error {
 	if err != nil {
 		return fmt.Errorf("encode workflow %s: %w", w.ID, err)
 	}
-	if err := b.Put([]byte(w.ID), data); err != nil {
+	if err := b.Put(workflowKey(w.Scope, w.ID), data); err != nil {
 		return fmt.Errorf("put workflow %s: %w", w.ID, err)
 	}
 	return nil
 }
 
-// GetWorkflow returns a workflow's record, or an error wrapping
-// ErrNotFound.
-func (b *Bolt) GetWorkflow(id string) (Workflow, error) {
+// scopesOf returns the records of workflow id, one per scope, in scope
+// order.
+func (bk *buckets) scopesOf(id string) ([]Workflow, error) {
+	var out []Workflow
+	c := bk.workflows.Cursor()
+	for k, v := c.Seek([]byte(id)); k != nil; k, v = c.Next() {
+		if string(k) != id && !bytes.HasPrefix(k, []byte(id+"\x00")) {
+			break
+		}
+		w, err := decodeWorkflow(v, id)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, *w)
+	}
+	return out, nil
+}
+
+// GetWorkflow returns the record of workflow id in scope, or an error
+// wrapping ErrNotFound.
+func (b *Bolt) GetWorkflow(scope, id string) (Workflow, error) {
 	var w Workflow
 	err := b.view("get workflow "+id, func(bk *buckets) error {
-		got, err := loadWorkflow(bk.workflows, id)
+		got, err := loadWorkflow(bk.workflows, scope, id)
 		if err == nil {
 			w = *got
 		}
@@ -199,7 +262,20 @@ func (b *Bolt) GetWorkflow(id string) (Workflow, error) {
 	return w, err
 }
 
-// ListWorkflows returns up to limit workflows (default 1000) in id order.
+// FindWorkflows returns the records of workflow id in every scope, in
+// scope order; none (and no error) when the id is unknown.
+func (b *Bolt) FindWorkflows(id string) ([]Workflow, error) {
+	var out []Workflow
+	err := b.view("find workflow "+id, func(bk *buckets) error {
+		var err error
+		out, err = bk.scopesOf(id)
+		return err
+	})
+	return out, err
+}
+
+// ListWorkflows returns up to limit workflows (default 1000) in id order,
+// the scopes of one id in scope order.
 func (b *Bolt) ListWorkflows(limit int) ([]Workflow, error) {
 	if limit <= 0 {
 		limit = defaultLimit
@@ -221,12 +297,12 @@ func (b *Bolt) ListWorkflows(limit int) ([]Workflow, error) {
 	return out, err
 }
 
-// WorkflowSteps returns every step of a workflow, in key order.
-func (b *Bolt) WorkflowSteps(id string) ([]Step, error) {
+// WorkflowSteps returns every step of workflow id in scope, in key order.
+func (b *Bolt) WorkflowSteps(scope, id string) ([]Step, error) {
 	var out []Step
 	err := b.view("list workflow steps "+id, func(bk *buckets) error {
 		var err error
-		out, err = bk.workflowSteps(id)
+		out, err = bk.workflowSteps(scope, id)
 		return err
 	})
 	return out, err
@@ -251,13 +327,13 @@ func (e *VersionError) Unwrap() error { return ErrVersionMismatch }
 // caller read; nil means the caller names none, which is allowed only
 // while the workflow has no checkpoint (ErrPreconditionRequired
 // otherwise). A stale version fails with a *VersionError. The workflow is
-// created (status planned) if it does not exist.
-func (b *Bolt) PutCheckpoint(id string, ifVersion *uint64, checkpoint json.RawMessage) (Workflow, error) {
+// created (status planned) if it does not exist, in scope.
+func (b *Bolt) PutCheckpoint(scope, id string, ifVersion *uint64, checkpoint json.RawMessage) (Workflow, error) {
 	if b.readOnly {
 		return Workflow{}, fmt.Errorf("put checkpoint %s: %w", id, ErrReadOnly)
 	}
-	if id == "" || len(id) > maxWorkflowLen {
-		return Workflow{}, fmt.Errorf("put checkpoint: %w: workflow id must be 1 to %d bytes", ErrInvalidChange, maxWorkflowLen)
+	if id == "" || len(id) > maxWorkflowLen || strings.IndexByte(id, 0) >= 0 {
+		return Workflow{}, fmt.Errorf("put checkpoint: %w: workflow id must be 1 to %d bytes, without NUL", ErrInvalidChange, maxWorkflowLen)
 	}
 	var out Workflow
 	err := b.db.Update(func(tx *bolt.Tx) error {
@@ -266,10 +342,10 @@ func (b *Bolt) PutCheckpoint(id string, ifVersion *uint64, checkpoint json.RawMe
 			return err
 		}
 		now := b.now().UTC()
-		w, err := loadWorkflow(bk.workflows, id)
+		w, err := loadWorkflow(bk.workflows, scope, id)
 		switch {
 		case errors.Is(err, ErrNotFound):
-			w = &Workflow{ID: id, Status: WorkflowPlanned, CreatedAt: now}
+			w = &Workflow{ID: id, Scope: scope, Status: WorkflowPlanned, CreatedAt: now}
 		case err != nil:
 			return err
 		}

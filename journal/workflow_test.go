@@ -56,7 +56,7 @@ func TestWorkflowRecordFollowsSteps(t *testing.T) {
 		}
 	}
 	put("k1", StatusStarted)
-	w, err := b.GetWorkflow("wf")
+	w, err := b.GetWorkflow("", "wf")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,7 +65,7 @@ func TestWorkflowRecordFollowsSteps(t *testing.T) {
 	}
 	put("k1", StatusCommitted)
 	put("k2", StatusCommitted)
-	w, _ = b.GetWorkflow("wf")
+	w, _ = b.GetWorkflow("", "wf")
 	if w.Status != WorkflowCompleted || w.Version != 3 || w.Steps != 2 || w.CurrentStep != "k2" || w.InputHash != "h-k1" {
 		t.Fatalf("after commits: %+v", w)
 	}
@@ -75,21 +75,21 @@ func TestPutCheckpointCAS(t *testing.T) {
 	b := mustOpen(t)
 	v := func(n uint64) *uint64 { return &n }
 	cp := json.RawMessage(`{"goal":"g"}`)
-	w, err := b.PutCheckpoint("wf", nil, cp)
+	w, err := b.PutCheckpoint("", "wf", nil, cp)
 	if err != nil || w.Version != 1 || w.Status != WorkflowPlanned {
 		t.Fatalf("first put: %+v %v", w, err)
 	}
-	if _, err := b.PutCheckpoint("wf", nil, cp); !errors.Is(err, ErrPreconditionRequired) {
+	if _, err := b.PutCheckpoint("", "wf", nil, cp); !errors.Is(err, ErrPreconditionRequired) {
 		t.Fatalf("put without version on an existing checkpoint: %v, want ErrPreconditionRequired", err)
 	}
 	var ve *VersionError
-	if _, err := b.PutCheckpoint("wf", v(7), cp); !errors.As(err, &ve) || ve.Current != 1 || !errors.Is(err, ErrVersionMismatch) {
+	if _, err := b.PutCheckpoint("", "wf", v(7), cp); !errors.As(err, &ve) || ve.Current != 1 || !errors.Is(err, ErrVersionMismatch) {
 		t.Fatalf("stale put: %v, want a VersionError at 1", err)
 	}
-	if w, err = b.PutCheckpoint("wf", v(1), json.RawMessage(`{"goal":"h"}`)); err != nil || w.Version != 2 {
+	if w, err = b.PutCheckpoint("", "wf", v(1), json.RawMessage(`{"goal":"h"}`)); err != nil || w.Version != 2 {
 		t.Fatalf("put at 1: %+v %v", w, err)
 	}
-	got, _ := b.GetWorkflow("wf")
+	got, _ := b.GetWorkflow("", "wf")
 	if string(got.Checkpoint) != `{"goal":"h"}` {
 		t.Fatalf("checkpoint = %s", got.Checkpoint)
 	}
@@ -108,7 +108,7 @@ func TestLongWorkflowCounts(t *testing.T) {
 			mustApply(t, b, keyN(i), transition(StatusCommitted, HoldNone, false))
 		}
 	}
-	w, err := b.GetWorkflow("long")
+	w, err := b.GetWorkflow("", "long")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -39,6 +39,8 @@ func adminProblemFor(err error) (p *Problem, internal bool) {
 		return newProblem(ProblemAdminNotSupported, "", err.Error()), false
 	case errors.Is(err, ErrAmbiguousKey):
 		return newProblem(ProblemAdminAmbiguousKey, "", err.Error()), false
+	case errors.Is(err, ErrAmbiguousScope):
+		return newProblem(ProblemAdminAmbiguousScope, "", err.Error()), false
 	case errors.Is(err, errNotHeld):
 		return newProblem(ProblemAdminNotHeld, "", err.Error()), false
 	case errors.Is(err, ErrStillLanding):

@@ -44,7 +44,7 @@ func TestAdminBodiesRefuseDuplicateMembers(t *testing.T) {
 			}
 		})
 	}
-	if _, err := j.GetWorkflow("wf"); err == nil {
+	if _, err := j.GetWorkflow("", "wf"); err == nil {
 		t.Error("a checkpoint with a duplicate member was stored")
 	}
 }

@@ -52,7 +52,7 @@ func TestSlowBodyDoesNotStallOthers(t *testing.T) {
 				tools, upstream = newTLSCounter(t)
 			}
 			target := "127.0.0.1:" + strconv.Itoa(tools.port())
-			rule := "api: tools\nhosts: [\"" + target + "\"]\nroutes:\n  - name: run\n    match: POST /run\n    effect: irreversible\n    key: {fields: [job]}\n"
+			rule := "api: tools\nhosts: [\"" + target + "\"]\ncredential: none\nroutes:\n  - name: run\n    match: POST /run\n    effect: irreversible\n    key: {fields: [job]}\n"
 			// Longer than the others may take; the trickler (1 byte/s) is
 			// cut off by the minimum rate once it is used up.
 			const timeout = 3 * time.Second
@@ -170,7 +170,7 @@ func TestSlowBodyDoesNotStallOthers(t *testing.T) {
 func TestBodyReadDeadlines(t *testing.T) {
 	tools := newCounter(t, "tcp4", "127.0.0.1:0")
 	target := "127.0.0.1:" + strconv.Itoa(tools.port())
-	rule := "api: tools\nhosts: [\"" + target + "\"]\nroutes:\n  - name: run\n    match: POST /run\n    effect: irreversible\n    key: {fields: [job]}\n"
+	rule := "api: tools\nhosts: [\"" + target + "\"]\ncredential: none\nroutes:\n  - name: run\n    match: POST /run\n    effect: irreversible\n    key: {fields: [job]}\n"
 	p := startNetProxy(t, Options{BodyReadTimeout: 500 * time.Millisecond, BodyMinRate: -1}, rule, false)
 	tests := []struct {
 		name  string
@@ -245,7 +245,7 @@ func TestBodyClockDeadline(t *testing.T) {
 func TestOversizedBodyInTunnelRefusedAtOnce(t *testing.T) {
 	tools, upstream := newTLSCounter(t)
 	target := "127.0.0.1:" + strconv.Itoa(tools.port())
-	rule := "api: tools\nhosts: [\"" + target + "\"]\nroutes:\n  - name: run\n    match: POST /run\n    effect: irreversible\n    key: {fields: [job]}\n"
+	rule := "api: tools\nhosts: [\"" + target + "\"]\ncredential: none\nroutes:\n  - name: run\n    match: POST /run\n    effect: irreversible\n    key: {fields: [job]}\n"
 	p := startNetProxy(t, Options{Transport: upstream, MaxBody: 1 << 20}, rule, true)
 	resp, conn, br := p.connect(t, target)
 	if resp.StatusCode != http.StatusOK {
@@ -276,7 +276,7 @@ func TestOversizedBodyInTunnelRefusedAtOnce(t *testing.T) {
 func TestBodiesBeyondBufferWaitTheirTurn(t *testing.T) {
 	tools := newCounter(t, "tcp4", "127.0.0.1:0")
 	target := "127.0.0.1:" + strconv.Itoa(tools.port())
-	rule := "api: tools\nhosts: [\"" + target + "\"]\nroutes:\n  - name: run\n    match: POST /run\n    effect: irreversible\n    key: {fields: [job]}\n"
+	rule := "api: tools\nhosts: [\"" + target + "\"]\ncredential: none\nroutes:\n  - name: run\n    match: POST /run\n    effect: irreversible\n    key: {fields: [job]}\n"
 	p := startNetProxy(t, Options{BodyBuffer: 512 << 10}, rule, false)
 	client := p.client()
 	pad := strings.Repeat("x", 70<<10)

@@ -163,7 +163,7 @@ func TestEgressDenyDefault(t *testing.T) {
 func TestEgressDenyConfigured(t *testing.T) {
 	tools := newCounter(t, "tcp4", "127.0.0.1:0")
 	port := strconv.Itoa(tools.port())
-	rule := "api: tools\nhosts: [\"tools.test:" + port + "\"]\nroutes:\n  - name: run\n    match: POST /run\n    effect: irreversible\n    key: {fields: [job]}\n"
+	rule := "api: tools\nhosts: [\"tools.test:" + port + "\"]\ncredential: none\nroutes:\n  - name: run\n    match: POST /run\n    effect: irreversible\n    key: {fields: [job]}\n"
 	p := startNetProxy(t, Options{
 		EgressDeny:   []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")},
 		ConnectPorts: []int{tools.port()},

@@ -112,7 +112,7 @@ func newSetProxy(t *testing.T, api *rules.API, host string, tr http.RoundTripper
 	t.Cleanup(srv.Close)
 	pu, _ := url.Parse(ts.URL)
 	return &testProxy{srv: srv, j: j, logs: logs, clock: clock, baseURL: "http://" + host,
-		client: &http.Client{Transport: &http.Transport{Proxy: http.ProxyURL(pu)}}}
+		client: &http.Client{Transport: credentialed{&http.Transport{Proxy: http.ProxyURL(pu)}}}}
 }
 
 type lockedWriter struct {

@@ -101,8 +101,10 @@ func (s *Server) prepare(c *call) *answer {
 		Workflow:    c.in.Header.Get(HeaderWorkflow),
 		Host:        c.in.URL.Host,
 	}
-	if h := c.route.API.Credential; h != "" {
-		in.Credential = c.in.Header.Get(h)
+	if in.Credential = c.route.API.CallerCredential(c.in.Header); in.Credential == "" {
+		if a := s.refuseNoCredential(c); a != nil {
+			return a
+		}
 	}
 	intent, err := s.deriver.Derive(c.route, in)
 	if err != nil {
@@ -113,6 +115,19 @@ func (s *Server) prepare(c *call) *answer {
 	c.callerMAC = s.credentialMAC(c.route.API, c.in.Header)
 	s.parked.lend(c.callerMAC, c.route.API, c.in.Header)
 	return nil
+}
+
+// refuseNoCredential answers a guarded call that carries no credential
+// with 400 invalid-body, before anything is journaled or sent: without
+// one, every caller would share one key and workflow scope. It returns nil
+// when the rule file says credential: none.
+func (s *Server) refuseNoCredential(c *call) *answer {
+	why := c.route.MissingCredential()
+	if why == "" {
+		return nil
+	}
+	s.metrics.reject("no_credential")
+	return s.problem(c, newProblem(ProblemInvalidBody, "", why))
 }
 
 // run decides and acts until the request has an answer: a decision may

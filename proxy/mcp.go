@@ -79,12 +79,13 @@ type mcpEndpoints struct {
 	byAPI  map[*rules.API]*mcpEndpoint
 }
 
-func newMCPEndpoints(servers []MCPServer) *mcpEndpoints {
+func newMCPEndpoints(servers []MCPServer, unlisted Credential) *mcpEndpoints {
 	e := &mcpEndpoints{byName: make(map[string]*mcpEndpoint), byAPI: make(map[*rules.API]*mcpEndpoint)}
 	for _, sv := range servers {
 		api := sv.API
 		if api == nil || api.MCP == nil {
-			api = &rules.API{Credential: "Authorization", MCP: &rules.MCP{Path: "/mcp"}}
+			api = unlisted.api(sv.Name)
+			api.MCP = &rules.MCP{Path: "/mcp"}
 		}
 		// The server's name partitions the key space: keys of two servers
 		// never meet, whatever rule file they share.

@@ -84,7 +84,8 @@ func TestMCPExampleGitHub(t *testing.T) {
 	p := startMCPProxy(t, Options{MCPServers: []MCPServer{{Name: "github", URL: g.serve(t), API: api}}})
 	ctx := context.Background()
 	session := func() *sdk.ClientSession {
-		tr := &sdk.StreamableClientTransport{Endpoint: p.proxy.String() + "/mcp/github", MaxRetries: -1}
+		tr := &sdk.StreamableClientTransport{Endpoint: p.proxy.String() + "/mcp/github", MaxRetries: -1,
+			HTTPClient: &http.Client{Transport: credentialed{http.DefaultTransport}}}
 		cs, err := sdk.NewClient(&sdk.Implementation{Name: "agent", Version: "1"}, nil).Connect(ctx, tr, nil)
 		if err != nil {
 			t.Fatal(err)

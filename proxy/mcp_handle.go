@@ -191,8 +191,10 @@ func (s *Server) prepareMCP(c *call) *answer {
 		Body:        c.mcp.tool.Arguments,
 		Workflow:    c.in.Header.Get(HeaderWorkflow),
 	}
-	if h := c.route.API.Credential; h != "" {
-		in.Credential = c.in.Header.Get(h)
+	if in.Credential = c.route.API.CallerCredential(c.in.Header); in.Credential == "" {
+		if a := s.refuseNoCredential(c); a != nil {
+			return a
+		}
 	}
 	intent, err := s.deriver.Derive(c.route, in)
 	if err != nil {

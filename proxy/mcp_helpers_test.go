@@ -373,6 +373,9 @@ type agent struct {
 	p     *mcpProxy
 	way   way
 	token string
+	// credHeader, when set, carries token as it is instead of
+	// Authorization: Bearer token; an empty token sends no credential.
+	credHeader string
 	// version is the protocol version the client asks for; "" = the SDK's
 	// latest.
 	version string
@@ -438,7 +441,8 @@ func (a *agent) lastOutcome() string {
 	return a.outcomes[len(a.outcomes)-1]
 }
 
-// recordingTripper adds the agent's credential and records toolguard's
+// recordingTripper adds the agent's credential (none for an empty token)
+// and records toolguard's
 // outcome header of guarded calls.
 type recordingTripper struct {
 	a  *agent
@@ -447,7 +451,12 @@ type recordingTripper struct {
 
 func (r recordingTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 	req = req.Clone(req.Context())
-	req.Header.Set("Authorization", "Bearer "+r.a.token)
+	switch {
+	case r.a.credHeader != "":
+		req.Header.Set(r.a.credHeader, r.a.token)
+	case r.a.token != "":
+		req.Header.Set("Authorization", "Bearer "+r.a.token)
+	}
 	resp, err := r.rt.RoundTrip(req)
 	if err == nil && resp.Header.Get(HeaderKey) != "" {
 		r.a.mu.Lock()

@@ -227,12 +227,13 @@ func (r *memReplica) LastSeq() (uint64, error) {
 func (r *memReplica) Count() (journal.Counts, error)            { return journal.Counts{}, nil }
 func (r *memReplica) ForEach(fn func(journal.Step) error) error { return nil }
 func (r *memReplica) Sweep(time.Time, int) (int, bool, error)   { return 0, false, nil }
-func (r *memReplica) GetWorkflow(id string) (journal.Workflow, error) {
+func (r *memReplica) GetWorkflow(string, string) (journal.Workflow, error) {
 	return journal.Workflow{}, journal.ErrNotFound
 }
-func (r *memReplica) ListWorkflows(int) ([]journal.Workflow, error) { return nil, nil }
-func (r *memReplica) WorkflowSteps(string) ([]journal.Step, error)  { return nil, nil }
-func (r *memReplica) PutCheckpoint(string, *uint64, json.RawMessage) (journal.Workflow, error) {
+func (r *memReplica) FindWorkflows(string) ([]journal.Workflow, error)     { return nil, nil }
+func (r *memReplica) ListWorkflows(int) ([]journal.Workflow, error)        { return nil, nil }
+func (r *memReplica) WorkflowSteps(string, string) ([]journal.Step, error) { return nil, nil }
+func (r *memReplica) PutCheckpoint(string, string, *uint64, json.RawMessage) (journal.Workflow, error) {
 	return journal.Workflow{}, errors.New("memJournal keeps no checkpoints")
 }
 func (r *memReplica) Check() []error { return nil }

@@ -69,7 +69,7 @@ func NewMetrics() *Metrics {
 
 // Label values of the counters with a fixed vocabulary.
 var (
-	rejectReasons      = []string{"draining", "in_flight_limit", "body_buffer", "body_timeout", "body_too_large", "invalid_body", "headers_too_large", "unmatched", "egress"}
+	rejectReasons      = []string{"draining", "in_flight_limit", "body_buffer", "body_timeout", "body_too_large", "invalid_body", "headers_too_large", "unmatched", "egress", "no_credential"}
 	recoveryResults    = []string{"resent", "found", "held"}
 	verificationResult = []string{"verified", "not_visible", "discarded"}
 )

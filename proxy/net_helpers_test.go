@@ -165,10 +165,10 @@ func startNetProxyOn(t *testing.T, opts Options, ruleFile string, mitm bool, wra
 
 // client returns an HTTP client that sends everything through the proxy.
 func (p *netProxy) client() *http.Client {
-	return &http.Client{Timeout: 20 * time.Second, Transport: &http.Transport{
+	return &http.Client{Timeout: 20 * time.Second, Transport: credentialed{&http.Transport{
 		Proxy:           http.ProxyURL(p.url),
 		TLSClientConfig: &tls.Config{RootCAs: p.roots},
-	}}
+	}}}
 }
 
 // decisionLines returns the proxy's log lines with the given message.

@@ -13,12 +13,10 @@ import (
 )
 
 // credentialMAC identifies a caller of an API by an HMAC of its credential
-// header; "" when the API names no credential or the request carries none.
+// (rules.API.CallerCredential); "" when the API names no credential or the
+// request carries none. It is the scope of the caller's workflows.
 func (s *Server) credentialMAC(api *rules.API, h http.Header) string {
-	if api == nil || api.Credential == "" {
-		return ""
-	}
-	v := h.Get(api.Credential)
+	v := api.CallerCredential(h)
 	if v == "" {
 		return ""
 	}

@@ -42,6 +42,7 @@ const (
 	ProblemAdminIfMatchRequired    = "urn:toolguard:admin:if-match-required"
 	ProblemAdminJournal            = "urn:toolguard:admin:journal"
 	ProblemAdminAmbiguousKey       = "urn:toolguard:admin:ambiguous-key"
+	ProblemAdminAmbiguousScope     = "urn:toolguard:admin:ambiguous-scope"
 	ProblemAdminNotSupported       = "urn:toolguard:admin:not-supported"
 )
 
@@ -76,6 +77,7 @@ var problemInfo = map[string]struct {
 	ProblemAdminIfMatchRequired:    {http.StatusPreconditionRequired, "Precondition Required"},
 	ProblemAdminJournal:            {http.StatusInternalServerError, "Internal Server Error"},
 	ProblemAdminAmbiguousKey:       {http.StatusConflict, "Conflict"},
+	ProblemAdminAmbiguousScope:     {http.StatusConflict, "Conflict"},
 	ProblemAdminNotSupported:       {http.StatusNotImplemented, "Not Implemented"},
 }
 

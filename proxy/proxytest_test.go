@@ -105,6 +105,9 @@ type harnessConfig struct {
 	RuleHost string
 	// Errors is the rule file's errors setting; "" leaves the default.
 	Errors string
+	// Credential is the rule file's credential setting; "" means
+	// {header: Authorization}, "-" leaves the field out.
+	Credential string
 	// Options are the proxy's options; journal, rules, CA, transport and
 	// logger are filled in.
 	Options Options
@@ -157,7 +160,15 @@ func startHarness(t *testing.T, cfg harnessConfig) *harness {
 	if cfg.Errors != "" {
 		errs = "errors: " + cfg.Errors + "\n"
 	}
-	api, err := rules.Parse("billing.yaml", []byte(fmt.Sprintf("version: v1\napi: billing\nhosts: [%q]\ncredential: {header: Authorization}\n%sroutes:\n%s", host, errs, cfg.Routes)))
+	cred := "credential: {header: Authorization}\n"
+	switch cfg.Credential {
+	case "":
+	case "-":
+		cred = ""
+	default:
+		cred = "credential: " + cfg.Credential + "\n"
+	}
+	api, err := rules.Parse("billing.yaml", []byte(fmt.Sprintf("version: v1\napi: billing\nhosts: [%q]\n%s%sroutes:\n%s", host, cred, errs, cfg.Routes)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -215,7 +226,7 @@ func startHarness(t *testing.T, cfg harnessConfig) *harness {
 	agentRoots.AddCert(ca.Cert)
 	tr := &http.Transport{Proxy: http.ProxyURL(proxyURL), TLSClientConfig: &tls.Config{RootCAs: agentRoots}}
 	t.Cleanup(tr.CloseIdleConnections)
-	h.client = &http.Client{Transport: tr}
+	h.client = &http.Client{Transport: credentialed{tr}}
 	return h
 }
 

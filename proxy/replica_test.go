@@ -40,7 +40,13 @@ func newReplica(t *testing.T, mem *memJournal, route string, tr http.RoundTrippe
 // newProxyOn runs a proxy on store with the clock now.
 func newProxyOn(t *testing.T, store Store, now func() time.Time, route string, tr http.RoundTripper, opts Options) *replica {
 	t.Helper()
-	api, err := rules.Parse("test.yaml", []byte("api: test\nhosts: [\"api.test\"]\ncredential: {header: Authorization}\nroutes:\n"+route))
+	// A route that starts with a credential: line replaces the file's
+	// default credential.
+	cred := "credential: {header: Authorization}\n"
+	if line, rest, ok := strings.Cut(route, "\n"); ok && strings.HasPrefix(line, "credential:") {
+		cred, route = line+"\n", rest
+	}
+	api, err := rules.Parse("test.yaml", []byte("api: test\nhosts: [\"api.test\"]\n"+cred+"routes:\n"+route))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,7 +72,7 @@ func newProxyOn(t *testing.T, store Store, now func() time.Time, route string, t
 	})
 	pu, _ := url.Parse(ts.URL)
 	return &replica{srv: srv, store: store, logs: logs, baseURL: "http://api.test:80",
-		client: &http.Client{Transport: &http.Transport{Proxy: http.ProxyURL(pu)}}}
+		client: &http.Client{Transport: credentialed{&http.Transport{Proxy: http.ProxyURL(pu)}}}}
 }
 
 type reply struct {

@@ -106,15 +106,16 @@ type ResumePacket struct {
 	NextSafeAction string           `json:"next_safe_action"`
 }
 
-// ResumePacket builds the resume packet of workflow id from the journal
-// and the loaded rules. It works on a read-only journal too (the CLI's
-// offline `workflow resume --journal`).
-func (s *Server) ResumePacket(id string) (ResumePacket, error) {
-	wf, err := s.journal.GetWorkflow(id)
+// ResumePacket builds the resume packet of workflow id in the caller scope
+// that scope selects (see PickWorkflow: "" for the id's only one) from the
+// journal and the loaded rules. It works on a read-only journal too (the
+// CLI's offline `workflow resume --journal`).
+func (s *Server) ResumePacket(id, scope string) (ResumePacket, error) {
+	wf, err := PickWorkflow(s.journal, id, scope)
 	if err != nil {
 		return ResumePacket{}, err
 	}
-	steps, err := s.journal.WorkflowSteps(id)
+	steps, err := s.journal.WorkflowSteps(wf.Scope, id)
 	if err != nil {
 		return ResumePacket{}, err
 	}
@@ -251,7 +252,7 @@ func (s *Server) mountWorkflows(mux *http.ServeMux, auth func(Role, http.Handler
 		writeJSON(w, http.StatusOK, map[string]any{"workflows": nonNilList(list)})
 	}))
 	mux.HandleFunc("GET /v1/workflows/{id}", auth(RoleAgent, func(w http.ResponseWriter, r *http.Request) {
-		wf, err := ws.GetWorkflow(r.PathValue("id"))
+		wf, err := PickWorkflow(ws, r.PathValue("id"), r.URL.Query().Get("scope"))
 		if err != nil {
 			adminError(w, s.log, notFoundAs(err, errNoWorkflow))
 			return
@@ -260,7 +261,7 @@ func (s *Server) mountWorkflows(mux *http.ServeMux, auth func(Role, http.Handler
 		writeJSON(w, http.StatusOK, wf)
 	}))
 	mux.HandleFunc("GET /v1/workflows/{id}/resume", auth(RoleAgent, func(w http.ResponseWriter, r *http.Request) {
-		p, err := s.ResumePacket(r.PathValue("id"))
+		p, err := s.ResumePacket(r.PathValue("id"), r.URL.Query().Get("scope"))
 		if err != nil {
 			adminError(w, s.log, notFoundAs(err, errNoWorkflow))
 			return
@@ -305,8 +306,12 @@ func putCheckpoint(r *http.Request, cp Store) (journal.Workflow, error) {
 	if err != nil {
 		return journal.Workflow{}, badRequest(err)
 	}
+	scope, err := checkpointScope(cp, r)
+	if err != nil {
+		return journal.Workflow{}, err
+	}
 	canon, _ := json.Marshal(c)
-	return cp.PutCheckpoint(r.PathValue("id"), ifVersion, canon)
+	return cp.PutCheckpoint(scope, r.PathValue("id"), ifVersion, canon)
 }
 
 // parseIfMatch reads If-Match: "7" or 7; nil when absent.

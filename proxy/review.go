@@ -14,10 +14,14 @@ import (
 // StepView is the JSON shape of a step in the admin API and the CLI. It
 // carries the stored response's status and hash, never its body.
 type StepView struct {
-	Key         string `json:"key"`
-	API         string `json:"api"`
-	Route       string `json:"route"`
-	Workflow    string `json:"workflow"`
+	Key      string `json:"key"`
+	API      string `json:"api"`
+	Route    string `json:"route"`
+	Workflow string `json:"workflow"`
+	// Scope is the caller's credential MAC (never the credential): the
+	// key's and the workflow's scope; absent for callers without one
+	// (credential: none).
+	Scope       string `json:"scope,omitempty"`
 	Status      string `json:"status"`
 	Hold        string `json:"hold"`
 	HoldReason  string `json:"hold_reason,omitempty"`
@@ -58,7 +62,7 @@ type StepView struct {
 // ViewOf renders a step for operators.
 func ViewOf(st *journal.Step) StepView {
 	v := StepView{
-		Key: st.Key, API: st.API, Route: st.Route, Workflow: st.Workflow,
+		Key: st.Key, API: st.API, Route: st.Route, Workflow: st.Workflow, Scope: st.CredentialMAC,
 		Status: st.Status.String(), Hold: st.Hold.String(), HoldReason: st.HoldReason,
 		Attempt: st.Attempt, Retryable: st.Retryable, OperationID: st.OperationID,
 		Method: st.Method, Target: targetOf(st), BodyHash: st.BodyHash,

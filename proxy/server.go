@@ -39,6 +39,9 @@ type Options struct {
 	// Unmatched is the policy for calls no route matches (zero:
 	// passthrough).
 	Unmatched policy.Unmatched
+	// UnmatchedCredential says where the callers of calls that the
+	// unmatched guard policy guards carry their credential.
+	UnmatchedCredential Credential
 	// MaxBody bounds a guarded request body (default 8 MiB).
 	MaxBody int64
 	// BodyBuffer bounds the bytes of guarded request bodies held in memory
@@ -125,6 +128,9 @@ type Options struct {
 	// MCPUnlisted is the policy for MCP tools no rule names (default
 	// guard).
 	MCPUnlisted MCPUnlisted
+	// MCPUnlistedCredential says where the callers of an MCP server without
+	// a rule file carry their credential.
+	MCPUnlistedCredential Credential
 	// MCPTrustAnnotations lets a tool that tools/list marks readOnlyHint
 	// pass where the unlisted policy would guard it.
 	MCPTrustAnnotations bool
@@ -173,6 +179,8 @@ type Server struct {
 	lookupBudget lookupBudget
 	// mcp holds the MCP servers of the gateway and the forward proxy.
 	mcp *mcpEndpoints
+	// unmatched is the API of the routes the unmatched guard policy makes.
+	unmatched *rules.API
 	// cancelHeld, when set (tests), runs when a notifications/cancelled
 	// for a guarded call is held back.
 	cancelHeld func()
@@ -260,7 +268,8 @@ func New(opts Options) (*Server, error) {
 			slog.Duration("abandon_after", opts.AbandonAfter), slog.Duration("using", floor))
 		s.opts.AbandonAfter = floor
 	}
-	s.mcp = newMCPEndpoints(opts.MCPServers)
+	s.unmatched = opts.UnmatchedCredential.api("unmatched")
+	s.mcp = newMCPEndpoints(opts.MCPServers, opts.MCPUnlistedCredential)
 	s.bg, s.stopBg = context.WithCancel(context.Background())
 	s.metrics = opts.Metrics
 	s.metrics.precreateRoutes(opts.Rules)
@@ -545,7 +554,7 @@ func (s *Server) handleRequest(req *http.Request, ctx *goproxy.ProxyCtx) (*http.
 		// included: a rule with effect: safe lets a read through.
 		switch {
 		case s.opts.Unmatched == policy.UnmatchedGuard && isMutation(req.Method):
-			route = rules.Fallback(req.Method, host, req.URL.Path)
+			route = rules.FallbackOf(s.unmatched, req.Method, host, req.URL.Path)
 		case s.opts.Unmatched == policy.UnmatchedReject:
 			ctx.UserData = &reqState{guarded: true}
 			resp := newProblem(ProblemRejected, "", "no rule describes "+req.Method+" "+host+req.URL.Path+" and unmatched calls are rejected").response(req)

@@ -33,13 +33,16 @@ type Store interface {
 	LastSeq() (uint64, error)
 	// Sweep removes finished steps older than cutoff (retention).
 	Sweep(cutoff time.Time, batch int) (removed int, more bool, err error)
-	// GetWorkflow, ListWorkflows and WorkflowSteps read workflows.
-	GetWorkflow(id string) (journal.Workflow, error)
+	// GetWorkflow, ListWorkflows and WorkflowSteps read workflows; a
+	// workflow is identified by its scope (the caller's credential MAC)
+	// and id. FindWorkflows returns every scope's record of an id.
+	GetWorkflow(scope, id string) (journal.Workflow, error)
+	FindWorkflows(id string) ([]journal.Workflow, error)
 	ListWorkflows(limit int) ([]journal.Workflow, error)
-	WorkflowSteps(id string) ([]journal.Step, error)
+	WorkflowSteps(scope, id string) ([]journal.Step, error)
 	// PutCheckpoint stores a checkpoint as a compare-and-swap on the
 	// workflow's version (If-Match).
-	PutCheckpoint(id string, ifVersion *uint64, checkpoint json.RawMessage) (journal.Workflow, error)
+	PutCheckpoint(scope, id string, ifVersion *uint64, checkpoint json.RawMessage) (journal.Workflow, error)
 	// Renew extends the lease of a step the caller still owns by its
 	// claim: started, or committed with a pending verification
 	// (journal.Step.Leasable); an error wrapping journal.ErrFenced

@@ -79,7 +79,7 @@ func TestReplicasVerifyOnce(t *testing.T) {
 	prov := newHidingProvider(3)
 	mem := newMemJournal(time.Now)
 	opts := Options{Lease: lease, VerifyMaxInterval: 20 * time.Millisecond}
-	a := newReplica(t, mem, verifiedRoute, prov.transport(0), opts)
+	a := newReplica(t, mem, uncredentialedVerified, prov.transport(0), opts)
 	r := a.post(t, `{"n":1}`)
 	if r.resp == nil || r.resp.StatusCode != 201 {
 		t.Fatalf("create: %+v", r)
@@ -87,8 +87,8 @@ func TestReplicasVerifyOnce(t *testing.T) {
 	key := r.resp.Header.Get(HeaderKey)
 	prov.awaitProbe(t, 0)
 
-	b := newReplica(t, mem, verifiedRoute, prov.transport(1), opts)
-	c := newReplica(t, mem, verifiedRoute, prov.transport(2), opts)
+	b := newReplica(t, mem, uncredentialedVerified, prov.transport(1), opts)
+	c := newReplica(t, mem, uncredentialedVerified, prov.transport(2), opts)
 	for _, o := range []*replica{b, c} {
 		if n, err := o.srv.ResumeVerifications(); err != nil || n != 0 {
 			t.Fatalf("resume on another replica while the verifier's lease runs: %d, %v; want 0", n, err)
@@ -145,7 +145,7 @@ func TestStalledVerifierStopsAfterTakeover(t *testing.T) {
 	prov := newHidingProvider(2)
 	mem := newMemJournal(time.Now)
 	opts := Options{Lease: lease, VerifyMaxInterval: 20 * time.Millisecond}
-	a := newReplica(t, mem, verifiedRoute, prov.transport(0), opts)
+	a := newReplica(t, mem, uncredentialedVerified, prov.transport(0), opts)
 	var stalled atomic.Bool
 	mem.renewFault = func(epoch uint64) error {
 		if epoch == a.store.Epoch() && stalled.Load() {
@@ -157,7 +157,7 @@ func TestStalledVerifierStopsAfterTakeover(t *testing.T) {
 	key := r.resp.Header.Get(HeaderKey)
 	prov.awaitProbe(t, 0)
 	stalled.Store(true)
-	b := newReplica(t, mem, verifiedRoute, prov.transport(1), opts)
+	b := newReplica(t, mem, uncredentialedVerified, prov.transport(1), opts)
 	if _, err := b.srv.ResumeVerifications(); err != nil {
 		t.Fatal(err)
 	}
@@ -209,3 +209,8 @@ func eventually(t *testing.T, what string, cond func() bool) {
 		}
 	}
 }
+
+// uncredentialedVerified is verifiedRoute in a file with credential: none:
+// a verification taken over by another replica then needs no caller's
+// credential lent (see parking), which these tests are not about.
+const uncredentialedVerified = "credential: none\n" + verifiedRoute

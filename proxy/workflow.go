@@ -9,14 +9,15 @@ import (
 )
 
 // versionChange compares the versions a request carries with the ones its
-// workflow recorded; it describes the change, or returns "" when there is
-// none (or nothing to compare).
+// workflow recorded in the caller's scope (another caller's steps in a
+// workflow of the same id never decide); it describes the change, or
+// returns "" when there is none (or nothing to compare).
 func (s *Server) versionChange(c *call) string {
 	id := c.in.Header.Get(HeaderWorkflow)
 	if id == "" {
 		return ""
 	}
-	w, err := s.journal.GetWorkflow(id)
+	w, err := s.journal.GetWorkflow(c.callerMAC, id)
 	if err != nil {
 		return ""
 	}

@@ -140,20 +140,37 @@ func (s *Set) Intercepts(hostport string) bool {
 	return s.table(hostport) != nil
 }
 
-// unmatchedAPI is the API of Fallback routes.
-var unmatchedAPI = &API{Name: "unmatched", Credential: "Authorization"}
+// UnmatchedAPI returns the API of Fallback routes, named "unmatched", whose
+// callers carry their credential in headers (canonical names, as
+// NewCredential returns them), or share one scope on purpose when none is
+// set.
+func UnmatchedAPI(headers []string, none bool) *API {
+	a := &API{Name: "unmatched"}
+	a.SetCredential(headers, none)
+	return a
+}
 
-// Fallback returns the synthetic route that the proxy's "unmatched: guard"
-// policy applies to a side-effecting request no rule describes: API
-// "unmatched", route name method+" "+host (so that keys of different hosts
-// differ), irreversible, keyed on the whole body, scoped by the
-// Authorization header and the workflow. The path takes part in the key as
-// the path value "path" (the pattern is "/{path...}"), whatever Input's
-// PathValues say.
+// defaultUnmatched is the API of Fallback: callers carry their credential
+// in Authorization.
+var defaultUnmatched = UnmatchedAPI([]string{"Authorization"}, false)
+
+// Fallback is FallbackOf with callers whose credential is in
+// Authorization.
 func Fallback(method, host, path string) *Route {
+	return FallbackOf(defaultUnmatched, method, host, path)
+}
+
+// FallbackOf returns the synthetic route that the proxy's "unmatched: guard"
+// policy applies to a side-effecting request no rule describes: API api
+// (see UnmatchedAPI), route name method+" "+host (so that keys of
+// different hosts differ), irreversible, keyed on the whole body, scoped by
+// the caller's credential and the workflow. The path takes part in the key
+// as the path value "path" (the pattern is "/{path...}"), whatever Input's
+// PathValues say.
+func FallbackOf(api *API, method, host, path string) *Route {
 	k := splitHost(host)
 	return &Route{
-		API:       unmatchedAPI,
+		API:       api,
 		Name:      method + " " + k.String(),
 		Method:    method,
 		Pattern:   "/{path...}",

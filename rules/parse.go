@@ -68,7 +68,7 @@ func (d *decoder) api(n ast.Node) *API {
 		}
 	}
 	if e, ok := d.require(n, "", fs, "api"); ok {
-		api.Pos = d.pos(e.val)
+		api.Pos, api.keyPos = d.pos(e.val), d.pos(e.node)
 		if api.Name, ok = d.str(e.val, "api"); ok && !lowerName(api.Name) {
 			d.errorf(e.val, "api: invalid name %q (want lowercase letters, digits, _ and -)", api.Name)
 		}
@@ -77,7 +77,7 @@ func (d *decoder) api(n ast.Node) *API {
 		d.hosts(api, e)
 	}
 	if e, ok := fs["credential"]; ok {
-		api.Credential = d.credential(e)
+		d.credential(api, e)
 	}
 	if e, ok := fs["errors"]; ok {
 		api.Errors = d.errorFormat(e)
@@ -126,18 +126,6 @@ func (d *decoder) hosts(api *API, e entry) {
 		api.Hosts = append(api.Hosts, h)
 		api.hostPositions = append(api.hostPositions, d.pos(nodes[i]))
 	}
-}
-
-func (d *decoder) credential(e entry) string {
-	fs, ok := d.mapping(e.val, "credential", "header")
-	if !ok {
-		return ""
-	}
-	h, ok := d.require(e.node, "credential", fs, "header")
-	if !ok {
-		return ""
-	}
-	return d.headerName(h, "credential.header")
 }
 
 // headerName reads and canonicalizes a header name.

@@ -52,7 +52,8 @@ func (d *decoder) mcpAPI(n ast.Node) *API {
 	if !ok {
 		return nil
 	}
-	api := &API{File: d.file, Pos: d.pos(n), Credential: "Authorization", MCP: &MCP{Path: "/mcp"}}
+	api := &API{File: d.file, Pos: d.pos(n), MCP: &MCP{Path: "/mcp"}}
+	api.SetCredential([]string{"Authorization"}, false)
 	if e, ok := fs["version"]; ok {
 		if s, isStr := e.val.(*ast.StringNode); !isStr || s.Value != "v1" {
 			d.errorf(e.val, "version: unknown version %q (want v1)", e.val.GetToken().Value)
@@ -69,7 +70,7 @@ func (d *decoder) mcpAPI(n ast.Node) *API {
 		d.hosts(api, e)
 	}
 	if e, ok := fs["credential"]; ok {
-		api.Credential = d.credential(e)
+		d.credential(api, e)
 	}
 	if e, ok := d.require(n, "", fs, "tools"); ok {
 		d.tools(api, e)

@@ -74,9 +74,18 @@ type Set struct {
 type API struct {
 	Name  string
 	Hosts []string
-	// Credential is the canonical name of the header that carries the
-	// caller's credential; empty means none.
+	// Credential is the canonical name of the first header that carries
+	// the caller's credential (Credentials[0]); empty when the file names
+	// none.
 	Credential string
+	// Credentials are the canonical names of every header that may carry
+	// the caller's credential, in the file's order: the first one a
+	// request carries counts (see CallerCredential). nil when none.
+	Credentials []string
+	// NoCredential is set by credential: none: the file's callers share
+	// one key and workflow scope on purpose. Without it, a guarded call
+	// that carries no credential is refused.
+	NoCredential bool
 	// Errors is the shape of toolguard's own refusals on the API's routes;
 	// its zero value is problem+json.
 	Errors ErrorFormat
@@ -90,6 +99,8 @@ type API struct {
 	Pos Pos
 
 	hostPositions []Pos // of each Hosts entry
+	credentialSet bool  // the file has a credential field
+	keyPos        Pos   // of the api: key; the zero Pos when the file has none
 }
 
 // Route is one side-effecting operation of an API.

@@ -222,9 +222,7 @@ func deriveSample(set *Set, s *Sample, d *Deriver) (*Route, *Intent, error) {
 		h.Set(k, v)
 	}
 	in := Input{ContentType: contentType, Body: body, RawQuery: u.RawQuery, PathValues: params, EscapedPath: u.EscapedPath(), Workflow: h.Get("Toolguard-Workflow"), Host: u.Host}
-	if route.API.Credential != "" {
-		in.Credential = h.Get(route.API.Credential)
-	}
+	in.Credential = route.API.CallerCredential(h)
 	it, err := d.Derive(route, in)
 	return route, it, err
 }

@@ -236,16 +236,18 @@ func readLimited(r io.Reader, max int64) ([]byte, error) {
 }
 
 // CredentialHeaders picks the headers a lookup or probe reuses from the
-// triggering request: the API's credential header, or Authorization when
-// the API names none. They are held in memory only.
+// triggering request: the API's credential headers that it carries, or
+// Authorization when the API names none. They are held in memory only.
 func CredentialHeaders(api *rules.API, h http.Header) http.Header {
-	name := "Authorization"
-	if api != nil && api.Credential != "" {
-		name = api.Credential
+	names := []string{"Authorization"}
+	if hs := api.CredentialHeaders(); len(hs) > 0 {
+		names = hs
 	}
 	out := http.Header{}
-	if vs := h.Values(name); len(vs) > 0 {
-		out[http.CanonicalHeaderKey(name)] = append([]string(nil), vs...)
+	for _, name := range names {
+		if vs := h.Values(name); len(vs) > 0 {
+			out[http.CanonicalHeaderKey(name)] = append([]string(nil), vs...)
+		}
 	}
 	return out
 }

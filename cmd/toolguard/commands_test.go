@@ -276,6 +276,7 @@ func TestRulesCheckWhat(t *testing.T) {
 		{name: "empty directory", path: empty, wantCode: 1},
 		{name: "no rule files", path: "testdata/rulesets/notrules", wantCode: 1, golden: "notrules"},
 		{name: "yml file in a directory", path: "testdata/rulesets/yml", wantCode: 0, golden: "yml"},
+		{name: "file without credential warned", path: "testdata/rulesets/nocredential", wantCode: 0, golden: "nocredential"},
 		{name: "single file", path: "../../examples/rules/stripe.yaml", wantCode: 0, golden: "single"},
 		{name: "single broken file", path: "testdata/broken/effect/billing.yaml", wantCode: 1, golden: "single_broken"},
 		{name: "single file of another kind", path: "testdata/rulesets/notrules/demo.json", wantCode: 1, golden: "single_json"},

@@ -111,9 +111,7 @@ func explain(w io.Writer, set *rules.Set, journalPath, method string, u *url.URL
 	}
 	secret, note := explainSecret(journalPath)
 	in := rules.Input{ContentType: h.Get("Content-Type"), Body: body, RawQuery: u.RawQuery, PathValues: params, EscapedPath: u.EscapedPath(), Workflow: h.Get(proxy.HeaderWorkflow), Host: u.Host}
-	if route.API.Credential != "" {
-		in.Credential = h.Get(route.API.Credential)
-	}
+	in.Credential = route.API.CallerCredential(h)
 	intent, err := (&rules.Deriver{Secret: secret}).Derive(route, in)
 	if err != nil {
 		return err

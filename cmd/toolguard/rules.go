@@ -59,6 +59,9 @@ func runRules(args []string, stdout, stderr io.Writer) error {
 		}
 		return fmt.Errorf("rules check: %w", err)
 	}
+	for _, w := range set.Warnings() {
+		fmt.Fprintln(stderr, w)
+	}
 	if sample != "" {
 		if err := checkSamples(set, sample, stdout, stderr); err != nil {
 			return err

@@ -128,6 +128,9 @@ func serveWith(ctx context.Context, cfg config.Config, log *slog.Logger, out ser
 		log.Warn("NO ROUTES: the rules directory holds no rule files (*.yaml, *.yml); every call follows the unmatched policy",
 			"rules_dir", absPath(cfg.Rules.Dir), "unmatched", cfg.Unmatched.String())
 	}
+	for _, w := range set.Warnings() {
+		log.Warn("rule file: " + w)
+	}
 	ca, created, err := proxy.LoadOrCreateCA(cfg.CA.Dir)
 	if err != nil {
 		return err

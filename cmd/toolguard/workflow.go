@@ -111,7 +111,7 @@ func workflowShow(ctx context.Context, src *sourceFlags, id string, stdout io.Wr
 			return err
 		}
 		defer j.Close()
-		if w, err = j.GetWorkflow(id); err != nil {
+		if w, err = proxy.PickWorkflow(j, id, ""); err != nil {
 			return fmt.Errorf("workflow %s: %w", id, err)
 		}
 	} else if err := src.client().do(ctx, "GET", "/v1/workflows/"+url.PathEscape(id), nil, &w); err != nil {
@@ -144,7 +144,7 @@ func resumeOffline(path, rulesDir, id string, stdout io.Writer) error {
 		return err
 	}
 	defer srv.Close()
-	p, err := srv.ResumePacket(id)
+	p, err := srv.ResumePacket(id, "")
 	if err != nil {
 		return fmt.Errorf("workflow %s: %w", id, err)
 	}

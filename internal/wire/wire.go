@@ -83,8 +83,17 @@ func Proxy(cfg config.Config, d Deps) (*proxy.Server, error) {
 		MCPServers:        servers,
 		MCPUnlisted:       proxy.MCPUnlisted(cfg.MCP.Unlisted.String()),
 
+		UnmatchedCredential:   credential(cfg.UnmatchedCredential),
+		MCPUnlistedCredential: credential(cfg.MCP.UnlistedCredential),
+
 		MCPTrustAnnotations: cfg.MCP.Annotations == config.MCPAnnotationsTrust,
 	})
+}
+
+// credential is a credential setting as the proxy takes it.
+func credential(l config.List) proxy.Credential {
+	headers, none := l.Credential()
+	return proxy.Credential{Headers: headers, None: none}
 }
 
 // MCPServers pairs each configured MCP server with the MCP rule file of

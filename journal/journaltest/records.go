@@ -15,13 +15,13 @@ import (
 // change.
 func testWorkflows(t *testing.T, open Opener) {
 	s := fresh(t, open)
-	if _, err := s.GetWorkflow("wf"); !errors.Is(err, journal.ErrNotFound) {
+	if _, err := s.GetWorkflow("", "wf"); !errors.Is(err, journal.ErrNotFound) {
 		t.Fatalf("missing workflow: %v", err)
 	}
 	version := uint64(0)
 	expect := func(status string, steps, held int, current string) {
 		t.Helper()
-		w, err := s.GetWorkflow("wf")
+		w, err := s.GetWorkflow("", "wf")
 		if err != nil {
 			t.Fatalf("get workflow: %v", err)
 		}
@@ -32,7 +32,7 @@ func testWorkflows(t *testing.T, open Opener) {
 			t.Fatalf("workflow version %d did not grow past %d", w.Version, version)
 		}
 		version = w.Version
-		list, err := s.WorkflowSteps("wf")
+		list, err := s.WorkflowSteps("", "wf")
 		if err != nil || len(list) != steps {
 			t.Fatalf("workflow steps: %d, %v; want %d", len(list), err, steps)
 		}
@@ -75,31 +75,31 @@ func testWorkflows(t *testing.T, open Opener) {
 func testCheckpoints(t *testing.T, open Opener) {
 	s := fresh(t, open)
 	cp := json.RawMessage(`{"goal":"bill"}`)
-	w1, err := s.PutCheckpoint("wf", nil, cp)
+	w1, err := s.PutCheckpoint("", "wf", nil, cp)
 	if err != nil || w1.Version == 0 || string(w1.Checkpoint) != string(cp) {
 		t.Fatalf("first checkpoint: %+v, %v", w1, err)
 	}
-	if _, err := s.PutCheckpoint("wf", nil, cp); !errors.Is(err, journal.ErrPreconditionRequired) {
+	if _, err := s.PutCheckpoint("", "wf", nil, cp); !errors.Is(err, journal.ErrPreconditionRequired) {
 		t.Fatalf("second checkpoint without If-Match: %v, want ErrPreconditionRequired", err)
 	}
 	stale := w1.Version - 1
-	_, err = s.PutCheckpoint("wf", &stale, cp)
+	_, err = s.PutCheckpoint("", "wf", &stale, cp)
 	var ve *journal.VersionError
 	if !errors.Is(err, journal.ErrVersion) || !errors.As(err, &ve) || ve.Current != w1.Version {
 		t.Fatalf("stale If-Match: %v, want a VersionError naming version %d", err, w1.Version)
 	}
 	cp2 := json.RawMessage(`{"goal":"bill twice"}`)
-	w2, err := s.PutCheckpoint("wf", &w1.Version, cp2)
+	w2, err := s.PutCheckpoint("", "wf", &w1.Version, cp2)
 	if err != nil || w2.Version != w1.Version+1 {
 		t.Fatalf("checkpoint with the current version: %+v, %v", w2, err)
 	}
-	got, err := s.GetWorkflow("wf")
+	got, err := s.GetWorkflow("", "wf")
 	if err != nil || string(got.Checkpoint) != string(cp2) || got.Version != w2.Version {
 		t.Fatalf("read back: %+v, %v", got, err)
 	}
 	// A step of the workflow moves its version on: the old one is stale.
 	apply(t, s, "k", claim("k", "wf"))
-	if _, err := s.PutCheckpoint("wf", &w2.Version, cp); !errors.Is(err, journal.ErrVersion) {
+	if _, err := s.PutCheckpoint("", "wf", &w2.Version, cp); !errors.Is(err, journal.ErrVersion) {
 		t.Fatalf("checkpoint after a step changed the workflow: %v, want ErrVersion", err)
 	}
 }

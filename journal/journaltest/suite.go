@@ -35,10 +35,11 @@ type Store interface {
 	Events(after uint64, limit int) ([]journal.Event, error)
 	LastSeq() (uint64, error)
 	Sweep(cutoff time.Time, batch int) (removed int, more bool, err error)
-	GetWorkflow(id string) (journal.Workflow, error)
+	GetWorkflow(scope, id string) (journal.Workflow, error)
+	FindWorkflows(id string) ([]journal.Workflow, error)
 	ListWorkflows(limit int) ([]journal.Workflow, error)
-	WorkflowSteps(id string) ([]journal.Step, error)
-	PutCheckpoint(id string, ifVersion *uint64, checkpoint json.RawMessage) (journal.Workflow, error)
+	WorkflowSteps(scope, id string) ([]journal.Step, error)
+	PutCheckpoint(scope, id string, ifVersion *uint64, checkpoint json.RawMessage) (journal.Workflow, error)
 	Renew(ctx context.Context, key string, epoch, fence uint64, d time.Duration) error
 	Watch(key string) (<-chan struct{}, func())
 	Epoch() uint64
@@ -79,6 +80,7 @@ func Run(t *testing.T, open Opener) {
 		{"NoLostUpdates", testNoLostUpdates},
 		{"Workflows", testWorkflows},
 		{"Checkpoints", testCheckpoints},
+		{"WorkflowScopes", testWorkflowScopes},
 		{"ListFilters", testListFilters},
 		{"Count", testCount},
 		{"Sweep", testSweep},

@@ -259,7 +259,7 @@ func (j *Journal) write(ctx context.Context, p *pending) (journal.Step, bool, er
 		int64(s.Epoch), int64(s.Fence), p.claimed, p.lease.Microseconds(), nullTime(s.VerifyBy), s.UpdatedAt,
 		string(p.record), body, types, froms, reasons, notes, false, // NOTIFY: after the commit (notify.go)
 		f.ids, f.steps, f.held, f.started, f.retryable, f.verifying, f.done, f.prepared,
-		f.curStep, f.curRoute, f.inputHash, f.prompt, f.policy, j.channel,
+		f.curStep, f.curRoute, f.inputHash, f.prompt, f.policy, j.channel, f.scopes,
 	}
 	var lease *time.Time
 	var notified int64

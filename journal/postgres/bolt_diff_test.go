@@ -18,10 +18,10 @@ type store interface {
 	List(f journal.Filter) ([]journal.Step, error)
 	Events(after uint64, limit int) ([]journal.Event, error)
 	Count() (journal.Counts, error)
-	GetWorkflow(id string) (journal.Workflow, error)
+	GetWorkflow(scope, id string) (journal.Workflow, error)
 	ListWorkflows(limit int) ([]journal.Workflow, error)
-	WorkflowSteps(id string) ([]journal.Step, error)
-	PutCheckpoint(id string, ifVersion *uint64, cp json.RawMessage) (journal.Workflow, error)
+	WorkflowSteps(scope, id string) ([]journal.Step, error)
+	PutCheckpoint(scope, id string, ifVersion *uint64, cp json.RawMessage) (journal.Workflow, error)
 	Sweep(cutoff time.Time, batch int) (int, bool, error)
 	Check() []error
 }
@@ -79,7 +79,7 @@ func scenario(t *testing.T, s store, clock *stepClock) {
 	set("f", started, true)
 	set("f", func(s *journal.Step) { s.Status, s.Response = journal.StatusCommitted, ok }, false)
 	set("f", func(s *journal.Step) { s.Status, s.Evidence = journal.StatusVerified, "seen" }, false)
-	if _, err := s.PutCheckpoint("w1", nil, json.RawMessage(`{"n":1}`)); err != nil {
+	if _, err := s.PutCheckpoint("", "w1", nil, json.RawMessage(`{"n":1}`)); err != nil {
 		t.Fatal(err)
 	}
 	if _, _, err := s.Sweep(time.Date(2026, 3, 1, 0, 0, 9, 0, time.UTC), 10); err != nil {
@@ -128,7 +128,7 @@ func view(t *testing.T, s store) map[string]any {
 	}
 	out["workflows"] = wfs
 	for _, id := range []string{"w1", "w2"} {
-		steps, err := s.WorkflowSteps(id)
+		steps, err := s.WorkflowSteps("", id)
 		if err != nil {
 			t.Fatal(err)
 		}

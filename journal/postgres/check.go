@@ -39,7 +39,7 @@ var invariants = []struct{ name, query string }{
 	{"event seq", `SELECT 'event ' || seq || ': seq does not match its transaction ' || xid FROM events
 		WHERE seq >> 10 <> xid::text::bigint`},
 	{"workflow counts", `WITH c AS (
-			SELECT workflow AS id, count(*) AS steps,
+			SELECT workflow AS id, coalesce(record->>'credential_mac', '') AS scope, count(*) AS steps,
 				count(*) FILTER (WHERE hold <> 0) AS held,
 				count(*) FILTER (WHERE hold = 0 AND status = 2) AS started,
 				count(*) FILTER (WHERE hold = 0 AND status = 5 AND retryable) AS retryable,
@@ -47,13 +47,13 @@ var invariants = []struct{ name, query string }{
 				count(*) FILTER (WHERE hold = 0 AND (status = 4 OR (status = 3 AND verify_by IS NULL)
 					OR (status = 5 AND NOT retryable))) AS done,
 				count(*) FILTER (WHERE hold = 0 AND (status = 1)) AS prepared
-			FROM steps WHERE workflow <> '' GROUP BY workflow)
-		SELECT 'workflow ' || coalesce(w.id, c.id) || ': counts ' ||
+			FROM steps WHERE workflow <> '' GROUP BY 1, 2)
+		SELECT 'workflow ' || coalesce(w.id, c.id) || CASE WHEN coalesce(w.scope, c.scope) <> '' THEN ' scope ' || coalesce(w.scope, c.scope) ELSE '' END || ': counts ' ||
 			CASE WHEN w.id IS NULL THEN 'missing' ELSE
 				format('%s/%s/%s/%s/%s/%s/%s', w.steps, w.held, w.started, w.retryable, w.verifying, w.done, w.prepared) END
 			|| ', steps say ' || CASE WHEN c.id IS NULL THEN 'none' ELSE
 				format('%s/%s/%s/%s/%s/%s/%s', c.steps, c.held, c.started, c.retryable, c.verifying, c.done, c.prepared) END
-		FROM workflows w FULL JOIN c ON c.id = w.id
+		FROM workflows w FULL JOIN c ON c.id = w.id AND c.scope = w.scope
 		WHERE (w.id IS NULL) OR (c.id IS NULL AND w.steps <> 0) OR (c.id IS NOT NULL AND
 			(w.steps, w.held, w.started, w.retryable, w.verifying, w.done, w.prepared) IS DISTINCT FROM
 			(c.steps, c.held, c.started, c.retryable, c.verifying, c.done, c.prepared))`},

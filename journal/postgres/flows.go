@@ -4,7 +4,7 @@ import "github.com/toolguard/toolguard/journal"
 
 // flowDelta is the change a step write makes to one workflow's record.
 type flowDelta struct {
-	id                                                         string
+	id, scope                                                  string
 	steps, held, started, retryable, verifying, done, prepared int32
 	// Set when the step now belongs to the workflow: it becomes the
 	// workflow's current step.
@@ -36,29 +36,35 @@ func (d *flowDelta) add(s *journal.Step, delta int32) {
 func flowDeltas(old, s *journal.Step) []flowDelta {
 	var out []flowDelta
 	if s.Workflow != "" {
-		d := flowDelta{id: s.Workflow, curStep: s.Key, curRoute: s.Route, inputHash: s.BodyHash}
+		d := flowDelta{id: s.Workflow, scope: s.CredentialMAC, curStep: s.Key, curRoute: s.Route, inputHash: s.BodyHash}
 		// A held step's versions are not the workflow's until an operator
 		// releases it.
 		if !s.Held() {
 			d.prompt, d.policy = s.PromptVersion, s.PolicyVersion
 		}
 		d.add(s, 1)
-		if old != nil && old.Workflow == s.Workflow {
+		if sameFlow(old, s) {
 			d.add(old, -1)
 		}
 		out = append(out, d)
 	}
-	if old != nil && old.Workflow != "" && old.Workflow != s.Workflow {
-		d := flowDelta{id: old.Workflow}
+	if old != nil && old.Workflow != "" && !sameFlow(old, s) {
+		d := flowDelta{id: old.Workflow, scope: old.CredentialMAC}
 		d.add(old, -1)
 		out = append(out, d)
 	}
 	return out
 }
 
+// sameFlow reports whether old (nil for none) counts in s's workflow
+// record: the same id and scope.
+func sameFlow(old, s *journal.Step) bool {
+	return old != nil && old.Workflow == s.Workflow && old.CredentialMAC == s.CredentialMAC
+}
+
 // flowColumns are flowDeltas as the statement's array parameters.
 type flowColumns struct {
-	ids, curStep, curRoute, inputHash, prompt, policy          []string
+	ids, scopes, curStep, curRoute, inputHash, prompt, policy  []string
 	steps, held, started, retryable, verifying, done, prepared []int32
 }
 
@@ -66,6 +72,7 @@ func flowArrays(ds []flowDelta) flowColumns {
 	var c flowColumns
 	for _, d := range ds {
 		c.ids = append(c.ids, d.id)
+		c.scopes = append(c.scopes, d.scope)
 		c.steps = append(c.steps, d.steps)
 		c.held = append(c.held, d.held)
 		c.started = append(c.started, d.started)
@@ -80,7 +87,7 @@ func flowArrays(ds []flowDelta) flowColumns {
 		c.policy = append(c.policy, d.policy)
 	}
 	if c.ids == nil {
-		c.ids, c.curStep, c.curRoute, c.inputHash, c.prompt, c.policy = []string{}, []string{}, []string{}, []string{}, []string{}, []string{}
+		c.ids, c.scopes, c.curStep, c.curRoute, c.inputHash, c.prompt, c.policy = []string{}, []string{}, []string{}, []string{}, []string{}, []string{}, []string{}
 		c.steps, c.held, c.started, c.retryable, c.verifying, c.done, c.prepared = []int32{}, []int32{}, []int32{}, []int32{}, []int32{}, []int32{}, []int32{}
 	}
 	return c

@@ -91,7 +91,7 @@ func TestWorkflowsAndCheckpoints(t *testing.T) {
 	j := openTest(t, Options{})
 	put(t, j, journal.Step{Key: "s1", Status: journal.StatusStarted, Workflow: "w", PromptVersion: "p1"})
 	put(t, j, journal.Step{Key: "s2", Status: journal.StatusPrepared, Workflow: "w", Hold: journal.HoldAwaitingApproval, PromptVersion: "p2"})
-	w, err := j.GetWorkflow("w")
+	w, err := j.GetWorkflow("", "w")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,42 +101,42 @@ func TestWorkflowsAndCheckpoints(t *testing.T) {
 	}
 	put(t, j, journal.Step{Key: "s2", Status: journal.StatusCommitted, Workflow: "w"})
 	put(t, j, journal.Step{Key: "s1", Status: journal.StatusCommitted, Workflow: "w"})
-	w, _ = j.GetWorkflow("w")
-	steps, _ := j.WorkflowSteps("w")
+	w, _ = j.GetWorkflow("", "w")
+	steps, _ := j.WorkflowSteps("", "w")
 	if w.Status != journal.WorkflowCompleted || w.Status != journal.DeriveWorkflowStatus(steps) || len(steps) != 2 {
 		t.Fatalf("workflow = %+v with steps %v, want completed", w, keys(steps))
 	}
-	if _, err := j.GetWorkflow("none"); !errors.Is(err, journal.ErrNotFound) {
+	if _, err := j.GetWorkflow("", "none"); !errors.Is(err, journal.ErrNotFound) {
 		t.Fatalf("GetWorkflow(none): %v", err)
 	}
 
 	cp := json.RawMessage(`{"next": "ship",  "n": 1}`)
-	w1, err := j.PutCheckpoint("w", nil, cp)
+	w1, err := j.PutCheckpoint("", "w", nil, cp)
 	if err != nil || string(w1.Checkpoint) != string(cp) || w1.Version != w.Version+1 {
 		t.Fatalf("first checkpoint = %+v, %v", w1, err)
 	}
-	if _, err := j.PutCheckpoint("w", nil, cp); !errors.Is(err, journal.ErrPreconditionRequired) {
+	if _, err := j.PutCheckpoint("", "w", nil, cp); !errors.Is(err, journal.ErrPreconditionRequired) {
 		t.Fatalf("checkpoint without a version over one: %v, want ErrPreconditionRequired", err)
 	}
 	stale := w.Version
-	_, err = j.PutCheckpoint("w", &stale, cp)
+	_, err = j.PutCheckpoint("", "w", &stale, cp)
 	var ve *journal.VersionError
 	if !errors.As(err, &ve) || ve.Current != w1.Version || !errors.Is(err, journal.ErrVersionMismatch) {
 		t.Fatalf("stale checkpoint: %v, want a VersionError at %d", err, w1.Version)
 	}
 	v := w1.Version
-	if w2, err := j.PutCheckpoint("w", &v, json.RawMessage(`{}`)); err != nil || w2.Version != v+1 {
+	if w2, err := j.PutCheckpoint("", "w", &v, json.RawMessage(`{}`)); err != nil || w2.Version != v+1 {
 		t.Fatalf("checkpoint at the current version = %+v, %v", w2, err)
 	}
 	// A new workflow: version 0 is the only one to name.
 	one := uint64(1)
-	if _, err := j.PutCheckpoint("fresh", &one, cp); !errors.As(err, &ve) {
+	if _, err := j.PutCheckpoint("", "fresh", &one, cp); !errors.As(err, &ve) {
 		t.Fatalf("checkpoint of a new workflow at version 1: %v, want a VersionError", err)
 	}
-	if _, err := j.GetWorkflow("fresh"); !errors.Is(err, journal.ErrNotFound) {
+	if _, err := j.GetWorkflow("", "fresh"); !errors.Is(err, journal.ErrNotFound) {
 		t.Fatalf("a refused checkpoint created the workflow: %v", err)
 	}
-	fresh, err := j.PutCheckpoint("fresh", nil, cp)
+	fresh, err := j.PutCheckpoint("", "fresh", nil, cp)
 	if err != nil || fresh.Status != journal.WorkflowPlanned || fresh.Version != 1 {
 		t.Fatalf("checkpoint of a new workflow = %+v, %v", fresh, err)
 	}
@@ -194,7 +194,7 @@ func TestSweepRemovesOnlyFinishedSteps(t *testing.T) {
 	if fmt.Sprint(keys(got)) != "[recent verifying started retryable held]" {
 		t.Fatalf("left %v", keys(got))
 	}
-	if _, err := j.GetWorkflow("w"); !errors.Is(err, journal.ErrNotFound) {
+	if _, err := j.GetWorkflow("", "w"); !errors.Is(err, journal.ErrNotFound) {
 		t.Fatalf("emptied workflow: %v, want it dropped", err)
 	}
 	evs, _ := j.Events(0, 0)

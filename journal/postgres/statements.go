@@ -17,10 +17,14 @@ type statements struct {
 //	$6 retryable, $7 workflow, $8 epoch, $9 fence, $10 claim, $11 lease
 //	(µs), $12 verify_by, $13 time, $14 record, $15 response body,
 //	$16-$19 the events' type, from, reason and note, $20 notify,
-//	$21-$33 the workflow deltas, $34 the NOTIFY channel.
+//	$21-$33 the workflow deltas, $34 the NOTIFY channel, $35 the workflow
+//	deltas' scopes.
 //
 // An event's seq is its transaction's id times 1024 plus its ordinal (see
-// the package doc, "The event feed").
+// the package doc, "The event feed"). A step that is the first of its
+// scope in a workflow adopts the empty scope's record of the id when that
+// counts no step (a, as journal.Bolt does): a checkpoint written before any
+// call, without a scope, is the first caller's.
 const (
 	insertStep = `INSERT INTO steps (key, revision, status, hold, retryable, workflow, epoch, fence,
 		lease_until, verify_by, created_at, updated_at, record, response_body)
@@ -46,15 +50,25 @@ e AS (
 	FROM s, unnest($16::text[], $17::smallint[], $18::text[], $19::text[])
 		WITH ORDINALITY AS x(type, from_status, reason, note, n)
 ),
+a AS (
+	DELETE FROM workflows o
+	USING (SELECT DISTINCT x.id, x.scope FROM s, unnest($21::text[], $35::text[]) AS x(id, scope) WHERE x.scope <> '') x
+	WHERE o.id = x.id AND o.scope = '' AND o.steps = 0
+		AND NOT EXISTS (SELECT 1 FROM workflows y WHERE y.id = x.id AND y.scope = x.scope)
+	RETURNING o.id, o.version, o.checkpoint, o.checkpoint_at, o.created_at
+),
 w AS (
-	INSERT INTO workflows AS wf (id, version, steps, held, started, retryable, verifying, done, prepared,
-		current_step, current_route, input_hash, prompt_version, policy_version, created_at, updated_at)
-	SELECT d.id, 1, d.steps, d.held, d.started, d.retryable, d.verifying, d.done, d.prepared,
-		d.cur_step, d.cur_route, d.input_hash, d.prompt, d.policy, $13, $13
+	INSERT INTO workflows AS wf (id, scope, version, steps, held, started, retryable, verifying, done, prepared,
+		current_step, current_route, input_hash, prompt_version, policy_version, checkpoint, checkpoint_at,
+		created_at, updated_at)
+	SELECT d.id, d.scope, coalesce(a.version, 0) + 1, d.steps, d.held, d.started, d.retryable, d.verifying, d.done, d.prepared,
+		d.cur_step, d.cur_route, d.input_hash, d.prompt, d.policy, a.checkpoint, a.checkpoint_at,
+		coalesce(a.created_at, $13), $13
 	FROM s, unnest($21::text[], $22::int[], $23::int[], $24::int[], $25::int[], $26::int[], $27::int[], $28::int[],
-		$29::text[], $30::text[], $31::text[], $32::text[], $33::text[])
-		AS d(id, steps, held, started, retryable, verifying, done, prepared, cur_step, cur_route, input_hash, prompt, policy)
-	ON CONFLICT (id) DO UPDATE SET
+		$29::text[], $30::text[], $31::text[], $32::text[], $33::text[], $35::text[])
+		AS d(id, steps, held, started, retryable, verifying, done, prepared, cur_step, cur_route, input_hash, prompt, policy, scope)
+		LEFT JOIN a ON a.id = d.id AND d.scope <> ''
+	ON CONFLICT (id, scope) DO UPDATE SET
 		version = wf.version + 1,
 		steps = wf.steps + EXCLUDED.steps,
 		held = wf.held + EXCLUDED.held,

@@ -43,20 +43,20 @@ func (j *Journal) Sweep(cutoff time.Time, batch int) (removed int, more bool, er
 		rows, err := tx.Query(ctx, `WITH v AS (
 				SELECT key FROM steps WHERE `+sweepable+` AND updated_at < $1
 				ORDER BY updated_at LIMIT $2 FOR UPDATE SKIP LOCKED)
-			DELETE FROM steps s USING v WHERE s.key = v.key RETURNING s.workflow`, cutoff, batch)
+			DELETE FROM steps s USING v WHERE s.key = v.key RETURNING s.workflow, `+stepScope, cutoff, batch)
 		if err != nil {
 			return err
 		}
-		flows := map[string]int32{}
+		flows := map[[2]string]int32{} // id, scope
 		for rows.Next() {
-			var wf string
-			if err := rows.Scan(&wf); err != nil {
+			var wf, scope string
+			if err := rows.Scan(&wf, &scope); err != nil {
 				rows.Close()
 				return err
 			}
 			removed++
 			if wf != "" {
-				flows[wf]++
+				flows[[2]string{wf, scope}]++
 			}
 		}
 		rows.Close()
@@ -81,14 +81,14 @@ func (j *Journal) Sweep(cutoff time.Time, batch int) (removed int, more bool, er
 // sweepFlows uncounts the removed steps (all of class done) from their
 // workflows and drops the workflows left empty, unless their checkpoint
 // was written at or after cutoff.
-func sweepFlows(ctx context.Context, tx pgx.Tx, flows map[string]int32, cutoff time.Time, now any) error {
-	for id, n := range flows {
+func sweepFlows(ctx context.Context, tx pgx.Tx, flows map[[2]string]int32, cutoff time.Time, now any) error {
+	for ref, n := range flows {
 		if _, err := tx.Exec(ctx, `UPDATE workflows SET steps = steps - $2, done = done - $2, version = version + 1,
-			updated_at = coalesce($3::timestamptz, now()) WHERE id = $1`, id, n, now); err != nil {
+			updated_at = coalesce($3::timestamptz, now()) WHERE id = $1 AND scope = $4`, ref[0], n, now, ref[1]); err != nil {
 			return err
 		}
-		if _, err := tx.Exec(ctx, `DELETE FROM workflows WHERE id = $1 AND steps = 0
-			AND (checkpoint_at IS NULL OR checkpoint_at < $2)`, id, cutoff); err != nil {
+		if _, err := tx.Exec(ctx, `DELETE FROM workflows WHERE id = $1 AND scope = $3 AND steps = 0
+			AND (checkpoint_at IS NULL OR checkpoint_at < $2)`, ref[0], cutoff, ref[1]); err != nil {
 			return err
 		}
 	}
