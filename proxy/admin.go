@@ -34,6 +34,10 @@ type AdminOptions struct {
 	// InsecureNoAuth makes every request an operator, with or without a
 	// token: the explicit admin.insecure_no_auth, never the default.
 	InsecureNoAuth bool
+	// AgentScope computes the credential scope an agent's request presents
+	// (Server.AgentScope); the agent token reads and writes only that
+	// scope. Nil limits agents to the unscoped steps.
+	AgentScope ScopeFunc
 	// Ready reports readiness; nil means always ready.
 	Ready func() bool
 	// Metrics serves GET /metrics; nil leaves it out.
@@ -124,6 +128,18 @@ func (a *Admin) auth(role Role, h http.HandlerFunc) http.HandlerFunc {
 			a.adminError(w, errForbidden)
 			return
 		}
+		if granted == RoleAgent {
+			// The agent token sees only the scope its caller presents.
+			scope := ""
+			if a.opts.AgentScope != nil {
+				var err error
+				if scope, err = a.opts.AgentScope(r); err != nil {
+					a.adminError(w, err)
+					return
+				}
+			}
+			r = withAgentScope(r, scope)
+		}
 		h(w, r)
 	}
 }
@@ -150,11 +166,13 @@ func (a *Admin) roleOf(r *http.Request) Role {
 // whoami tells a client (the console) what its token may do:
 // {"role": "operator"} or {"role": "agent"}.
 func (a *Admin) whoami(w http.ResponseWriter, r *http.Request) {
-	role := "agent"
+	out := map[string]string{"role": "agent"}
 	if a.roleOf(r) == RoleOperator {
-		role = "operator"
+		out["role"] = "operator"
+	} else if scope, _ := agentScope(r); scope != "" {
+		out["scope"] = scope // the credential MAC its requests are limited to
 	}
-	writeJSON(w, http.StatusOK, map[string]string{"role": role})
+	writeJSON(w, http.StatusOK, out)
 }
 
 // tokenEqual compares in constant time; an empty want (a token that is
@@ -196,9 +214,11 @@ func (a *Admin) listSteps(w http.ResponseWriter, r *http.Request) {
 		steps = steps[:page]
 		out["next"] = strconv.Itoa(offset + page)
 	}
-	views := make([]StepView, len(steps))
+	views := make([]StepView, 0, len(steps))
 	for i := range steps {
-		views[i] = ViewOf(&steps[i])
+		if visible(r, steps[i].CredentialMAC) {
+			views = append(views, ViewOf(&steps[i]))
+		}
 	}
 	out["steps"] = views
 	writeJSON(w, http.StatusOK, out)
@@ -254,6 +274,9 @@ func (a *Admin) getStep(w http.ResponseWriter, r *http.Request) {
 	if f, ok := a.opts.Store.(KeyFinder); ok && errors.Is(err, journal.ErrNotFound) {
 		st, err = FindStep(f, r.PathValue("key")) // an abbreviated key, as git takes
 	}
+	if err == nil && !visible(r, st.CredentialMAC) {
+		err = fmt.Errorf("step %s: %w", r.PathValue("key"), errNoStep) // another caller's: as if absent
+	}
 	if err != nil {
 		a.adminError(w, notFoundAs(err, errNoStep))
 		return
@@ -277,10 +300,33 @@ func (a *Admin) events(w http.ResponseWriter, r *http.Request) {
 		a.adminError(w, err)
 		return
 	}
+	evs = a.visibleEvents(r, evs)
 	if evs == nil {
 		evs = []journal.Event{}
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"events": evs})
+}
+
+// visibleEvents keeps the events of steps r may see: an agent's, those
+// of its own scope.
+func (a *Admin) visibleEvents(r *http.Request, evs []journal.Event) []journal.Event {
+	if _, limited := agentScope(r); !limited {
+		return evs
+	}
+	seen := map[string]bool{}
+	out := evs[:0]
+	for _, ev := range evs {
+		ok, known := seen[ev.Key]
+		if !known {
+			st, err := a.opts.Store.Get(ev.Key)
+			ok = err == nil && visible(r, st.CredentialMAC)
+			seen[ev.Key] = ok
+		}
+		if ok {
+			out = append(out, ev)
+		}
+	}
+	return out
 }
 
 // adminError answers a failed admin request (see adminError).

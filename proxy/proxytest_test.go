@@ -217,7 +217,8 @@ func startHarness(t *testing.T, cfg harnessConfig) *harness {
 	proxyHTTP := httptest.NewServer(h.srv.Handler())
 	t.Cleanup(proxyHTTP.Close)
 	t.Cleanup(h.srv.Close)
-	h.admin = NewAdmin(AdminOptions{Store: h.j, Token: harnessToken, Logger: log, Metrics: h.metrics.Handler(), Extra: h.srv.WorkflowAdmin(), Ready: h.srv.Ready})
+	h.admin = NewAdmin(AdminOptions{Store: h.j, Token: harnessToken, AgentToken: harnessAgentToken, Logger: log, Metrics: h.metrics.Handler(),
+		Extra: h.srv.WorkflowAdmin(), Ready: h.srv.Ready, Settle: h.srv.Settle, AgentScope: h.srv.AgentScope})
 	adminHTTP := httptest.NewServer(h.admin)
 	t.Cleanup(adminHTTP.Close)
 	h.adminURL = adminHTTP.URL
@@ -271,6 +272,9 @@ func (h *harness) send(method, path, body string, headers ...string) (*http.Resp
 // answer into out when it is non-nil, and returns the status.
 // harnessToken is the operator token of the harness's admin API.
 const harnessToken = "operator-test-token"
+
+// harnessAgentToken is the agent token of the harness's admin API.
+const harnessAgentToken = "agent-test-token"
 
 func (h *harness) adminCall(method, path string, body, out any) int {
 	h.t.Helper()

@@ -241,18 +241,22 @@ func pickAction(actions []string, steps int) string {
 func (s *Server) mountWorkflows(mux *http.ServeMux, auth func(Role, http.HandlerFunc) http.HandlerFunc) {
 	ws := s.journal
 	mux.HandleFunc("GET /v1/workflows", auth(RoleAgent, func(w http.ResponseWriter, r *http.Request) {
-		list, err := ws.ListWorkflows(0)
+		all, err := ws.ListWorkflows(0)
 		if err != nil {
 			adminError(w, s.log, err)
 			return
 		}
-		for i := range list {
-			list[i].Checkpoint = nil
+		list := all[:0]
+		for _, wf := range all {
+			if visible(r, wf.Scope) {
+				wf.Checkpoint = nil
+				list = append(list, wf)
+			}
 		}
 		writeJSON(w, http.StatusOK, map[string]any{"workflows": nonNilList(list)})
 	}))
 	mux.HandleFunc("GET /v1/workflows/{id}", auth(RoleAgent, func(w http.ResponseWriter, r *http.Request) {
-		wf, err := PickWorkflow(ws, r.PathValue("id"), r.URL.Query().Get("scope"))
+		wf, err := PickWorkflow(ws, r.PathValue("id"), workflowScopeParam(r))
 		if err != nil {
 			adminError(w, s.log, notFoundAs(err, errNoWorkflow))
 			return
@@ -261,7 +265,7 @@ func (s *Server) mountWorkflows(mux *http.ServeMux, auth func(Role, http.Handler
 		writeJSON(w, http.StatusOK, wf)
 	}))
 	mux.HandleFunc("GET /v1/workflows/{id}/resume", auth(RoleAgent, func(w http.ResponseWriter, r *http.Request) {
-		p, err := s.ResumePacket(r.PathValue("id"), r.URL.Query().Get("scope"))
+		p, err := s.ResumePacket(r.PathValue("id"), workflowScopeParam(r))
 		if err != nil {
 			adminError(w, s.log, notFoundAs(err, errNoWorkflow))
 			return

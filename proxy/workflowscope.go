@@ -81,7 +81,7 @@ func scopeNote(scope string) string {
 // record's; for a new workflow, the ?scope= given in full (a credential
 // MAC) or none, else the empty scope.
 func checkpointScope(st Store, r *http.Request) (string, error) {
-	id, scope := r.PathValue("id"), r.URL.Query().Get("scope")
+	id, scope := r.PathValue("id"), workflowScopeParam(r)
 	w, err := PickWorkflow(st, id, scope)
 	switch {
 	case err == nil:

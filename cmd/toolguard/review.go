@@ -17,7 +17,7 @@ const reviewHelp = `Usage: toolguard review COMMAND
 Commands:
   ls [--limit N] [--json]                         held steps and what is known about them
   approve KEY [--note T]                          let the next retry of an approval-gated call through, once
-  resolve KEY --outcome committed|not-executed [--operation-id ID] [--note T]
+  resolve KEY --outcome committed|not-executed [--operation-id ID] [--note T] [--force]
                                                   end a hold with what you found out
 `
 

@@ -61,7 +61,7 @@ Usage:
   toolguard journal migrate [--dsn DSN]
   toolguard review ls [--limit N] [--json]
   toolguard review approve KEY [--note T]
-  toolguard review resolve KEY --outcome committed|not-executed [--operation-id ID] [--note T]
+  toolguard review resolve KEY --outcome committed|not-executed [--operation-id ID] [--note T] [--force]
   toolguard workflow ls [--json]
   toolguard workflow show ID [--json]
   toolguard workflow resume ID [--json]

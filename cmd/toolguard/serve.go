@@ -176,7 +176,7 @@ func serveWith(ctx context.Context, cfg config.Config, log *slog.Logger, out ser
 	}
 	admin := proxy.NewAdmin(proxy.AdminOptions{Store: j, Maintainer: maint, Token: cfg.Admin.Token, AgentToken: cfg.Admin.AgentToken,
 		InsecureNoAuth: cfg.Admin.InsecureNoAuth, Logger: log,
-		Metrics: metrics.Handler(), Extra: srv.WorkflowAdmin(), Ready: srv.Ready, Settle: srv.Settle,
+		Metrics: metrics.Handler(), Extra: srv.WorkflowAdmin(), Ready: srv.Ready, Settle: srv.Settle, AgentScope: srv.AgentScope,
 		UI: console.Handler(console.Options{Version: version})})
 	proxyHTTP, adminHTTP := wire.HTTPServer(cfg, srv.Handler(), log), wire.HTTPServer(cfg, admin, log)
 	errc := make(chan error, 2)
