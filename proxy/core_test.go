@@ -194,6 +194,15 @@ func TestReviewResolveInProcess(t *testing.T) {
 			body := `{"customer":"c1","amount":10}`
 			key := holdForReview(t, h, body)
 			res := Resolution{Outcome: tc.outcome, OperationID: "inv_1", Note: "checked the dashboard"}
+			if tc.outcome == "not_executed" {
+				// The attempt may still land for an upstream timeout after
+				// it was last written: not executed needs force until then.
+				var p Problem
+				if code := h.adminCall("POST", "/v1/steps/"+key+"/resolve", res, &p); code != http.StatusConflict || p.Type != ProblemAdminStillLanding {
+					t.Fatalf("resolve not_executed inside the landing window: %d %s, want 409 %s", code, p.Type, ProblemAdminStillLanding)
+				}
+				res.Force = true
+			}
 			for range 2 { // resolving again is idempotent
 				if code := h.adminCall("POST", "/v1/steps/"+key+"/resolve", res, nil); code != http.StatusOK {
 					t.Fatalf("resolve: %d", code)
