@@ -41,9 +41,12 @@ func TestUpgradeFromSchema1(t *testing.T) {
 	}
 
 	p := s.start(t)
-	if logs := p.logs.String(); !strings.Contains(logs, "upgraded the file layout") || !strings.Contains(logs, `"steps":3`) {
-		t.Fatalf("no upgrade of 3 steps logged:\n%s", logs)
-	}
+	// stderr is copied apart from stdout, whose lines start tells: wait
+	// for the line rather than read the log once.
+	eventually(t, "the upgrade of 3 steps in the log", func() bool {
+		logs := p.logs.String()
+		return strings.Contains(logs, "upgraded the file layout") && strings.Contains(logs, `"steps":3`)
+	})
 	c := p.client(t)
 	for _, ref := range []string{"order-1", "order-2", "order-3"} {
 		body := `{"customer":"c1","amount":4200,"reference":"` + ref + `","trace_id":"t2"}`

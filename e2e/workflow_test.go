@@ -24,6 +24,12 @@ func wfRequest(t *testing.T, p *proc, method, path, token, ifMatch, body string)
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
 	}
+	if token != p.token {
+		// An agent presents its caller's credential: the agent token
+		// reads and writes only that caller's scope.
+		req.Header.Set("Toolguard-Api", "billing")
+		req.Header.Set("Toolguard-Credential", "Bearer k1")
+	}
 	if ifMatch != "" {
 		req.Header.Set("If-Match", ifMatch)
 	}
