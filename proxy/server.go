@@ -17,8 +17,8 @@ import (
 	"github.com/elazarl/goproxy"
 	"golang.org/x/sync/semaphore"
 
-	"github.com/toolguard/toolguard/policy"
 	"github.com/toolguard/toolguard/journal"
+	"github.com/toolguard/toolguard/policy"
 	"github.com/toolguard/toolguard/rules"
 	"github.com/toolguard/toolguard/verifiers"
 )
