@@ -122,6 +122,9 @@ func (p *Problem) write(w http.ResponseWriter) {
 }
 
 func bodyResponse(req *http.Request, status int, h http.Header, body []byte) *http.Response {
+	if h == nil {
+		h = http.Header{} // a stored answer that kept no header
+	}
 	h.Set("Content-Length", strconv.Itoa(len(body)))
 	return &http.Response{
 		Status:        strconv.Itoa(status) + " " + http.StatusText(status),

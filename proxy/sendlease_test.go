@@ -218,3 +218,30 @@ func TestSendLeaseExtends(t *testing.T) {
 		t.Fatal("a nil lease must hold")
 	}
 }
+
+// A stored answer that kept no header at all is replayed, not dropped
+// (the replay used to write into a nil header and lose the connection).
+func TestReplayOfAnAnswerWithoutHeaders(t *testing.T) {
+	h := startHarness(t, harnessConfig{Routes: `  - name: charge
+    match: POST /x/charges
+    effect: irreversible
+`})
+	var effects atomic.Int64
+	var bare http.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		effects.Add(1)
+		w.Header()["Content-Type"] = nil // no sniffed type
+		w.Header()["Date"] = nil
+		w.WriteHeader(http.StatusCreated)
+		io.WriteString(w, "ok")
+	})
+	h.up.extra.Store(&bare)
+	for i := range 2 {
+		r, body := h.post("/x/charges", `{"amount":1}`, "Authorization", "Bearer a")
+		if r.StatusCode != http.StatusCreated || body != "ok" {
+			t.Fatalf("call %d: %d %q, want 201 ok", i+1, r.StatusCode, body)
+		}
+	}
+	if got := effects.Load(); got != 1 {
+		t.Fatalf("effects = %d, want 1", got)
+	}
+}
