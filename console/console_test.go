@@ -16,6 +16,10 @@ func TestHandler(t *testing.T) {
 		{name: "shell", method: "GET", path: "/ui/", wantStatus: 200, wantType: "text/html; charset=utf-8", wantBody: `<script src="/ui/static/app.js" defer></script>`},
 		{name: "script", method: "GET", path: "/ui/static/app.js", wantStatus: 200, wantType: "text/javascript; charset=utf-8", wantBody: "textContent"},
 		{name: "style", method: "GET", path: "/ui/static/app.css", wantStatus: 200, wantType: "text/css; charset=utf-8"},
+		{name: "svg icon", method: "GET", path: "/ui/static/favicon.svg", wantStatus: 200, wantType: "image/svg+xml", wantBody: "<svg"},
+		{name: "root favicon", method: "GET", path: "/favicon.ico", wantStatus: 200, wantType: "image/x-icon", wantBody: "\x00\x00\x01\x00"},
+		{name: "static favicon", method: "GET", path: "/ui/static/favicon.ico", wantStatus: 200, wantType: "image/x-icon"},
+		{name: "shell links the icon", method: "GET", path: "/ui/", wantStatus: 200, wantBody: `<link rel="icon" href="/ui/static/favicon.svg"`},
 		{name: "unknown page", method: "GET", path: "/ui/nope", wantStatus: 404},
 		{name: "post", method: "POST", path: "/ui/", wantStatus: 405},
 	}

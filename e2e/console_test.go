@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -14,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	cdpbrowser "github.com/chromedp/cdproto/browser"
+	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 )
@@ -297,6 +300,9 @@ func newConsoleFixture(t *testing.T) *consoleFixture {
 	return f
 }
 
+// utcTime is how the console shows a time.
+var utcTime = regexp.MustCompile(`^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC$`)
+
 func adminHold(t *testing.T, p *proc, key string) string {
 	code, body := wfRequest(t, p, "GET", "/v1/steps/"+key, operatorToken, "", "")
 	if code != 200 {
@@ -367,15 +373,106 @@ func TestConsole(t *testing.T) {
 		if strings.Contains(fields, "4242") {
 			t.Errorf("key fields %q show the redacted card number", fields)
 		}
-		if n := eval[int](tb, `document.querySelectorAll(".key-fields img, .key-fields script, .request-fields img, .request-fields script").length`); n != 0 {
-			t.Errorf("the key fields hold %d planted elements", n)
+		if n := eval[int](tb, `document.querySelectorAll(".request-fields img, .request-fields script").length`); n != 0 {
+			t.Errorf("the request fields hold %d planted elements", n)
 		}
-		// A step held while its request was at hand shows every body
-		// field; the key fields otherwise.
-		if got := tb.text(row(f.review, ".request-fields, .key-fields")); !strings.Contains(got, `to "a@example.com"`) {
-			t.Errorf("review row fields = %q", got)
+		// The step held on a retry keeps its request fields too.
+		if got := tb.text(row(f.review, ".request-fields")); !strings.Contains(got, `to "a@example.com"`) {
+			t.Errorf("review row request fields = %q", got)
 		}
 		tb.noDialogs()
+	})
+
+	t.Run("key prefix and copy", func(t *testing.T) {
+		tb := b.tab(t)
+		tb.signIn(p.adminURL, operatorToken)
+		link := row(f.approvalKey, "a.key-short")
+		tb.run(chromedp.WaitVisible(chromedp.CSS(link)))
+		if got := tb.text(link); got != f.approvalKey[:12]+"…" {
+			t.Errorf("key cell = %q, want the prefix %q", got, f.approvalKey[:12]+"…")
+		}
+		if got := eval[string](tb, fmt.Sprintf(`document.querySelector(%q).title`, link)); got != f.approvalKey {
+			t.Errorf("key title = %q, want the full key", got)
+		}
+		if eval[bool](tb, fmt.Sprintf(`document.querySelector(%q).innerText.includes(%q)`, "#main table", f.approvalKey)) {
+			t.Errorf("the review table shows a full key")
+		}
+		// With the clipboard permitted, the button copies the full key.
+		origin := p.adminURL
+		for _, name := range []string{"clipboard-read", "clipboard-write"} {
+			perm := cdpbrowser.SetPermissionParams{Permission: &cdpbrowser.PermissionDescriptor{Name: name, AllowWithoutSanitization: true},
+				Setting: cdpbrowser.PermissionSettingGranted, Origin: origin}
+			if _, err := chromedp.CallBrowser(tb.ctx, cdpbrowser.SetPermission, perm); err != nil {
+				t.Fatalf("grant %s: %v", name, err)
+			}
+		}
+		if _, err := chromedp.Call(tb.ctx, emulation.SetFocusEmulationEnabled, emulation.SetFocusEmulationEnabledParams{Enabled: true}); err != nil {
+			t.Fatalf("focus emulation: %v", err)
+		}
+		copyBtn := row(f.approvalKey, "button.copy-key")
+		tb.run(chromedp.Click(chromedp.CSS(copyBtn)))
+		tb.waitJS("copied", fmt.Sprintf(`document.querySelector(%q).textContent === "Copied"`, copyBtn))
+		if got := eval[string](tb, `navigator.clipboard.readText()`); got != f.approvalKey {
+			t.Errorf("clipboard = %q, want the full key", got)
+		}
+		// Without a clipboard, the full key is shown selected in a
+		// read-only input instead.
+		eval[bool](tb, `Object.defineProperty(navigator, "clipboard", {value: undefined, configurable: true}); true`)
+		tb.run(chromedp.Click(chromedp.CSS(row(f.review, "button.copy-key"))))
+		input := row(f.review, "input.key-full")
+		tb.run(chromedp.WaitVisible(chromedp.CSS(input)))
+		got := eval[string](tb, fmt.Sprintf(`(() => { const i = document.querySelector(%q);
+			return [i.value, i.readOnly, document.activeElement === i, i.selectionStart, i.selectionEnd].join("|"); })()`, input))
+		if want := f.review + "|true|true|0|64"; got != want {
+			t.Errorf("fallback input = %q, want %q (value|readonly|focused|selection)", got, want)
+		}
+		tb.noDialogs()
+	})
+
+	t.Run("times are UTC", func(t *testing.T) {
+		tb := b.tab(t)
+		// A browser far from UTC: a local time would show here.
+		if _, err := chromedp.Call(tb.ctx, emulation.SetTimezoneOverride, emulation.SetTimezoneOverrideParams{TimezoneID: "America/Los_Angeles"}); err != nil {
+			t.Fatalf("time zone: %v", err)
+		}
+		tb.signIn(p.adminURL, operatorToken)
+		if got := eval[string](tb, fmt.Sprintf(`document.querySelector(%q).title`, row(f.review, "time"))); !utcTime.MatchString(got) {
+			t.Errorf("age title = %q, want a UTC time", got)
+		}
+		tb.open(p.adminURL, "/step/"+f.review)
+		_, body := wfRequest(t, p, "GET", "/v1/steps/"+f.review, operatorToken, "", "")
+		var step struct {
+			Created time.Time `json:"created_at"`
+		}
+		if err := json.Unmarshal([]byte(body), &step); err != nil {
+			t.Fatalf("step: %v in %s", err, body)
+		}
+		if got, want := tb.text("[data-field=created]"), step.Created.UTC().Format("2006-01-02 15:04:05")+" UTC"; got != want {
+			t.Errorf("created = %q, want %q", got, want)
+		}
+		for _, sel := range []string{"[data-field=updated]", ".timeline time"} {
+			if got := tb.text(sel); !utcTime.MatchString(got) {
+				t.Errorf("%s = %q, want a UTC time", sel, got)
+			}
+		}
+	})
+
+	t.Run("favicon", func(t *testing.T) {
+		for _, path := range []string{"/favicon.ico", "/ui/static/favicon.ico", "/ui/static/favicon.svg"} {
+			resp, err := http.Get(p.adminURL + path) // no token: the icon is public
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != 200 || !strings.HasPrefix(resp.Header.Get("Content-Type"), "image/") {
+				t.Errorf("GET %s: %d %q, want 200 and an image", path, resp.StatusCode, resp.Header.Get("Content-Type"))
+			}
+		}
+		tb := b.tab(t)
+		tb.signIn(p.adminURL, operatorToken)
+		if got := eval[int](tb, `fetch(document.querySelector("link[rel=icon]").href).then(r => r.status)`); got != 200 {
+			t.Errorf("the page's icon link: %d, want 200", got)
+		}
 	})
 
 	t.Run("agent token is read-only", func(t *testing.T) {

@@ -44,9 +44,9 @@ type AdminOptions struct {
 	Metrics http.Handler
 	// Extra mounts more handlers (metrics, workflows) on the same mux.
 	Extra func(mux *http.ServeMux, auth func(role Role, h http.HandlerFunc) http.HandlerFunc)
-	// UI serves the web console under /ui/ without a token: it is static,
-	// and its pages call this API with the token in a header. Nil leaves
-	// it out.
+	// UI serves the web console under /ui/, and the icon browsers ask for
+	// at /favicon.ico, without a token: they are static, and the pages
+	// call this API with the token in a header. Nil leaves them out.
 	UI     http.Handler
 	Logger *slog.Logger
 }
@@ -89,6 +89,7 @@ func NewAdmin(opts AdminOptions) *Admin {
 	m.HandleFunc("GET /v1/whoami", a.auth(RoleAgent, a.whoami))
 	if opts.UI != nil {
 		m.Handle("/ui/", opts.UI)
+		m.Handle("GET /favicon.ico", opts.UI)
 	}
 	if opts.Metrics != nil {
 		m.HandleFunc("GET /metrics", a.auth(RoleAgent, opts.Metrics.ServeHTTP))

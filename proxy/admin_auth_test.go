@@ -19,6 +19,8 @@ func TestAdminAuth(t *testing.T) {
 	}
 	t.Cleanup(func() { j.Close() })
 	configured := AdminOptions{Store: j, Token: "op-secret", AgentToken: "agent-secret", Metrics: http.NotFoundHandler()}
+	withUI := configured
+	withUI.UI = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {})
 	tests := []struct {
 		name   string
 		opts   AdminOptions
@@ -42,6 +44,9 @@ func TestAdminAuth(t *testing.T) {
 		{name: "metrics need a token", opts: configured, method: "GET", path: "/metrics", want: 401},
 		{name: "healthz is open", opts: configured, method: "GET", path: "/healthz", want: 200},
 		{name: "readyz is open", opts: configured, method: "GET", path: "/readyz", want: 200},
+		{name: "console is open", opts: withUI, method: "GET", path: "/ui/", want: 200},
+		{name: "favicon is open", opts: withUI, method: "GET", path: "/favicon.ico", want: 200},
+		{name: "no console, no favicon", opts: configured, method: "GET", path: "/favicon.ico", want: 404},
 		{name: "insecure no auth", opts: AdminOptions{Store: j, InsecureNoAuth: true}, method: "POST", path: "/v1/steps/k/approve", want: 404},
 	}
 	for _, tc := range tests {

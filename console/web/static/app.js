@@ -31,7 +31,45 @@
   function show(...nodes) { main().replaceChildren(...nodes); }
   function text(id, v) { const e = document.getElementById(id); if (e) e.textContent = v; }
   function link(href, label) { return el('a', { href }, label); }
-  function stepLink(key) { return link('#/step/' + encodeURIComponent(key), key); }
+  // stepLink links a step by its key's prefix; the whole key is in the
+  // title and behind the copy button.
+  function stepLink(key) {
+    if (!key) return '—';
+    return el('span', { class: 'key-ref' },
+      el('a', { href: '#/step/' + encodeURIComponent(key), title: key, class: 'key-short' }, short(key)), ' ', copyButton(key));
+  }
+
+  // copyButton copies a key to the clipboard; where the page may not use
+  // the clipboard, it shows the whole key selected in a read-only input
+  // instead, for the operator to copy by hand.
+  function copyButton(key) {
+    const b = el('button', { type: 'button', class: 'copy-key', title: 'Copy the full key', 'aria-label': 'Copy the full key' }, 'Copy');
+    b.addEventListener('click', async () => {
+      try {
+        if (!navigator.clipboard || !navigator.clipboard.writeText) throw new Error('no clipboard');
+        await navigator.clipboard.writeText(key);
+        b.textContent = 'Copied';
+        setTimeout(() => { b.textContent = 'Copy'; }, 1500);
+      } catch (e) {
+        let input = b.parentNode && b.parentNode.querySelector('input.key-full');
+        if (!input) {
+          input = el('input', { class: 'key-full', readonly: true, value: key, size: key.length + 2, 'aria-label': 'Full key (selected: copy it)' });
+          b.after(' ', input);
+        }
+        input.focus();
+        input.select();
+      }
+    });
+    return b;
+  }
+
+  // utc shows a time as "2026-12-01 20:15:03 UTC": one zone for every
+  // operator, whatever the browser's.
+  function utc(t) {
+    const d = new Date(t);
+    if (!t || Number.isNaN(d.getTime())) return '';
+    return d.toISOString().replace('T', ' ').replace(/\.\d+Z$/, ' UTC');
+  }
   function wfLink(id) { return id ? link('#/workflow/' + encodeURIComponent(id), id) : '—'; }
   function age(t) {
     if (!t) return '';
@@ -41,6 +79,8 @@
     if (s < 86400) return Math.floor(s / 3600) + 'h';
     return Math.floor(s / 86400) + 'd';
   }
+  // ago is age(t) with the UTC time in the title.
+  function ago(t) { return t ? el('time', { datetime: t, title: utc(t) }, age(t)) : ''; }
   function badge(v, cls) { return v ? el('span', { class: 'badge ' + (cls || v) }, v) : ''; }
   function table(headers, rows, cls) {
     return el('table', { class: cls || '' },
@@ -228,7 +268,8 @@
     const err = el('p', { class: 'error', role: 'alert' });
     const ok = el('button', { type: 'submit', class: 'confirm', value: 'confirm' }, confirmLabel);
     const cancel = el('button', { type: 'button', class: 'cancel' }, 'Cancel');
-    const form = el('form', { method: 'dialog' }, el('h2', null, title), el('p', null, 'Step ', el('code', null, key)),
+    const form = el('form', { method: 'dialog' }, el('h2', null, title),
+      el('p', null, 'Step ', el('code', { class: 'key-short', title: key }, short(key)), ' ', copyButton(key)),
       fields, el('div', { class: 'buttons' }, cancel, ' ', ok), err);
     const dlg = el('dialog', { class: 'confirm-dialog' }, form);
     cancel.addEventListener('click', () => { dlg.close(); dlg.remove(); });
@@ -282,7 +323,7 @@
   function landingWarning(step) {
     if (!step.settles_at || new Date(step.settles_at) <= new Date()) return '';
     return el('p', { class: 'warning', role: 'note' }, 'An interrupted attempt of this call may still land at the provider until ' +
-      new Date(step.settles_at).toISOString().replace('T', ' ').replace(/\.\d+Z$/, ' UTC') +
+      utc(step.settles_at) +
       ': "not executed" is refused before then, because the next retry would send it a second time.');
   }
 
@@ -331,7 +372,7 @@
     const rows = held.map((s) => el('tr', { 'data-key': s.key, class: 'held' },
       el('td', null, stepLink(s.key)), el('td', null, badge(s.hold)), el('td', { class: 'reason' }, s.hold_reason || '', s.last_error ? el('div', { class: 'detail' }, s.last_error) : ''),
       el('td', null, s.api + ' / ' + s.route), el('td', null, wfLink(s.workflow)), el('td', null, String(s.attempt)),
-      el('td', null, age(s.updated_at)),
+      el('td', null, ago(s.updated_at)),
       el('td', { class: 'summary' }, el('code', { class: 'target' }, s.method + ' ' + s.target), el('br'), 'body ', el('code', null, short(s.body_hash)), requestFields(s)),
       el('td', { class: 'actions' }, actions(s))));
     show(el('h1', null, 'Review queue'),
@@ -372,7 +413,7 @@
     const rows = steps.map((s) => el('tr', { 'data-key': s.key },
       el('td', null, stepLink(s.key)), el('td', null, badge(s.status)), el('td', null, badge(s.hold)),
       el('td', null, s.api + ' / ' + s.route), el('td', null, wfLink(s.workflow)), el('td', null, String(s.attempt)),
-      el('td', null, s.operation_id || ''), el('td', null, age(s.updated_at))));
+      el('td', null, s.operation_id || ''), el('td', null, ago(s.updated_at))));
     show(el('h1', null, 'Steps'), form,
       steps.length ? table(['key', 'status', 'hold', 'route', 'workflow', 'attempt', 'operation id', 'updated'], rows)
         : notice('No step matches.', 'empty'),
@@ -395,13 +436,13 @@
   async function viewStep(key) {
     const [s, evs] = await Promise.all([api('/v1/steps/' + encodeURIComponent(key)), stepEvents(key)]);
     const verification = s.status === 'verified' ? 'verified'
-      : s.verify_by ? 'pending until ' + new Date(s.verify_by).toLocaleString() : 'none';
+      : s.verify_by ? 'pending until ' + utc(s.verify_by) : 'none';
     const timeline = el('ol', { class: 'timeline' }, evs.events.map((e) => el('li', { 'data-seq': e.seq },
-      el('time', { datetime: e.time }, new Date(e.time).toLocaleString()), ' ', el('b', null, e.type),
+      el('time', { datetime: e.time }, utc(e.time)), ' ', el('b', null, e.type),
       e.from || e.to ? ' ' + (e.from || '') + ' → ' + (e.to || '') : '', e.hold ? ' hold ' + e.hold : '',
       e.reason ? el('span', { class: 'reason' }, ' — ' + e.reason) : '',
       e.note ? el('span', { class: 'note' }, ' note: ', el('q', null, e.note)) : '')));
-    show(el('h1', null, 'Step'), el('p', null, el('code', { class: 'key' }, s.key)),
+    show(el('h1', null, 'Step'), el('p', null, el('code', { class: 'key' }, s.key), ' ', copyButton(s.key)),
       el('div', { class: 'actions' }, actions(s)),
       dl([['status', badge(s.status)], ['hold', badge(s.hold)], ['hold reason', s.hold_reason], ['route', s.api + ' / ' + s.route],
         ['workflow', wfLink(s.workflow)], ['request', el('code', null, s.method + ' ' + s.target)], ['attempt', String(s.attempt)],
@@ -409,7 +450,7 @@
         ['key fields', keyFields(s)], ['request fields', (s.request_fields || []).length ? requestFields(s) : ''], ['body hash', el('code', null, s.body_hash)], ['response', s.response_status ? String(s.response_status) + ' (' + s.response_bytes + ' bytes)' : ''],
         ['response hash', s.response_hash ? el('code', null, s.response_hash) : ''], ['verification', verification],
         ['prompt version', s.prompt_version], ['policy version', s.policy_version],
-        ['created', new Date(s.created_at).toLocaleString()], ['updated', new Date(s.updated_at).toLocaleString()]]),
+        ['created', utc(s.created_at)], ['updated', utc(s.updated_at)]]),
       el('h2', null, 'Events'), evs.events.length ? timeline : notice('No events.'),
       evs.complete ? '' : notice('Only the first 20,000 events of the journal were searched.'));
   }
@@ -451,10 +492,10 @@
 
   function viewEvents() {
     const rows = state.feed.map((e) => el('tr', { 'data-seq': e.seq },
-      el('td', null, String(e.seq)), el('td', null, new Date(e.time).toLocaleTimeString()), el('td', null, e.type),
+      el('td', null, String(e.seq)), el('td', null, el('time', { datetime: e.time }, utc(e.time))), el('td', null, e.type),
       el('td', null, stepLink(e.key)), el('td', null, (e.from || '') + (e.to ? ' → ' + e.to : '')), el('td', null, e.reason || ''),
       el('td', null, e.note || '')));
-    show(el('h1', null, 'Live events'), el('p', null, 'Events since this page was opened, newest first; updated every second.'),
+    show(el('h1', null, 'Live events'), el('p', null, 'Events since this page was opened, newest first; updated every second. Times are UTC.'),
       rows.length ? table(['seq', 'time', 'type', 'key', 'status', 'reason', 'note'], rows, 'events') : notice('No new events yet.', 'empty'));
     return Promise.resolve();
   }
