@@ -73,7 +73,15 @@ func TestMetricsFollowCalls(t *testing.T) {
 	}
 }
 
+// TestGracefulShutdown drains on SIGTERM, and on SIGHUP the same way:
+// SIGHUP used to kill serve (exit 129) with calls in flight.
 func TestGracefulShutdown(t *testing.T) {
+	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGHUP} {
+		t.Run(sig.String(), func(t *testing.T) { gracefulShutdown(t, sig) })
+	}
+}
+
+func gracefulShutdown(t *testing.T, sig syscall.Signal) {
 	up := newUpstream(t, false)
 	s := newSetup(t, map[string]string{"billing.yaml": ruleFile(up.host(), invoiceRoute)})
 	p := s.start(t)
@@ -95,7 +103,7 @@ func TestGracefulShutdown(t *testing.T) {
 		got <- answer{r.StatusCode, b}
 	}()
 	<-reached
-	p.signal(syscall.SIGTERM)
+	p.signal(sig)
 	// Readiness turns 503 while the call drains.
 	eventually(t, "readyz 503", func() bool {
 		resp, err := (&http.Client{Transport: &http.Transport{Proxy: nil}}).Get(p.adminURL + "/readyz")

@@ -190,8 +190,15 @@ func serveWith(ctx context.Context, cfg config.Config, log *slog.Logger, out ser
 	}
 	log.Info("toolguard serving", "proxy", proxyLn.Addr().String(), "admin", adminLn.Addr().String(), "ca", absPath(ca.CertFile), "journal", j.Path())
 
+	// SIGHUP drains as SIGTERM does: rules and configuration are read at
+	// start only, so a restart (which drains) is how to load new ones.
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
 	select {
 	case <-ctx.Done():
+	case <-hup:
+		log.Info("SIGHUP: draining and stopping, as on SIGTERM (rules and configuration are loaded at start; restart to load new ones)")
 	case err := <-errc:
 		return err
 	}
@@ -277,7 +284,7 @@ func shutdown(cfg config.Config, log *slog.Logger, srv *proxy.Server, admin *pro
 	admin.SetReady(false)
 	srv.SetDraining(true)
 	again := make(chan os.Signal, 1)
-	signal.Notify(again, os.Interrupt, syscall.SIGTERM)
+	signal.Notify(again, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	defer signal.Stop(again)
 	ctx, cancel := context.WithTimeout(context.Background(), cfg.Shutdown.DrainTimeout)
 	defer cancel()
