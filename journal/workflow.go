@@ -89,8 +89,8 @@ func (c *WorkflowCounts) add(s *Step, delta int) {
 // Status derives the workflow status, in order of precedence: a hold →
 // awaiting_approval (an operator must act); a started step → executing; a
 // retryable failure → failed_retryable; a pending verification →
-// verifying; only definitive outcomes → completed; nothing sent yet →
-// planned.
+// verifying; only definitive outcomes → completed; definitive outcomes
+// and a step not sent yet → executing; nothing sent yet → planned.
 func (c WorkflowCounts) Status() string {
 	switch {
 	case c.Held > 0:
@@ -103,6 +103,10 @@ func (c WorkflowCounts) Status() string {
 		return WorkflowVerifying
 	case c.Done > 0 && c.Prepared == 0:
 		return WorkflowCompleted
+	case c.Done > 0:
+		// Something was sent and has its outcome, and a step still waits
+		// to be (an approval released it): not planned any more.
+		return WorkflowExecuting
 	}
 	return WorkflowPlanned
 }

@@ -116,3 +116,27 @@ func TestLongWorkflowCounts(t *testing.T) {
 		t.Fatalf("workflow = %+v", w)
 	}
 }
+
+// TestWorkflowCountsStatus is the derivation of a workflow's status from
+// its step counts, as README "Workflows" defines it: planned only before
+// anything was sent.
+func TestWorkflowCountsStatus(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		c    WorkflowCounts
+		want string
+	}{
+		{"nothing yet", WorkflowCounts{}, WorkflowPlanned},
+		{"only prepared", WorkflowCounts{Prepared: 2}, WorkflowPlanned},
+		{"held", WorkflowCounts{Held: 1, Done: 3}, WorkflowAwaitingApproval},
+		{"started", WorkflowCounts{Started: 1, Retryable: 1}, WorkflowExecuting},
+		{"retryable", WorkflowCounts{Retryable: 1, Verifying: 1}, WorkflowFailedRetryable},
+		{"verifying", WorkflowCounts{Verifying: 1, Done: 1}, WorkflowVerifying},
+		{"all done", WorkflowCounts{Done: 2}, WorkflowCompleted},
+		{"first step verified, second released", WorkflowCounts{Done: 1, Prepared: 1}, WorkflowExecuting},
+	} {
+		if got := tc.c.Status(); got != tc.want {
+			t.Errorf("%s: %+v → %s, want %s", tc.name, tc.c, got, tc.want)
+		}
+	}
+}
