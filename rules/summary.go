@@ -2,6 +2,7 @@ package rules
 
 import (
 	"bytes"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -39,7 +40,7 @@ func summarize(k *KeySpec, red []byte) []KeyField {
 	if len(k.Fields) > 0 {
 		return summarizeFields(k.Fields, red)
 	}
-	return summarizeNames(red)
+	return summarizeNames(red, k.Ignore)
 }
 
 func summarizeFields(fields []string, red []byte) []KeyField {
@@ -61,8 +62,9 @@ func summarizeFields(fields []string, red []byte) []KeyField {
 }
 
 // summarizeNames keeps only the names of the document's top-level members,
-// in one string that the entries view.
-func summarizeNames(red []byte) []KeyField {
+// in one string that the entries view, less those the key ignores whole
+// (they are not part of the intent).
+func summarizeNames(red []byte, ignore []string) []KeyField {
 	res := gjson.Parse(bstr(red))
 	if !res.IsObject() {
 		return nil
@@ -71,6 +73,9 @@ func summarizeNames(red []byte) []KeyField {
 	buf := make([]byte, 0, 128)
 	omitted := false
 	res.ForEach(func(k, _ gjson.Result) bool {
+		if slices.Contains(ignore, k.Str) {
+			return true
+		}
 		if len(buf)+len(k.Str) > SummaryMax {
 			omitted = true
 			return false

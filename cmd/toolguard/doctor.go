@@ -344,9 +344,17 @@ func (d *doctor) rules() finding {
 	if err != nil {
 		return fail("run `toolguard rules check "+dir+"` for every problem with file:line:col", "rules: %s does not load: %s", dir, lastLine(err.Error()))
 	}
-	routes := 0
+	routes, mcp := 0, 0
 	for _, a := range set.APIs {
 		routes += len(a.Routes)
+		if a.MCP != nil {
+			mcp++
+		}
+	}
+	if routes == 0 && mcp == 0 {
+		// serve warns NO ROUTES and rules check fails: nothing is guarded.
+		return fail("add a rule file per API to "+dir+" (a pack from rules/packs/, or `toolguard rules init`), or point --rules / TOOLGUARD_RULES_DIR at yours",
+			"rules: %s, 0 routes in %s: toolguard guards nothing", plural(len(set.APIs), "API"), dir)
 	}
 	return ok("rules: %s, %s in %s", plural(len(set.APIs), "API"), plural(routes, "route"), dir)
 }

@@ -2,6 +2,8 @@ package main
 
 import (
 	"maps"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -170,6 +172,25 @@ func TestAgentAdminURL(t *testing.T) {
 	for _, tc := range tests {
 		if got := agentAdminURL(tc.in); got != tc.want {
 			t.Errorf("agentAdminURL(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}
+
+// TestDoctorRules: a rules directory with no route guards nothing, so
+// doctor fails it, as serve warns and rules check fails (it said ✔).
+func TestDoctorRules(t *testing.T) {
+	empty, one := t.TempDir(), t.TempDir()
+	rule := "api: billing\nhosts: [api.example.com]\ncredential: {header: Authorization}\nroutes:\n  - name: create\n    match: POST /v1/x\n    effect: irreversible\n"
+	if err := os.WriteFile(filepath.Join(one, "billing.yaml"), []byte(rule), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		dir, mark string
+	}{{empty, markFail}, {one, markOK}} {
+		d := &doctor{}
+		d.cfg.Rules.Dir = tc.dir
+		if got := d.rules(); got.mark != tc.mark {
+			t.Errorf("rules in %s: %s %s, want %s", tc.dir, got.mark, got.what, tc.mark)
 		}
 	}
 }
