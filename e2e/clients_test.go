@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/toolguard/toolguard/internal/skipped"
 	"io"
 	"net"
 	"net/http"
@@ -159,7 +160,7 @@ func TestClientTools(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			if _, err := exec.LookPath(tc.tool); err != nil {
-				t.Skipf("%s is not installed", tc.tool)
+				skipped.Skip(t, tc.tool, tc.tool+" is not installed")
 			}
 			up, p := guardedUpstream(t, tc.tls)
 			first := tc.call(t, p, up.URL+"/v1/invoices", `{"customer":"c1","amount":100,"trace_id":"first"}`)

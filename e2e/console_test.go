@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/toolguard/toolguard/internal/skipped"
 	"net/http"
 	"net/url"
 	"os"
@@ -49,7 +50,7 @@ func chromiumPath(t *testing.T) string {
 	if os.Getenv("CI") != "" {
 		t.Fatal("chromium is not installed: the console's browser tests need it (.ci/run installs it with apt-get)")
 	}
-	t.Skip("chromium is not installed (apt-get install chromium); CI runs these tests")
+	skipped.Skip(t, "chromium", "chromium is not installed (apt-get install chromium); CI runs these tests")
 	return ""
 }
 

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"flag"
+	"github.com/toolguard/toolguard/internal/skipped"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -46,7 +47,7 @@ func needClients(t *testing.T) {
 	t.Helper()
 	for _, tool := range []string{"curl", "python3", "node"} {
 		if _, err := exec.LookPath(tool); err != nil {
-			t.Skipf("%s is not installed; the golden output checks it", tool)
+			skipped.Skip(t, tool, tool+" is not installed; the golden output checks it")
 		}
 	}
 }

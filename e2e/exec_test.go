@@ -3,6 +3,7 @@ package e2e
 import (
 	"bufio"
 	"encoding/json"
+	"github.com/toolguard/toolguard/internal/skipped"
 	"net/http"
 	"os"
 	"os/exec"
@@ -86,7 +87,7 @@ func TestExecClients(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			if _, err := exec.LookPath(tc.tool); err != nil {
-				t.Skipf("%s is not installed", tc.tool)
+				skipped.Skip(t, tc.tool, tc.tool+" is not installed")
 			}
 			up, args := execSetup(t)
 			command := tc.command(t, up.URL+"/v1/invoices")

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"encoding/json"
+	"github.com/toolguard/toolguard/internal/skipped"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -18,10 +19,10 @@ func undiciDir(t *testing.T) string {
 		dir, _ = filepath.Abs("testdata/node/node_modules/undici")
 	}
 	if _, err := exec.LookPath("node"); err != nil {
-		t.Skip("node is not installed; .ci/run installs what this test needs")
+		skipped.Skip(t, "node", "node is not installed; .ci/run installs what this test needs")
 	}
 	if _, err := os.Stat(filepath.Join(dir, "package.json")); err != nil {
-		t.Skip("undici is not installed (cd e2e/testdata/node && npm install); .ci/run installs it")
+		skipped.Skip(t, "undici (npm install in e2e/testdata/node)", "undici is not installed (cd e2e/testdata/node && npm install); .ci/run installs it")
 	}
 	return dir
 }

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"github.com/toolguard/toolguard/internal/skipped"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -24,7 +25,7 @@ func testPostgres(t *testing.T) string {
 		if os.Getenv("CI") == "true" {
 			t.Fatal("TOOLGUARD_TEST_POSTGRES is not set: CI must run the PostgreSQL tests (see .ci/run)")
 		}
-		t.Skip("TOOLGUARD_TEST_POSTGRES is not set: skipping a test that needs PostgreSQL")
+		skipped.Skip(t, "PostgreSQL (set TOOLGUARD_TEST_POSTGRES)", "TOOLGUARD_TEST_POSTGRES is not set: skipping a test that needs PostgreSQL")
 	}
 	return dsn
 }

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bufio"
+	"github.com/toolguard/toolguard/internal/skipped"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -53,7 +54,7 @@ func curlForm(t *testing.T, env []string, url string, fields ...string) answer {
 // passes every call through, though unmatched calls are guarded.
 func TestCurlMultipartUpload(t *testing.T) {
 	if _, err := exec.LookPath("curl"); err != nil {
-		t.Skip("curl is not installed")
+		skipped.Skip(t, "curl", "curl is not installed")
 	}
 	var uploads, searches atomic.Int64
 	mux := http.NewServeMux()

@@ -7,6 +7,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
+	"github.com/toolguard/toolguard/internal/skipped"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -45,7 +46,7 @@ func stripeMockBinary(t *testing.T) string {
 	if os.Getenv("CI") != "" {
 		t.Fatal(how)
 	}
-	t.Skip(how)
+	skipped.Skip(t, "stripe-mock (bin/stripe-mock)", how)
 	return ""
 }
 

@@ -8,6 +8,8 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"fmt"
+	"github.com/toolguard/toolguard/internal/skipped"
 	"net/url"
 	"os"
 	"strings"
@@ -29,7 +31,7 @@ func DSN(t testing.TB) string {
 		if os.Getenv("CI") == "true" {
 			t.Fatalf("%s is not set, and CI=true: the PostgreSQL tests must run in CI", EnvDSN)
 		}
-		t.Skipf("PostgreSQL tests skipped: set %s (e.g. postgres://postgres@127.0.0.1:5432/test?sslmode=disable)", EnvDSN)
+		skipped.Skip(t, "PostgreSQL (set "+EnvDSN+")", fmt.Sprintf("PostgreSQL tests skipped: set %s (e.g. postgres://postgres@127.0.0.1:5432/test?sslmode=disable)", EnvDSN))
 	}
 	return dsn
 }
