@@ -245,3 +245,24 @@ func TestReplayOfAnAnswerWithoutHeaders(t *testing.T) {
 		t.Fatalf("effects = %d, want 1", got)
 	}
 }
+
+// Calls that provably never reached the provider (it is not up yet) do
+// not spend the retry budget: the quick start's first curls, sent before
+// its demo API listened, used to end the step needs_review after three.
+func TestRefusedConnectionsDoNotSpendTheRetryBudget(t *testing.T) {
+	h := startHarness(t, harnessConfig{Routes: invoiceRoute, Options: Options{MaxAttempts: 3}})
+	h.up.Close() // nothing listens on its port now
+	for i := range 5 {
+		r, body := h.post("/v1/invoices", `{"customer":"c1","amount":1}`, "Authorization", "Bearer a")
+		if r.StatusCode != http.StatusBadGateway || !strings.Contains(body, ProblemUpstreamUnreachable) {
+			t.Fatalf("call %d with the provider down: %d %s, want 502 upstream-unreachable", i+1, r.StatusCode, body)
+		}
+	}
+	st, err := h.j.Get(h.stepKeys()[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Held() || st.Attempt != 0 {
+		t.Fatalf("after 5 refused connections: hold %q, attempt %d; want not held, 0 attempts", st.Hold, st.Attempt)
+	}
+}

@@ -207,6 +207,10 @@ func noAnswerChange(cur journal.Step, a attempt) (journal.Change, bool) {
 	case a.err != nil && !a.sent:
 		next.Status, next.Retryable = journal.StatusFailed, true
 		next.LastError = "not executed: " + a.err.Error()
+		// Attempt counts what may have reached the provider: the retry
+		// budget is not spent on calls that provably never left (a
+		// provider not up yet, a lease that ended before the send).
+		next.Attempt = max(next.Attempt-1, 0)
 		return journal.Change{Step: next, Event: journal.EventFailed, Reason: "upstream unreachable; nothing was sent"}, true
 	case a.err != nil:
 		next.LastError = a.err.Error()
