@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 
@@ -16,7 +17,7 @@ import (
 // those spellings (Go's ServeMux routes /%6Dcp to /mcp) without being
 // guarded. Every spelling that means the endpoint is guarded: the same
 // tools/call sent twice has one effect, and the second is answered from
-// the journal.
+// the journal, as is a third sent to the plain spelling.
 func TestMCPForwardEndpointSpellings(t *testing.T) {
 	spellings := []string{"/mcp", "/%6Dcp", "/%6d%63%70", "/mcp/", "//mcp", "/./mcp", "/x/../mcp", "/mcp//"}
 	for _, useTLS := range []bool{false, true} {
@@ -32,12 +33,13 @@ func TestMCPForwardEndpointSpellings(t *testing.T) {
 					tr := &http.Transport{Proxy: http.ProxyURL(p.proxy), TLSClientConfig: &tls.Config{RootCAs: p.roots}}
 					t.Cleanup(tr.CloseIdleConnections)
 					target := ts.url.Scheme + "://" + ts.url.Host + sp
-					outcomes := make([]string, 2)
-					for i, id := range []string{`1`, `"again"`} {
-						outcomes[i] = postToolCall(t, tr, target, id)
+					outcomes := []string{
+						postToolCall(t, tr, target, `1`),
+						postToolCall(t, tr, target, `"again"`),
+						postToolCall(t, tr, ts.url.String(), `3`), // the plain spelling is the same endpoint
 					}
-					if outcomes[0] != OutcomeForwarded || outcomes[1] != OutcomeReplayed {
-						t.Errorf("outcomes = %q, want [forwarded replayed]", outcomes)
+					if want := []string{OutcomeForwarded, OutcomeReplayed, OutcomeReplayed}; !slices.Equal(outcomes, want) {
+						t.Errorf("outcomes = %q, want %q", outcomes, want)
 					}
 					if n := ts.created.Load(); n != 1 {
 						t.Errorf("effects = %d, want 1", n)
