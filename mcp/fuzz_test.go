@@ -35,5 +35,12 @@ func FuzzMessage(f *testing.F) {
 			_ = r.Classify()
 		}
 		_, _ = ReadResponse("text/event-stream", bytes.NewReader(body), []byte(`1`), 1<<16)
+		// A JSON answer is taken only as the response to the request's id.
+		if raw, err := ReadResponse("application/json", bytes.NewReader(body), []byte(`1`), 1<<16); err == nil {
+			r, err := ParseResponse(raw)
+			if err != nil || !SameID(r.ID, []byte(`1`)) {
+				t.Fatalf("ReadResponse took %q as the response to id 1 (%v)", body, err)
+			}
+		}
 	})
 }

@@ -131,6 +131,14 @@ func TestReadResponse(t *testing.T) {
 			want: "{\"jsonrpc\":\"2.0\",\n\"id\":3,\"result\":{\"ok\":true}}"},
 		{name: "sse with charset, no final blank line", ct: "text/event-stream; charset=utf-8", body: "data: {\"jsonrpc\":\"2.0\",\"id\":3,\"error\":{\"code\":1,\"message\":\"m\"}}",
 			want: `{"jsonrpc":"2.0","id":3,"error":{"code":1,"message":"m"}}`},
+		// Regression: a JSON answer was taken whatever its id.
+		{name: "json, another id", ct: "application/json", body: `{"jsonrpc":"2.0","id":4,"result":{}}`, wantErr: ErrOtherResponse},
+		{name: "json, the id as a string", ct: "application/json", body: `{"jsonrpc":"2.0","id":"3","result":{}}`, wantErr: ErrOtherResponse},
+		{name: "json, no id", ct: "application/json", body: `{"jsonrpc":"2.0","result":{}}`, wantErr: ErrOtherResponse},
+		{name: "json, a request", ct: "application/json", body: `{"jsonrpc":"2.0","id":3,"method":"ping"}`, wantErr: ErrOtherResponse},
+		{name: "json, a batch", ct: "application/json", body: `[{"jsonrpc":"2.0","id":3,"result":{}}]`, wantErr: ErrOtherResponse},
+		{name: "json, the same number spelt otherwise", ct: "application/json; charset=utf-8", body: ` {"jsonrpc":"2.0","id":3.0,"error":{"code":1,"message":"m"}}` + "\n",
+			want: ` {"jsonrpc":"2.0","id":3.0,"error":{"code":1,"message":"m"}}` + "\n"},
 		{name: "broken stream", ct: "text/event-stream", body: "data: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\"}\n\ndata: {\"jsonrpc\":\"2.0\",\"id\":3,\"res", wantErr: ErrNoResponse},
 		{name: "only notifications", ct: "text/event-stream", body: "data: {\"jsonrpc\":\"2.0\",\"method\":\"x\"}\n\n", wantErr: ErrNoResponse},
 	}

@@ -16,6 +16,12 @@ import (
 // request arrived.
 var ErrNoResponse = errors.New("answer ended before the response to the request")
 
+// ErrOtherResponse: a JSON answer that is not the response to the request
+// (another id, no id, or not a response at all). It is no outcome of the
+// request: whoever it answers, it must not be taken, or kept, as this
+// request's result.
+var ErrOtherResponse = errors.New("answer is not the response to the request")
+
 // Stream is what a reader of an SSE answer learnt that lets it resume the
 // stream after the server closed it (2025-11-25: a server may close a
 // request's stream early and have the client poll with a GET carrying
@@ -37,7 +43,9 @@ type Stream struct {
 // whose events are read until the response with that id (notifications
 // and requests of the server before it are skipped). A body or an event
 // larger than max gives an error; so does a stream that ends first
-// (wrapping ErrNoResponse).
+// (wrapping ErrNoResponse), and a JSON message that is not a response with
+// that id (wrapping ErrOtherResponse): ids are checked the same way on
+// both paths.
 func ReadResponse(contentType string, body io.Reader, id []byte, max int64) ([]byte, error) {
 	return ReadResponseFrom(contentType, body, id, max, &Stream{})
 }
@@ -53,6 +61,9 @@ func ReadResponseFrom(contentType string, body io.Reader, id []byte, max int64, 
 		}
 		if int64(len(b)) > max {
 			return nil, fmt.Errorf("read response: larger than %d bytes", max)
+		}
+		if !matchesID(b, id) {
+			return nil, fmt.Errorf("%w: want a response with id %s", ErrOtherResponse, id)
 		}
 		return b, nil
 	}

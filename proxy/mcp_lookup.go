@@ -3,6 +3,7 @@ package proxy
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -60,7 +61,7 @@ func (s *Server) callTool(ctx context.Context, target *url.URL, creds http.Heade
 	client := sdk.NewClient(&sdk.Implementation{Name: "toolguard", Version: "1"}, nil)
 	tr := &sdk.StreamableClientTransport{
 		Endpoint:             target.String(),
-		HTTPClient:           &http.Client{Transport: credentialTripper{rt: s.upstream, h: creds}},
+		HTTPClient:           lookupClient(s.upstream, creds),
 		MaxRetries:           -1,
 		DisableStandaloneSSE: true,
 	}
@@ -114,8 +115,26 @@ func (s *Server) mcpResume(v *verification) bool {
 	return false
 }
 
+// errLookupRedirect: the server answered a lookup's or verification's
+// session with a redirect. It is not followed, and the answer is unknown.
+var errLookupRedirect = errors.New("the server answered with a redirect, which a lookup or verification does not follow (the caller's credential goes to the configured endpoint only)")
+
+// lookupClient is the HTTP client of a lookup's or verification's session:
+// it sends the caller's credential headers with every request and follows
+// no redirect, since credentialTripper would attach them to the
+// redirect's target too, whatever its origin.
+func lookupClient(rt http.RoundTripper, creds http.Header) *http.Client {
+	return &http.Client{
+		Transport: credentialTripper{rt: rt, h: creds},
+		CheckRedirect: func(*http.Request, []*http.Request) error {
+			return errLookupRedirect
+		},
+	}
+}
+
 // credentialTripper adds the caller's credential headers to a lookup's
-// requests.
+// requests. It adds them to whatever request it is given: its client must
+// not follow redirects (see lookupClient).
 type credentialTripper struct {
 	rt http.RoundTripper
 	h  http.Header

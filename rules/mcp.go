@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"path"
 	"slices"
 
 	"github.com/tidwall/gjson"
@@ -134,13 +135,29 @@ func (t *Template) single() (tmplPart, bool) {
 }
 
 // MCPEndpoint returns the MCP API whose endpoint is path on host (as
-// Match takes them), or nil.
+// Match takes them: path escaped), or nil. The path matches under every
+// spelling a server may route to the endpoint: escapes undone (as Match
+// undoes them), then empty and dot segments and a trailing '/' dropped
+// (path.Clean), so /%6Dcp, /mcp/, //mcp and /x/../mcp are all /mcp.
+// Spellings that mean the endpoint are guarded; none slips past as
+// another path.
 func (s *Set) MCPEndpoint(host, path string) *API {
 	t := s.table(host)
-	if t == nil || t.api.MCP == nil || t.api.MCP.Path != path {
+	if t == nil || t.api.MCP == nil || cleanEndpoint(path) != cleanEndpoint(t.api.MCP.Path) {
 		return nil
 	}
 	return t.api
+}
+
+// cleanEndpoint is the canonical spelling of an escaped request path, for
+// comparing endpoints: unescaped (%2F included: a server that decodes it
+// before routing sees a '/'), then cleaned. A path that does not start
+// with '/' is returned as it is, and matches no endpoint.
+func cleanEndpoint(p string) string {
+	if p == "" || p[0] != '/' {
+		return p
+	}
+	return path.Clean(unescapePath(p))
 }
 
 // Tool returns the route of the named tool, or nil when the file does not

@@ -96,6 +96,16 @@ func TestMCPEndpoint(t *testing.T) {
 		{name: "endpoint", host: "tickets.example.com:443", path: "/mcp", want: true},
 		{name: "other path", host: "tickets.example.com:443", path: "/mcp/x"},
 		{name: "other host", host: "example.com:443", path: "/mcp"},
+		// Regression: these spellings were matched literally and passed
+		// unguarded, though servers route them to /mcp.
+		{name: "escaped letter", host: "tickets.example.com:443", path: "/%6Dcp", want: true},
+		{name: "all escaped, lower case", host: "tickets.example.com:443", path: "/%6d%63%70", want: true},
+		{name: "trailing slash", host: "tickets.example.com:443", path: "/mcp/", want: true},
+		{name: "double slash", host: "tickets.example.com:443", path: "//mcp", want: true},
+		{name: "dot segments", host: "tickets.example.com:443", path: "/a/../mcp/.", want: true},
+		{name: "escaped slash and dots", host: "tickets.example.com:443", path: "/a%2F..%2Fmcp", want: true},
+		{name: "relative", host: "tickets.example.com:443", path: "mcp"},
+		{name: "escaped other path", host: "tickets.example.com:443", path: "/mcp%2Fx"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -44,7 +44,10 @@ type Result struct {
 	Body []byte
 }
 
-// Client sends lookups and probes.
+// Client sends lookups and probes. It follows no redirect: a 3xx is an
+// answer like any other (matching neither found nor absent, it is
+// unknown), and the caller's credential headers go to the rule's URL only,
+// never to a redirect's target.
 type Client struct {
 	// Transport sends requests; nil means http.DefaultTransport.
 	Transport http.RoundTripper
@@ -209,6 +212,8 @@ func (c *Client) do(ctx context.Context, rq rules.Request, v rules.Values, creds
 	if rt == nil {
 		rt = http.DefaultTransport
 	}
+	// A RoundTripper, not an http.Client: a redirect is not followed, so
+	// the credential headers set above reach no other origin.
 	resp, err := rt.RoundTrip(req)
 	if err != nil {
 		return 0, nil, ev, fmt.Errorf("send: %w", err)
