@@ -266,3 +266,21 @@ func TestRefusedConnectionsDoNotSpendTheRetryBudget(t *testing.T) {
 		t.Fatalf("after 5 refused connections: hold %q, attempt %d; want not held, 0 attempts", st.Hold, st.Attempt)
 	}
 }
+
+// A route is matched after the path is cleaned: `//v1/invoices` and
+// `/v1/./invoices`, which the provider's server takes for /v1/invoices,
+// are guarded as that route, never passed through unguarded.
+func TestRouteMatchedInEveryPathSpelling(t *testing.T) {
+	h := startHarness(t, harnessConfig{Routes: invoiceRoute})
+	// The test provider's ServeMux redirects such paths; the agent here
+	// does not follow redirects, so the answer is the first one.
+	noFollow := *h.client
+	noFollow.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	h.client = &noFollow
+	for _, p := range []string{"//v1/invoices", "/v1/./invoices", "/x/../v1/invoices", "/v1//invoices"} {
+		r, body := h.post(p, `{"customer":"c-`+p+`","amount":1}`, "Authorization", "Bearer a")
+		if out := r.Header.Get(HeaderOutcome); out == OutcomePassthrough || out == "" {
+			t.Errorf("POST %s: outcome %q (%d %s), want it guarded", p, out, r.StatusCode, body)
+		}
+	}
+}

@@ -126,6 +126,7 @@ func (s *Set) Match(host, method, path string) (*Route, map[string]string) {
 	if t == nil {
 		return nil, nil
 	}
+	path = CleanPath(path)
 	for _, r := range t.methods[method] {
 		if vals, ok := r.match(path); ok {
 			return r, vals
