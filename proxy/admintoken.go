@@ -70,30 +70,5 @@ func ReadToken(path string) (string, error) {
 // directory is written and fsynced, then hard-linked to path (link never
 // replaces a file), and the directory is fsynced.
 func writeFileNew(path string, data []byte, perm os.FileMode) error {
-	dir := filepath.Dir(path)
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return fmt.Errorf("create temp file for %s: %w", path, err)
-	}
-	tmp := f.Name()
-	defer os.Remove(tmp)
-	if err := f.Chmod(perm); err != nil {
-		f.Close()
-		return fmt.Errorf("chmod %s: %w", tmp, err)
-	}
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return fmt.Errorf("write %s: %w", tmp, err)
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return fmt.Errorf("sync %s: %w", tmp, err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("close %s: %w", tmp, err)
-	}
-	if err := os.Link(tmp, path); err != nil {
-		return fmt.Errorf("create %s: %w", path, err)
-	}
-	return syncDir(dir)
+	return placeFile(path, data, perm, os.Link)
 }

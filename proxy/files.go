@@ -10,6 +10,13 @@ import (
 // same directory is written and fsynced, renamed over path, and the directory
 // is fsynced, so a crash leaves either the old file or the new one.
 func writeFileAtomic(path string, data []byte, perm os.FileMode) error {
+	return placeFile(path, data, perm, os.Rename)
+}
+
+// placeFile writes data with mode perm to a fsynced temporary file beside
+// path, puts it at path with place (rename: replace; link: create only),
+// and fsyncs the directory.
+func placeFile(path string, data []byte, perm os.FileMode, place func(tmp, path string) error) error {
 	dir := filepath.Dir(path)
 	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
 	if err != nil {
@@ -32,12 +39,14 @@ func writeFileAtomic(path string, data []byte, perm os.FileMode) error {
 	if err := f.Close(); err != nil {
 		return fmt.Errorf("close %s: %w", tmp, err)
 	}
-	if err := os.Rename(tmp, path); err != nil {
-		return fmt.Errorf("rename %s: %w", path, err)
+	if err := place(tmp, path); err != nil {
+		return fmt.Errorf("place %s: %w", path, err)
 	}
 	return syncDir(dir)
 }
 
+// syncDir fsyncs a directory, so that a file created or renamed in it
+// survives a crash.
 func syncDir(dir string) error {
 	d, err := os.Open(dir)
 	if err != nil {
