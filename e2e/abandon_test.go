@@ -143,7 +143,7 @@ func TestAbandonedStepResolvedInBackground(t *testing.T) {
 			}
 			// Nobody comes back to lend a credential: the lookup needs none.
 			s := newSetup(t, map[string]string{"billing.yaml": sharedRuleFile(up.host(), route)})
-			s.env = append(s.env, "TOOLGUARD_UPSTREAM_TIMEOUT=1s", "TOOLGUARD_RECOVERY_ABANDON_AFTER=1s")
+			s.env = append(s.env, "TOOLGUARD_UPSTREAM_TIMEOUT=1s", "TOOLGUARD_RECOVERY_LEASE=1s", "TOOLGUARD_RECOVERY_ABANDON_AFTER=1s")
 			up.killDuring(t, s.start(t), tc.stage)
 
 			// Restarted, and nobody retries: the resolver settles the step.

@@ -84,7 +84,11 @@ func (s *setup) useBackend(t *testing.T, backend string) {
 	dsn := freshDatabase(t)
 	secret := filepath.Join(s.dir, "shared.secret")
 	writeSecret(t, secret, "0123456789abcdef0123456789abcdef")
+	// A 3s lease instead of the default 15s: takeovers in the crash matrix
+	// wait for the dead owner's lease, and the 15s wait made each case slow.
+	// Tests that need another lease append their own setting after this one.
 	s.env = append(s.env,
+		"TOOLGUARD_RECOVERY_LEASE=3s",
 		"TOOLGUARD_JOURNAL_BACKEND=postgres",
 		"TOOLGUARD_JOURNAL_DSN="+dsn,
 		"TOOLGUARD_JOURNAL_SECRET_FILE="+secret)

@@ -14,7 +14,7 @@ async function main() {
     const res = await request(target, {
       method: 'POST',
       dispatcher: agent,
-      headers: { 'content-type': 'application/json' },
+      headers: { 'content-type': 'application/json', authorization: 'Bearer node' },
       body: JSON.stringify({ customer: 'node', amount: 7, trace_id: 't' + i }),
     });
     const text = await res.body.text();
