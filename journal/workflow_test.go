@@ -118,7 +118,7 @@ func TestLongWorkflowCounts(t *testing.T) {
 }
 
 // TestWorkflowCountsStatus is the derivation of a workflow's status from
-// its step counts, as README "Workflows" defines it: planned only before
+// its step counts, as docs/operations.md "Workflows and the resume packet" defines it: planned only before
 // anything was sent.
 func TestWorkflowCountsStatus(t *testing.T) {
 	for _, tc := range []struct {

@@ -8,7 +8,8 @@ import (
 )
 
 // commands are every command line of the CLI, by the arguments that select
-// it; TestHelpMatchesREADME checks that each one's synopsis is documented.
+// it; TestHelpMatchesDocs checks that each one's synopsis is documented
+// in the runbook's CLI section, which the README links to.
 var commands = [][]string{
 	{"serve"}, {"exec"}, {"doctor"},
 	{"journal", "ls"}, {"journal", "show"}, {"journal", "tail"}, {"journal", "backup"},
@@ -18,22 +19,25 @@ var commands = [][]string{
 	{"rules", "check"}, {"rules", "init"}, {"key", "explain"}, {"ca", "init"}, {"version"},
 }
 
-// readmeCLI returns the command lines of the README's CLI section: the
+// cliDoc is the document whose "## CLI" section lists every command line.
+const cliDoc = "../../docs/operations.md"
+
+// docsCLI returns the command lines of the CLI section of cliDoc: the
 // lines of its first sh block that start with "toolguard ", without the
 // comments after them.
-func readmeCLI(t *testing.T) []string {
+func docsCLI(t *testing.T) []string {
 	t.Helper()
-	data, err := os.ReadFile("../../README.md")
+	data, err := os.ReadFile(cliDoc)
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, section, ok := strings.Cut(string(data), "\n### CLI\n")
+	_, section, ok := strings.Cut(string(data), "\n## CLI\n")
 	if !ok {
-		t.Fatal("README.md has no ### CLI section")
+		t.Fatalf("%s has no ## CLI section", cliDoc)
 	}
 	_, block, ok := strings.Cut(section, "```sh\n")
 	if !ok {
-		t.Fatal("the README's CLI section has no sh block")
+		t.Fatalf("the CLI section of %s has no sh block", cliDoc)
 	}
 	block, _, _ = strings.Cut(block, "```")
 	var lines []string
@@ -58,18 +62,18 @@ func synopsis(t *testing.T, args []string) string {
 	return s
 }
 
-// The README's CLI section, the command's --help and the overview of
-// toolguard help name each command line alike, and the README documents
-// no command that does not exist.
-func TestHelpMatchesREADME(t *testing.T) {
+// The CLI section of the docs, the command's --help and the overview of
+// toolguard help name each command line alike, and the docs document no
+// command that does not exist.
+func TestHelpMatchesDocs(t *testing.T) {
 	cleanEnv(t)
-	readme := readmeCLI(t)
+	readme := docsCLI(t)
 	var synopses []string
 	for _, args := range commands {
 		s := synopsis(t, args)
 		synopses = append(synopses, s)
 		if !slices.Contains(readme, s) {
-			t.Errorf("README.md's CLI section lacks the line\n\t%s\n(from %s --help)", s, strings.Join(args, " "))
+			t.Errorf("%s's CLI section lacks the line\n\t%s\n(from %s --help)", cliDoc, s, strings.Join(args, " "))
 		}
 		if !strings.Contains(usage, "  "+s+"\n") && !strings.Contains(usage, "  "+s+"  ") {
 			t.Errorf("toolguard help lacks the line\n\t%s", s)
@@ -77,7 +81,7 @@ func TestHelpMatchesREADME(t *testing.T) {
 	}
 	for _, line := range readme {
 		if !slices.Contains(synopses, line) {
-			t.Errorf("README.md's CLI section has a line no command's --help prints:\n\t%s", line)
+			t.Errorf("%s's CLI section has a line no command's --help prints:\n\t%s", cliDoc, line)
 		}
 	}
 }
@@ -125,11 +129,12 @@ func anchor(heading string) string {
 	return b.String()
 }
 
-// Regression: the README's proxy block set NO_PROXY=127.0.0.1:8481, which
-// curl and Python requests ignore (they match hosts, not ports), and left
-// out CURL_CA_BUNDLE, which curl prefers to SSL_CERT_FILE.
+// Regression: the README's proxy block (now in docs/agents.md) set
+// NO_PROXY=127.0.0.1:8481, which curl and Python requests ignore (they
+// match hosts, not ports), and left out CURL_CA_BUNDLE, which curl prefers
+// to SSL_CERT_FILE.
 func TestDocsProxyVariables(t *testing.T) {
-	for _, doc := range []string{"../../README.md", "../../docs/operations.md", "../../deploy/kubernetes/README.md"} {
+	for _, doc := range []string{"../../README.md", "../../docs/agents.md", "../../docs/operations.md", "../../deploy/kubernetes/README.md"} {
 		data, err := os.ReadFile(doc)
 		if err != nil {
 			t.Fatal(err)
