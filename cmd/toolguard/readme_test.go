@@ -100,7 +100,7 @@ func TestREADMEContents(t *testing.T) {
 	var want []string
 	for line := range strings.SplitSeq("## "+body, "\n") {
 		if h, ok := strings.CutPrefix(line, "## "); ok {
-			want = append(want, "- ["+h+"](#"+anchor(h)+")")
+			want = append(want, "- ["+h+"](#"+headingAnchor(h)+")")
 		}
 	}
 	var got []string
@@ -112,21 +112,6 @@ func TestREADMEContents(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Errorf("README.md's contents do not list its sections; want:\n%s", strings.Join(want, "\n"))
 	}
-}
-
-// anchor is GitHub's anchor of a heading: lower case, spaces to hyphens,
-// punctuation dropped.
-func anchor(heading string) string {
-	var b strings.Builder
-	for _, r := range strings.ToLower(heading) {
-		switch {
-		case r == ' ':
-			b.WriteByte('-')
-		case r == '-' || r == '_' || 'a' <= r && r <= 'z' || '0' <= r && r <= '9':
-			b.WriteRune(r)
-		}
-	}
-	return b.String()
 }
 
 // Regression: the README's proxy block (now in docs/agents.md) set
