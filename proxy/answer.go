@@ -10,11 +10,16 @@ import (
 	"github.com/toolguard/toolguard/rules"
 )
 
-// replay answers from a step's stored outcome.
+// replay answers from a step's stored outcome, in the call's protocol.
 func (s *Server) replay(c *call, st *journal.Step, outcome string, d Decision) *answer {
-	if c.mcp != nil {
-		return s.mcpReplay(c, st, outcome, d)
-	}
+	return c.carrier.replay(c, st, outcome, d)
+}
+
+// replay answers a REST call from a step's stored outcome: the stored
+// response, a notice where only its hash was kept, or the evidence of a
+// lookup or an operator where no response was ever received.
+func (r restCarrier) replay(c *call, st *journal.Step, outcome string, d Decision) *answer {
+	s := r.s
 	var resp *http.Response
 	switch r := st.Response; {
 	case r == nil:
@@ -102,9 +107,12 @@ func (s *Server) problemWith(c *call, p *Problem, d Decision) *answer {
 	if d.Why == "" {
 		d.Why = p.Detail
 	}
-	if c.mcp != nil {
-		return s.mcpProblem(c, p, d)
-	}
+	return c.carrier.problem(c, p, d)
+}
+
+// problem renders p as problem+json, or in the API's own error envelope
+// where its rule file declares one.
+func (r restCarrier) problem(c *call, p *Problem, d Decision) *answer {
 	var format rules.ErrorFormat
 	if c.route != nil && c.route.API != nil {
 		format = c.route.API.Errors
@@ -142,7 +150,7 @@ func (s *Server) logDecision(c *call, a *answer) {
 	if c.intent != nil {
 		key = c.intent.Key
 	}
-	s.metrics.request(c.route.API.Name, c.metricRoute(), a.outcome)
+	s.metrics.request(c.route.API.Name, c.carrier.routeLabel(c), a.outcome)
 	switch d := a.decision; {
 	case d.Action == ActionRecordFound:
 		s.metrics.recovery(strategyOf(c.route), "found")

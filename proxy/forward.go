@@ -52,15 +52,9 @@ func (s *Server) forward(c *call, st journal.Step, fl *flight, d Decision) (*ans
 	}
 	c.lease = fl.lease
 	stop := s.heartbeat(st, c.lease)
-	res := s.send(c)
+	res := c.carrier.send(c)
 	stop()
-	ans := s.readAnswer(c, res)
-	now := time.Now()
-	change := func(cur journal.Step) journal.Change { return outcomeChange(cur, attemptOf(c, res, ans), now) }
-	if c.mcp != nil {
-		v := mcpVerdictOf(c, res, ans)
-		change = func(cur journal.Step) journal.Change { return mcpOutcomeChange(cur, v, now) }
-	}
+	change := c.carrier.outcome(c, res, time.Now())
 	rec, err := s.journal.Apply(context.Background(), st.Key, journal.Fenced(st.Epoch, st.Fence, func(cur *journal.Step) (journal.Change, error) {
 		return change(*cur), nil
 	}))
@@ -80,9 +74,20 @@ func (s *Server) forward(c *call, st journal.Step, fl *flight, d Decision) (*ans
 		s.log.Error("record outcome failed; the step stays started", slog.String(logKey, st.Key), slog.Any("error", err))
 		return s.problemWith(c, newProblem(ProblemOutcomeUnknown, st.Key, "the call was sent but its outcome could not be recorded; the next retry resolves it"), d), nil
 	}
-	if c.mcp != nil {
-		return s.mcpForwarded(c, rec, res, d), nil
-	}
+	return c.carrier.forwarded(c, rec, res, d), nil
+}
+
+// outcome records a REST attempt: its answer as readAnswer keeps it.
+func (r restCarrier) outcome(c *call, res result, now time.Time) func(journal.Step) journal.Change {
+	a := attemptOf(c, res, r.readAnswer(c, res))
+	return func(cur journal.Step) journal.Change { return outcomeChange(cur, a, now) }
+}
+
+// forwarded answers a REST call just sent: a refusal where nothing was
+// sent, outcome-unknown where the step stays started, else the recorded
+// answer (verification started where the rule asks for one).
+func (r restCarrier) forwarded(c *call, rec journal.Step, res result, d Decision) *answer {
+	s := r.s
 	outcome := OutcomeForwarded
 	if d.Recovered {
 		outcome = OutcomeRecovered
@@ -90,17 +95,17 @@ func (s *Server) forward(c *call, st journal.Step, fl *flight, d Decision) (*ans
 	switch {
 	case refusal(res.err) != nil:
 		s.metrics.reject("egress")
-		return s.problemWith(c, newProblem(ProblemRejected, st.Key, "nothing was sent: "+res.err.Error()), d), nil
+		return s.problemWith(c, newProblem(ProblemRejected, rec.Key, "nothing was sent: "+res.err.Error()), d)
 	case res.err != nil && !res.sent:
-		return s.problemWith(c, newProblem(ProblemUpstreamUnreachable, st.Key, "nothing was sent: "+res.err.Error()+"; safe to retry"), d), nil
+		return s.problemWith(c, newProblem(ProblemUpstreamUnreachable, rec.Key, "nothing was sent: "+res.err.Error()+"; safe to retry"), d)
 	case rec.Status == journal.StatusStarted:
 		res.discard()
-		p := newProblem(ProblemOutcomeUnknown, st.Key, "the call was sent but its outcome is unknown ("+rec.LastError+"); the next retry resolves it")
+		p := newProblem(ProblemOutcomeUnknown, rec.Key, "the call was sent but its outcome is unknown ("+rec.LastError+"); the next retry resolves it")
 		if res.resp != nil {
 			// The provider's own pacing; the retry still carries the same key.
 			p.RetryAfter = readRetrySignals(res.resp.Header, s.now()).after
 		}
-		return s.problemWith(c, p, d), nil
+		return s.problemWith(c, p, d)
 	}
 	s.afterCommit(c, rec)
 	a := s.replay(c, &rec, outcome, d)
@@ -111,7 +116,7 @@ func (s *Server) forward(c *call, st journal.Step, fl *flight, d Decision) (*ans
 		s.stamp(a.resp.Header, &rec, outcome)
 		s.streamWhole(a.resp, &rec, res)
 	}
-	return a, nil
+	return a
 }
 
 // reread reads a step again after a commit of its outcome was lost: the
@@ -238,10 +243,8 @@ func (b *hashingBody) Close() error {
 // send makes one upstream attempt, only inside the claim's lease (see
 // sendlease.go). The agent going away does not cancel it: an abandoned
 // call would only turn a known outcome into an unknown one.
-func (s *Server) send(c *call) result {
-	if c.mcp != nil {
-		return s.mcpSend(c)
-	}
+func (r restCarrier) send(c *call) result {
+	s := r.s
 	if res, lapsed := s.leaseLapsed(c); lapsed {
 		return res
 	}
@@ -353,10 +356,8 @@ type answerRecord struct {
 // readAnswer records a definitive answer; the zero answerRecord for one
 // that outcomeChange does not store (no answer, 5xx, a native-idempotency
 // 409).
-func (s *Server) readAnswer(c *call, res result) answerRecord {
-	if c.mcp != nil {
-		return s.mcpReadAnswer(c, res)
-	}
+func (r restCarrier) readAnswer(c *call, res result) answerRecord {
+	s := r.s
 	if res.err != nil || res.resp.StatusCode >= 500 {
 		return answerRecord{}
 	}
@@ -413,9 +414,7 @@ func (s *Server) afterCommit(c *call, rec journal.Step) {
 		return
 	}
 	ver := verification{route: c.route, step: rec, vals: s.values(c, &rec), creds: verifiers.CredentialHeaders(c.route.API, c.in.Header)}
-	if c.mcp != nil {
-		ver.mcpTarget = c.mcp.target
-	}
+	ver.mcpTarget = c.carrier.verifyTarget()
 	if v.Mode == rules.VerifySync {
 		s.syncVerify(c.in.Context(), ver)
 		return

@@ -20,7 +20,7 @@ func (s *Server) selectGraphQL(req *http.Request, endpoint *rules.Route) (*rules
 	// The body is read as a guarded call's is (room in limits.body_buffer
 	// as bytes arrive, the body deadlines); the room is given back once the
 	// route is chosen, and the guard takes it again for the call itself.
-	c := &call{in: req, start: time.Now()}
+	c := &call{in: req, start: time.Now(), carrier: restCarrier{s}}
 	defer s.releaseBody(c)
 	if a := s.readBody(c); a != nil {
 		return nil, "", s.refuseGraphQL(req, endpoint, a.resp, a.decision.Why)

@@ -39,8 +39,9 @@ type call struct {
 	// lookupWait is how long until the lookup budget has room again, when
 	// a lookup was throttled.
 	lookupWait time.Duration
-	// mcp is set for an MCP tools/call (see mcp.go).
-	mcp *mcpCall
+	// carrier takes the call to its provider in its protocol: REST until
+	// an MCP tools/call is recognised (see handleMCP).
+	carrier carrier
 	// lease is the claim's lease while the call is forwarded.
 	lease *sendLease
 	// legacyChecked: the intent was looked up under its previous key.
@@ -57,7 +58,7 @@ type answer struct {
 
 // guard runs a request that a route describes through the pipeline.
 func (s *Server) guard(req *http.Request, route *rules.Route, params map[string]string) *http.Response {
-	c := &call{in: req, route: route, params: params, start: time.Now()}
+	c := &call{in: req, route: route, params: params, start: time.Now(), carrier: restCarrier{s}}
 	defer s.releaseBody(c)
 	return s.admit(c, s.prepare)
 }
@@ -159,12 +160,12 @@ func (s *Server) run(c *call) *answer {
 		if err != nil {
 			return s.journalFailure(c, err)
 		}
-		d, st := dd.d, dd.st
+		d, st := dd.decision, dd.step
 		switch d.Action {
 		case ActionReplay:
 			return s.replay(c, &st, OutcomeReplayed, d)
 		case ActionForward:
-			a, err := s.forward(c, st, dd.fl, d)
+			a, err := s.forward(c, st, dd.mine, d)
 			if errors.Is(err, journal.ErrFenced) {
 				continue // someone took the step over: answer from its record
 			}
@@ -173,7 +174,7 @@ func (s *Server) run(c *call) *answer {
 			}
 			return a
 		case ActionWait:
-			if !s.await(key, dd.wait, waitUntil) {
+			if !s.await(key, dd.awaited, waitUntil) {
 				p := newProblem(ProblemInProgress, key, "a call with this key is still in flight; retry later")
 				p.RetryAfter = time.Second
 				return s.problem(c, p)
@@ -205,7 +206,7 @@ func (s *Server) run(c *call) *answer {
 // rules.Deriver.LegacyKey): found, the call continues under that key, so
 // an upgrade never turns a retry into a second effect.
 func (s *Server) legacyStep(c *call) (string, bool) {
-	if !s.legacyKeys || c.mcp != nil || c.legacyChecked {
+	if !s.legacyKeys || !c.carrier.legacyKeys() || c.legacyChecked {
 		return "", false
 	}
 	c.legacyChecked = true
@@ -224,15 +225,16 @@ func (s *Server) legacyStep(c *call) (string, bool) {
 // lost, before the call is answered 503.
 const maxCommitUnknown = 3
 
-// decideResult is what decide found and did.
-type decideResult struct {
-	d  Decision
-	st journal.Step
-	// fl is this call's flight when it claimed the step to forward it.
-	fl *flight
-	// wait is the flight in this process to wait for; nil with ActionWait
-	// means the step is in flight on another replica.
-	wait *flight
+// verdict is what decide found and did.
+type verdict struct {
+	decision Decision
+	// step is the key's record after the decision's change.
+	step journal.Step
+	// mine is this call's flight when it claimed the step to forward it.
+	mine *flight
+	// awaited is the flight in this process to wait for; nil with
+	// ActionWait means the step is in flight on another replica.
+	awaited *flight
 }
 
 // decide applies the recovery table to the key's current record inside one
@@ -242,17 +244,17 @@ type decideResult struct {
 // change that was written is this call's claim. It reads this process's
 // flights inside the mutation on purpose: a duplicate whose mutation runs
 // after the claim's, in the same commit, must find the claim's flight.
-func (s *Server) decide(c *call) (decideResult, error) {
+func (s *Server) decide(c *call) (verdict, error) {
 	key := c.intent.Key
 	now := s.now()
 	epoch := s.journal.Epoch()
 	c.versionChange = s.versionChange(c)
-	var out decideResult
+	var out verdict
 	var mine *flight
 	// The claim's lease counts from before its statement goes out.
 	lease := newSendLease(time.Now(), s.lease())
 	st, err := s.journal.Apply(c.in.Context(), key, func(cur *journal.Step) (journal.Change, error) {
-		out = decideResult{}
+		out = verdict{}
 		sit := Situation{
 			Step:        cur,
 			Strategy:    strategyOf(c.route),
@@ -262,8 +264,8 @@ func (s *Server) decide(c *call) (decideResult, error) {
 			MaxAttempts: s.opts.MaxAttempts,
 		}
 		if cur != nil {
-			out.wait = s.flights.liveOther(key, now, mine)
-			sit.InFlight = out.wait != nil || inFlightElsewhere(cur, epoch)
+			out.awaited = s.flights.liveOther(key, now, mine)
+			sit.InFlight = out.awaited != nil || inFlightElsewhere(cur, epoch)
 			if c.lookup != LookupNotAsked && c.lookupFence == cur.Fence {
 				sit.Lookup = c.lookup
 			}
@@ -272,35 +274,35 @@ func (s *Server) decide(c *call) (decideResult, error) {
 			sit.HasLookup = c.route.Lookup != nil
 			sit.Backoff = backoff(cur, now)
 		}
-		out.d = Decide(sit)
+		out.decision = Decide(sit)
 		if cur == nil {
-			out.d = s.applyVersionPolicy(c, out.d)
+			out.decision = s.applyVersionPolicy(c, out.decision)
 		}
-		ch, ok := s.changeFor(c, cur, out.d, now)
+		ch, ok := s.changeFor(c, cur, out.decision, now)
 		if !ok {
 			return journal.Change{}, journal.ErrNoChange
 		}
-		if out.d.Action == ActionForward {
+		if out.decision.Action == ActionForward {
 			fl, other := s.flights.reserve(key, mine, now, lease, s.opts.UpstreamTimeout+leaseGrace)
 			if other != nil {
 				// Another call of this process is claiming the key right
 				// now (its write may not be visible yet): wait for it.
-				out.d = Decision{Action: ActionWait, Why: "a call with this key is being sent by this process"}
-				out.wait = other
+				out.decision = Decision{Action: ActionWait, Why: "a call with this key is being sent by this process"}
+				out.awaited = other
 				return journal.Change{}, journal.ErrNoChange
 			}
 			mine = fl
-			out.fl = mine
+			out.mine = mine
 		}
 		return ch, nil
 	})
-	out.st = st
-	if out.d.Action == ActionWait && out.wait != nil && errors.Is(err, journal.ErrNotFound) {
+	out.step = st
+	if out.decision.Action == ActionWait && out.awaited != nil && errors.Is(err, journal.ErrNotFound) {
 		err = nil // waiting for this process's own claim of a key not yet written
 	}
-	if mine != nil && (err != nil || out.fl == nil || st.Epoch != epoch || st.Status != journal.StatusStarted) {
+	if mine != nil && (err != nil || out.mine == nil || st.Epoch != epoch || st.Status != journal.StatusStarted) {
 		s.flights.finish(key, mine)
-		out.fl = nil
+		out.mine = nil
 	}
 	return out, err
 }

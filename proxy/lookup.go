@@ -64,11 +64,11 @@ func nativeExpired(r *rules.Route, st *journal.Step, now time.Time) bool {
 
 // lookupFor asks the provider whether the step's call took effect and
 // remembers the answer for the step's current fence.
-func (s *Server) lookupFor(c *call, st *journal.Step) {
-	if c.mcp != nil {
-		s.mcpLookupFor(c, st)
-		return
-	}
+func (s *Server) lookupFor(c *call, st *journal.Step) { c.carrier.lookup(c, st) }
+
+// lookup asks a REST API's lookup request, within the API's lookup.rate.
+func (r restCarrier) lookup(c *call, st *journal.Step) {
+	s := r.s
 	if ok, wait := s.lookupBudget.take(c.route.API.Name, c.route.Lookup.Rate, s.now()); !ok {
 		c.lookup, c.lookupFence, c.lookupWait = LookupThrottled, st.Fence, wait
 		c.lookupEvidence = "lookup not sent: lookup.rate budget spent"

@@ -41,14 +41,15 @@ const (
 // mcpCall is the MCP side of a guarded call: the tools/call, and what the
 // server answered.
 type mcpCall struct {
+	s      *Server
 	server *mcpEndpoint
 	tool   *mcp.Call
 	// target is the server's endpoint the call is sent to.
 	target *url.URL
 	// answer is the server's response to the last attempt (nil when none
-	// was read) and outcome what it means.
-	answer  *mcp.Response
-	outcome mcp.Outcome
+	// was read) and kind what it means.
+	answer *mcp.Response
+	kind   mcp.Outcome
 	// relay, when set, receives the server's messages before its response
 	// (see guardMCPStreaming).
 	relay func(data []byte)

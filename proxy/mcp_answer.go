@@ -13,9 +13,10 @@ import (
 // (application/json, HTTP 200) to the agent's request id, never an HTTP
 // error, so that MCP clients hand it to the model instead of failing.
 
-// mcpForwarded answers a tools/call just sent: from the record, or with
+// forwarded answers a tools/call just sent: from the record, or with
 // the server's own answer when the tool did not run.
-func (s *Server) mcpForwarded(c *call, rec journal.Step, res result, d Decision) *answer {
+func (m *mcpCall) forwarded(c *call, rec journal.Step, res result, d Decision) *answer {
+	s := m.s
 	outcome := OutcomeForwarded
 	if d.Recovered {
 		outcome = OutcomeRecovered
@@ -25,9 +26,9 @@ func (s *Server) mcpForwarded(c *call, rec journal.Step, res result, d Decision)
 		return s.problemWith(c, newProblem(ProblemUpstreamUnreachable, rec.Key, "nothing was sent: "+res.err.Error()), d)
 	case rec.Status == journal.StatusStarted:
 		return s.problemWith(c, newProblem(ProblemOutcomeUnknown, rec.Key, "the call was sent but its outcome is unknown ("+rec.LastError+"); the next call with the same arguments resolves it"), d)
-	case rec.Status == journal.StatusPrepared && c.mcp.answer != nil:
+	case rec.Status == journal.StatusPrepared && m.answer != nil:
 		h := http.Header{"Content-Type": {"application/json"}}
-		resp := bodyResponse(c.in, http.StatusOK, h, c.mcp.answer.WithID(c.mcp.tool.ID))
+		resp := bodyResponse(c.in, http.StatusOK, h, m.answer.WithID(m.tool.ID))
 		resp.Header.Set(HeaderKey, rec.Key)
 		resp.Header.Set(HeaderOutcome, outcome)
 		return &answer{resp: resp, outcome: outcome, decision: d, attempt: rec.Attempt}
@@ -44,18 +45,19 @@ func (s *Server) mcpForwarded(c *call, rec journal.Step, res result, d Decision)
 	return s.replay(c, &rec, outcome, d)
 }
 
-// mcpReplay answers a tools/call from a step: the stored response under
+// replay answers a tools/call from a step: the stored response under
 // the new request's id, or — where the effect was established by a lookup
 // or an operator — a tool result saying so.
-func (s *Server) mcpReplay(c *call, st *journal.Step, outcome string, d Decision) *answer {
+func (m *mcpCall) replay(c *call, st *journal.Step, outcome string, d Decision) *answer {
+	s := m.s
 	var body []byte
 	if r := st.Response; r != nil && !r.Truncated {
 		if ans, err := mcp.ParseResponse(r.Body); err == nil {
-			body = ans.WithID(c.mcp.tool.ID)
+			body = ans.WithID(m.tool.ID)
 		}
 	}
 	if body == nil {
-		body = mcp.ResultResponse(c.mcp.tool.ID, evidenceResult(st))
+		body = mcp.ResultResponse(m.tool.ID, evidenceResult(st))
 		outcome = OutcomeRecovered
 	}
 	h := http.Header{"Content-Type": {"application/json"}}
@@ -84,14 +86,14 @@ func evidenceResult(st *journal.Step) mcp.ToolResult {
 	}
 }
 
-// mcpProblem renders a problem as a tool result with isError: true.
-func (s *Server) mcpProblem(c *call, p *Problem, d Decision) *answer {
+// problem renders a problem as a tool result with isError: true.
+func (m *mcpCall) problem(c *call, p *Problem, d Decision) *answer {
 	h := mcp.Hold{Type: p.Type, Title: p.Title, Status: p.Status, Detail: p.Detail, Key: p.Key}
 	if p.RetryAfter > 0 {
 		h.RetryAfter = int((p.RetryAfter + time.Second - 1) / time.Second)
 	}
 	hdr := http.Header{"Content-Type": {"application/json"}}
-	resp := bodyResponse(c.in, http.StatusOK, hdr, h.Response(c.mcp.tool.ID, c.mcp.tool.Name))
+	resp := bodyResponse(c.in, http.StatusOK, hdr, h.Response(m.tool.ID, m.tool.Name))
 	if p.Key != "" {
 		resp.Header.Set(HeaderKey, p.Key)
 	}

@@ -30,7 +30,7 @@ func (s *Server) mcpBatch(r *http.Request, ep *mcpEndpoint, target *url.URL, msg
 		if i > 0 {
 			out.WriteByte(',')
 		}
-		c := &call{in: r, start: time.Now()}
+		c := &call{in: r, start: time.Now(), carrier: restCarrier{s}}
 		resp, pass := s.mcpCallOne(r, ep, target, c, m, false)
 		if pass {
 			out.Write(s.mcpRelay(r, target, m))

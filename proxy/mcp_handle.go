@@ -26,7 +26,7 @@ func (s *Server) handleMCP(r *http.Request, ep *mcpEndpoint, target *url.URL) (r
 	if r.Method != http.MethodPost {
 		return nil, nil
 	}
-	c := &call{in: r, start: time.Now()}
+	c := &call{in: r, start: time.Now(), carrier: restCarrier{s}}
 	defer s.releaseBody(c)
 	msgs, resp := s.readMessages(c)
 	if resp != nil {
@@ -107,14 +107,15 @@ func (s *Server) mcpCallOne(r *http.Request, ep *mcpEndpoint, target *url.URL, c
 	in := *r
 	in.URL = target
 	c.in, c.route, c.body = &in, route, m.Raw
-	c.mcp = &mcpCall{server: ep, tool: tc, target: target}
+	mc := &mcpCall{s: s, server: ep, tool: tc, target: target}
+	c.carrier = mc
 	key := inflightKey(r, tc.ID)
 	ep.inflight.Store(key, struct{}{})
 	if stream && acceptsEventStream(r.Header) {
-		return s.guardMCPStreaming(c, func() { ep.inflight.Delete(key) }), false
+		return s.guardMCPStreaming(c, mc, func() { ep.inflight.Delete(key) }), false
 	}
 	defer ep.inflight.Delete(key)
-	return s.guardMCP(c), false
+	return s.guardMCP(c, mc), false
 }
 
 // cancelsGuardedCall reports whether msgs is a notifications/cancelled for
@@ -171,24 +172,33 @@ func (s *Server) mcpRoute(ep *mcpEndpoint, tool string) (*rules.Route, bool) {
 // maxUnlistedRoutes bounds the routes of unlisted tools cached per server.
 const maxUnlistedRoutes = 1024
 
-// metricRoute is the route label of c's metrics: an MCP tool that no rule
+// routeLabel is the route label of c's metrics: a tool that no rule
 // names counts as "unlisted", since agents choose tool names and labels
 // must stay few.
-func (c *call) metricRoute() string {
-	if c.mcp != nil && c.route.API.Tool(c.route.Name) != c.route {
+func (m *mcpCall) routeLabel(c *call) string {
+	if c.route.API.Tool(c.route.Name) != c.route {
 		return "unlisted"
 	}
 	return c.route.Name
 }
 
+// verifyTarget is the server's endpoint: a tool's verification is a tool
+// call to the same server.
+func (m *mcpCall) verifyTarget() *url.URL { return m.target }
+
+// legacyKeys: MCP keys have had one form only.
+func (m *mcpCall) legacyKeys() bool { return false }
+
 // guardMCP runs a tools/call through the pipeline.
-func (s *Server) guardMCP(c *call) *http.Response { return s.admit(c, s.prepareMCP) }
+func (s *Server) guardMCP(c *call, m *mcpCall) *http.Response {
+	return s.admit(c, func(c *call) *answer { return s.prepareMCP(c, m) })
+}
 
 // prepareMCP derives the key of a tools/call from its tool and arguments.
-func (s *Server) prepareMCP(c *call) *answer {
+func (s *Server) prepareMCP(c *call, m *mcpCall) *answer {
 	in := rules.Input{
 		ContentType: "application/json",
-		Body:        c.mcp.tool.Arguments,
+		Body:        m.tool.Arguments,
 		Workflow:    c.in.Header.Get(HeaderWorkflow),
 	}
 	if in.Credential = c.route.API.CallerCredential(c.in.Header); in.Credential == "" {
@@ -199,7 +209,7 @@ func (s *Server) prepareMCP(c *call) *answer {
 	intent, err := s.deriver.Derive(c.route, in)
 	if err != nil {
 		s.metrics.reject("invalid_body")
-		return s.problem(c, newProblem(ProblemInvalidBody, "", "arguments of "+c.mcp.tool.Name+": "+err.Error()))
+		return s.problem(c, newProblem(ProblemInvalidBody, "", "arguments of "+m.tool.Name+": "+err.Error()))
 	}
 	c.intent, c.input = intent, in
 	c.callerMAC = s.credentialMAC(c.route.API, c.in.Header)

@@ -16,14 +16,15 @@ import (
 	"github.com/toolguard/toolguard/verifiers"
 )
 
-// mcpLookupFor asks the MCP server, with the lookup tool of the rule,
+// lookup asks the MCP server, with the lookup tool of the rule,
 // whether the step's call took effect, and remembers the answer for the
 // step's current fence. It opens a session of its own with the caller's
 // credential (in memory only), as any MCP client would.
-func (s *Server) mcpLookupFor(c *call, st *journal.Step) {
+func (m *mcpCall) lookup(c *call, st *journal.Step) {
+	s := m.s
 	l := c.route.Lookup
 	c.lookupFence = st.Fence
-	res, evidence := s.mcpLookup(c, st, l)
+	res, evidence := m.lookupTool(c, st, l)
 	c.lookup = LookupUnknown
 	c.lookupFound = nil
 	switch {
@@ -44,9 +45,11 @@ type toolResult struct {
 	raw     []byte
 }
 
-func (s *Server) mcpLookup(c *call, st *journal.Step, l *rules.Lookup) (*toolResult, string) {
+// lookupTool calls the rule's lookup tool at the call's server.
+func (m *mcpCall) lookupTool(c *call, st *journal.Step, l *rules.Lookup) (*toolResult, string) {
+	s := m.s
 	creds := verifiers.CredentialHeaders(c.route.API, c.in.Header)
-	return s.callTool(context.WithoutCancel(c.in.Context()), c.mcp.target, creds, c.route, l.Request.Tool, s.values(c, st))
+	return s.callTool(context.WithoutCancel(c.in.Context()), m.target, creds, c.route, l.Request.Tool, s.values(c, st))
 }
 
 // callTool calls a lookup's or verification's tool at target, in a

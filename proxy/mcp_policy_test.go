@@ -69,7 +69,7 @@ func TestMCPUnlistedBounded(t *testing.T) {
 		if !guarded || r.Name != fmt.Sprintf("tool_%d", i) {
 			t.Fatalf("unlisted tool %d: route %+v, guarded %v", i, r, guarded)
 		}
-		if got := (&call{route: r, mcp: &mcpCall{}}).metricRoute(); got != "unlisted" {
+		if got := (&mcpCall{}).routeLabel(&call{route: r}); got != "unlisted" {
 			t.Fatalf("metric label = %q, want unlisted", got)
 		}
 	}
@@ -79,7 +79,7 @@ func TestMCPUnlistedBounded(t *testing.T) {
 		t.Errorf("cached routes = %d, want %d", n, maxUnlistedRoutes)
 	}
 	named, _ := p.srv.mcpRoute(ep, "create_ticket")
-	if got := (&call{route: named, mcp: &mcpCall{}}).metricRoute(); got != "create_ticket" {
+	if got := (&mcpCall{}).routeLabel(&call{route: named}); got != "create_ticket" {
 		t.Errorf("metric label of a named tool = %q", got)
 	}
 }

@@ -20,9 +20,9 @@ import (
 // response with the call's id. The agent going away does not end it (see
 // send). A stream that breaks before the response is an error after
 // sending: the outcome is unknown.
-func (s *Server) mcpSend(c *call) result {
-	m := c.mcp
-	m.answer, m.outcome = nil, 0
+func (m *mcpCall) send(c *call) result {
+	s := m.s
+	m.answer, m.kind = nil, 0
 	if res, lapsed := s.leaseLapsed(c); lapsed {
 		return res
 	}
@@ -40,7 +40,7 @@ func (s *Server) mcpSend(c *call) result {
 	began := time.Now()
 	resp, err := s.upstream.RoundTrip(out)
 	w.stop()
-	s.metrics.upstreamCall(c.route.API.Name, c.metricRoute(), time.Since(began))
+	s.metrics.upstreamCall(c.route.API.Name, m.routeLabel(c), time.Since(began))
 	if err != nil {
 		return result{err: wireCause(ctx, err), sent: w.sent(err)}
 	}
@@ -49,7 +49,7 @@ func (s *Server) mcpSend(c *call) result {
 		body, _ := io.ReadAll(io.LimitReader(resp.Body, s.opts.MaxStoredResponse))
 		return result{resp: resp, body: body, sent: true}
 	}
-	raw, err := s.mcpReadStream(ctx, c, resp)
+	raw, err := m.readStream(ctx, c, resp)
 	if err != nil {
 		return result{resp: resp, err: fmt.Errorf("read the MCP response: %w", err), sent: true}
 	}
@@ -57,7 +57,7 @@ func (s *Server) mcpSend(c *call) result {
 	if err != nil {
 		return result{resp: resp, err: fmt.Errorf("read the MCP response: %w", err), sent: true}
 	}
-	m.answer, m.outcome = ans, ans.Classify()
+	m.answer, m.kind = ans, ans.Classify()
 	return result{resp: resp, body: raw, sent: true}
 }
 
@@ -68,9 +68,10 @@ const maxResumes = 10
 // mcpReadStream reads the server's response to c's call from resp, and
 // — where the server closed the SSE stream before it (2025-11-25 polling)
 // — from the resumed stream, asked for with a GET carrying Last-Event-ID.
-func (s *Server) mcpReadStream(ctx context.Context, c *call, resp *http.Response) ([]byte, error) {
-	st := mcp.Stream{Relay: c.mcp.relay}
-	raw, err := mcp.ReadResponseFrom(resp.Header.Get("Content-Type"), resp.Body, c.mcp.tool.ID, s.opts.MaxStoredResponse, &st)
+func (m *mcpCall) readStream(ctx context.Context, c *call, resp *http.Response) ([]byte, error) {
+	s := m.s
+	st := mcp.Stream{Relay: m.relay}
+	raw, err := mcp.ReadResponseFrom(resp.Header.Get("Content-Type"), resp.Body, m.tool.ID, s.opts.MaxStoredResponse, &st)
 	for i := 0; errors.Is(err, mcp.ErrNoResponse) && st.LastEventID != "" && i < maxResumes; i++ {
 		t := time.NewTimer(min(st.Retry, 5*time.Second))
 		select {
@@ -80,10 +81,10 @@ func (s *Server) mcpReadStream(ctx context.Context, c *call, resp *http.Response
 		case <-t.C:
 		}
 		var again *http.Response
-		if again, err = s.mcpResumeStream(ctx, c, st.LastEventID); err != nil {
+		if again, err = m.resumeStream(ctx, c, st.LastEventID); err != nil {
 			return nil, err
 		}
-		raw, err = mcp.ReadResponseFrom(again.Header.Get("Content-Type"), again.Body, c.mcp.tool.ID, s.opts.MaxStoredResponse, &st)
+		raw, err = mcp.ReadResponseFrom(again.Header.Get("Content-Type"), again.Body, m.tool.ID, s.opts.MaxStoredResponse, &st)
 		again.Body.Close()
 	}
 	return raw, err
@@ -91,8 +92,9 @@ func (s *Server) mcpReadStream(ctx context.Context, c *call, resp *http.Response
 
 // mcpResumeStream asks the server for the events of a stream after
 // lastID.
-func (s *Server) mcpResumeStream(ctx context.Context, c *call, lastID string) (*http.Response, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.mcp.target.String(), nil)
+func (m *mcpCall) resumeStream(ctx context.Context, c *call, lastID string) (*http.Response, error) {
+	s := m.s
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, m.target.String(), nil)
 	if err != nil {
 		return nil, err
 	}
@@ -115,9 +117,8 @@ func (s *Server) mcpResumeStream(ctx context.Context, c *call, lastID string) (*
 // mcpReadAnswer is what the journal keeps of a tools/call's answer: the
 // JSON-RPC response as received, when the tool ran (a result, isError
 // included); nothing otherwise.
-func (s *Server) mcpReadAnswer(c *call, res result) answerRecord {
-	m := c.mcp
-	if res.err != nil || m.answer == nil || (m.outcome != mcp.OutcomeResult && m.outcome != mcp.OutcomeToolError) {
+func (m *mcpCall) readAnswer(c *call, res result) answerRecord {
+	if res.err != nil || m.answer == nil || (m.kind != mcp.OutcomeResult && m.kind != mcp.OutcomeToolError) {
 		return answerRecord{}
 	}
 	sum := sha256.Sum256(res.body)
@@ -127,7 +128,7 @@ func (s *Server) mcpReadAnswer(c *call, res result) answerRecord {
 		Body:     res.body,
 		BodyHash: hex.EncodeToString(sum[:]),
 	}}
-	if m.outcome == mcp.OutcomeResult {
+	if m.kind == mcp.OutcomeResult {
 		a.operationID = c.route.OperationID.Extract(nil, res.body)
 	}
 	return a
@@ -135,14 +136,21 @@ func (s *Server) mcpReadAnswer(c *call, res result) answerRecord {
 
 // mcpVerdictOf captures what mcpOutcomeChange needs to know of a
 // tools/call attempt, before the outcome is journaled.
-func mcpVerdictOf(c *call, res result, ans answerRecord) mcpVerdict {
-	v := mcpVerdict{attempt: attemptOf(c, res, ans), outcome: c.mcp.outcome,
+func (m *mcpCall) verdictOf(c *call, res result, ans answerRecord) mcpVerdict {
+	v := mcpVerdict{attempt: attemptOf(c, res, ans), outcome: m.kind,
 		rebind: c.route.ApprovalRequired, bodyHash: c.intent.BodyHash}
-	if a := c.mcp.answer; a != nil {
+	if a := m.answer; a != nil {
 		v.answered = true
 		if e := a.Error; e != nil {
 			v.rpcError = fmt.Sprintf("JSON-RPC error %d: %s", e.Code, e.Message)
 		}
 	}
 	return v
+}
+
+// outcome records a tools/call attempt: the server's response where the
+// tool ran, and whether it did (see mcpOutcomeChange).
+func (m *mcpCall) outcome(c *call, res result, now time.Time) func(journal.Step) journal.Change {
+	v := m.verdictOf(c, res, m.readAnswer(c, res))
+	return func(cur journal.Step) journal.Change { return mcpOutcomeChange(cur, v, now) }
 }

@@ -21,14 +21,14 @@ import (
 // guardMCPStreaming runs c through the pipeline and answers with an event
 // stream as soon as the server relays a message, or with the pipeline's
 // answer when it comes first. done runs when the call has finished.
-func (s *Server) guardMCPStreaming(c *call, done func()) *http.Response {
+func (s *Server) guardMCPStreaming(c *call, m *mcpCall, done func()) *http.Response {
 	events := make(chan []byte, 16)
-	c.mcp.relay = func(data []byte) { events <- data }
+	m.relay = func(data []byte) { events <- data }
 	final := make(chan *http.Response, 1)
 	reserved := c.reserved // the goroutine gives the body's room back
 	c.reserved = 0
 	go func() {
-		resp := s.guardMCP(c)
+		resp := s.guardMCP(c, m)
 		close(events)
 		if reserved > 0 {
 			s.bodies.Release(reserved)
@@ -41,7 +41,7 @@ func (s *Server) guardMCPStreaming(c *call, done func()) *http.Response {
 		return <-final
 	}
 	pr, pw := io.Pipe()
-	go streamAnswer(pw, first, events, final, c.mcp.tool.ID)
+	go streamAnswer(pw, first, events, final, m.tool.ID)
 	h := http.Header{"Content-Type": {"text/event-stream"}, "Cache-Control": {"no-cache"}}
 	h.Set(HeaderKey, c.intent.Key)
 	// The call was sent; the last event is the authoritative answer (a
