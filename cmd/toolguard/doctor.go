@@ -38,7 +38,7 @@ const maxClockSkew = 5 * time.Second
 func runDoctor(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var f serveFlags
 	var admin string
-	fs := newFlags("doctor", "doctor [--config FILE] [serve flags] [--admin URL]\n\nChecks this shell the way a support engineer would: proxy variables, the CA\nas curl, Python, Node and Go see it, the rules, the journal, the admin API\nand the clock. Exits 1 when anything fails.", stdout)
+	fs := newFlags("doctor", "doctor [--config FILE] [serve flags] [--admin URL]\n\nChecks this shell the way a support engineer would: proxy variables, the CA\nas curl, Python, Node and Go see it, Node's built-in fetch, the rules, the\njournal, the admin API and the clock. --config defaults to $TOOLGUARD_CONFIG\n(toolguard exec sets it). Exits 1 when anything fails.", stdout)
 	f.register(fs)
 	fs.StringVar(&admin, "admin", "", "admin API `URL` (default $TOOLGUARD_ADMIN_URL or http://ADMIN_LISTEN)")
 	if err := parseNoArgs(fs, args); err != nil {

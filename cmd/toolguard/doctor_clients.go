@@ -188,7 +188,7 @@ func (d *doctor) toolFinding(name, out string, err error, passed bool, fix strin
 func (d *doctor) reachFix() string {
 	switch {
 	case d.probe.proxyURL == "":
-		return execFix + ", or export HTTPS_PROXY and the other proxy variables with toolguard's proxy URL"
+		return execFix + ", or export HTTP_PROXY, http_proxy, HTTPS_PROXY and https_proxy set to toolguard's proxy URL"
 	case d.probe.answered:
 		return "toolguard answers at " + d.probe.proxyURL + ", but this client did not get through it: check its own proxy settings, or " + execFix
 	case d.probe.adminUp:

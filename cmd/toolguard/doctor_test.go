@@ -343,7 +343,7 @@ func TestDoctorFixWhileServeRuns(t *testing.T) {
 			wantAdminFix: "toolguard answers at " + proxyURL + ": set TOOLGUARD_ADMIN_URL", wantReachFixHas: "toolguard answers at " + proxyURL},
 		{name: "serve runs, proxy variables wrong", proxy: closed, admin: admin.URL,
 			wantReachFixHas: "toolguard's admin API answers at " + admin.URL + ", but nothing at " + closed},
-		{name: "no proxy variables", admin: admin.URL, wantReachFixHas: "export HTTPS_PROXY"},
+		{name: "no proxy variables", admin: admin.URL, wantReachFixHas: "export HTTP_PROXY, http_proxy, HTTPS_PROXY and https_proxy set to"},
 		{name: "nothing runs", proxy: closed, admin: closed, wantStart: true,
 			wantAdminFix: start, wantReachFixHas: start},
 	}
