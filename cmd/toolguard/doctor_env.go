@@ -76,19 +76,22 @@ func (d *doctor) noProxy() []finding {
 	}
 	u, err := url.Parse(d.admin)
 	if err != nil {
-		return d.noProxyOK(out, entries, "")
+		return noProxyOK(out, entries, "")
 	}
 	host := u.Hostname()
 	switch {
 	case slices.Contains(hosts, host):
-		return d.noProxyOK(out, entries, "")
+		return noProxyOK(out, entries, "")
 	case localhostNamed(host) && slices.Contains(hosts, "localhost"):
-		return d.noProxyOK(out, entries, agentAdminURL(d.admin))
+		return noProxyOK(out, entries, agentAdminURL(d.admin))
 	}
 	return append(out, fail(d.adminFix(host), "NO_PROXY: the admin listener's host %s is not listed", host))
 }
 
-func (d *doctor) noProxyOK(out []finding, entries []string, asLocalhost string) []finding {
+// noProxyOK is the findings so far, or, when there are none, one that says
+// NO_PROXY is right; asLocalhost is the admin URL to use when localhost
+// covers the admin listener under another name.
+func noProxyOK(out []finding, entries []string, asLocalhost string) []finding {
 	switch {
 	case len(out) > 0:
 		return out
