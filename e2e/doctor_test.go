@@ -163,6 +163,7 @@ func TestDoctorUnderExecFiles(t *testing.T) {
 		"✔ rules: 1 API, 1 route in " + s.rules + "\n",
 		"✔ journal: " + journal + " is writable",
 		"✔ admin API: http://" + admin + " is ready\n", // from the config file: exec gives no admin URL without an agent token
+		`✔ NO_PROXY: ""; toolguard exec gives this command no admin URL`,
 	} {
 		if !strings.Contains(r.stdout, want) {
 			t.Errorf("doctor under exec lacks %q:\n%s%s", want, r.stdout, r.stderr)

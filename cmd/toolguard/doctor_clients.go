@@ -134,6 +134,12 @@ func (d *doctor) fetchFinding(out string, err error) finding {
 	return fail(d.reachFix(), "Node fetch: HTTPS through the proxy failed: %s", lastLine(out))
 }
 
+// underExec reports whether doctor runs under toolguard exec, whose Node
+// preload is in NODE_OPTIONS.
+func (d *doctor) underExec() bool {
+	return strings.Contains(d.env["NODE_OPTIONS"], nodePreloadName)
+}
+
 // bypassed reports whether a client's error says it looked the check host
 // up itself: it did not use the proxy (.invalid never resolves).
 func bypassed(msg string) bool {
@@ -148,7 +154,7 @@ func bypassed(msg string) bool {
 // fetchFix is the fix for Node's fetch going around the proxy. Under exec
 // (its preload in NODE_OPTIONS) only undici or a newer Node is missing.
 func (d *doctor) fetchFix() string {
-	if strings.Contains(d.env["NODE_OPTIONS"], nodePreloadName) {
+	if d.underExec() {
 		return "install undici where the agent runs (`npm install undici`): exec's preload then routes fetch through the proxy on Node before 24; or use Node 24+, which does with NODE_USE_ENV_PROXY=1"
 	}
 	return "run the agent with `toolguard exec -- COMMAND`: it sets NODE_USE_ENV_PROXY=1, which Node 24+ honours in fetch, and on older Node preloads undici's EnvHttpProxyAgent (`npm install undici`); " +

@@ -74,6 +74,14 @@ func (d *doctor) noProxy() []finding {
 			out = append(out, fail(d.portFix(e), "NO_PROXY: entry %q has a port", e))
 		}
 	}
+	if d.underExec() && d.env["TOOLGUARD_ADMIN_URL"] == "" {
+		// exec gives the command no admin URL without an agent token: the
+		// command has no call to the admin listener to exempt.
+		if len(out) == 0 {
+			out = append(out, ok("NO_PROXY: %q; toolguard exec gives this command no admin URL (it does with admin.agent_token), so the admin listener needs no entry", strings.Join(entries, ",")))
+		}
+		return out
+	}
 	u, err := url.Parse(d.admin)
 	if err != nil {
 		return noProxyOK(out, entries, "")

@@ -82,6 +82,12 @@ func TestDoctorNoProxy(t *testing.T) {
 			want: []string{markFail + ` NO_PROXY: entry "10.0.0.7:8481" has a port`}, fix: "remove the entry, or reach that service by a host name"},
 		{name: "admin on another IP", env: map[string]string{"NO_PROXY": "localhost"}, admin: "http://10.0.0.8:8481",
 			want: []string{markFail + " NO_PROXY: the admin listener's host 10.0.0.8 is not listed"}, fix: "add 10.0.0.8 to NO_PROXY"},
+		// exec gives the command no admin URL without an agent token.
+		{name: "under exec without an admin URL", env: map[string]string{"NO_PROXY": "", "NODE_OPTIONS": `--require="/tmp/toolguard-exec-1/` + nodePreloadName + `"`},
+			admin: "http://127.0.0.1:8481", want: []string{markOK + ` NO_PROXY: ""; toolguard exec gives this command no admin URL`}},
+		{name: "under exec with an admin URL", env: map[string]string{"NO_PROXY": "corp.example", "TOOLGUARD_ADMIN_URL": "http://localhost:8481",
+			"NODE_OPTIONS": `--require="/tmp/toolguard-exec-1/` + nodePreloadName + `"`},
+			admin: "http://localhost:8481", want: []string{markFail + " NO_PROXY: the admin listener's host localhost is not listed"}, fix: "add localhost"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
