@@ -123,6 +123,7 @@ func joinPath(path, name string) string {
 var OtherEnv = []string{
 	"TOOLGUARD_ADMIN_URL",     // CLI: the admin API to talk to
 	"TOOLGUARD_AGENT_TOKEN",   // exec: the agent token given to the command
+	"TOOLGUARD_CONFIG",        // exec: its config file, for doctor under it
 	"TOOLGUARD_TEST_POSTGRES", // tests: the PostgreSQL to test against
 	"TOOLGUARD_SCALE",         // tests: run the large-journal benchmarks
 	"TOOLGUARD_SCALE_PATH",

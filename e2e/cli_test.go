@@ -26,7 +26,14 @@ type cliResult struct {
 // environment, so the developer's TOOLGUARD_* variables cannot leak in.
 func tg(t *testing.T, env []string, args ...string) cliResult {
 	t.Helper()
+	return tgIn(t, "", env, args...)
+}
+
+// tgIn is tg in the working directory dir ("" for the test's).
+func tgIn(t *testing.T, dir string, env []string, args ...string) cliResult {
+	t.Helper()
 	cmd := exec.Command(binary, args...)
+	cmd.Dir = dir
 	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir()}, env...)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb

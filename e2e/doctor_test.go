@@ -3,6 +3,7 @@ package e2e
 import (
 	"flag"
 	"github.com/toolguard/toolguard/internal/skipped"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -19,7 +20,7 @@ func normalizeDoctor(out, dir string) string {
 	out = strings.ReplaceAll(out, dir, "$DIR")
 	out = regexp.MustCompile(`http://127\.0\.0\.1:\d+`).ReplaceAllString(out, "$$PROXY")
 	out = regexp.MustCompile(`http://localhost:\d+`).ReplaceAllString(out, "$$ADMIN")
-	out = regexp.MustCompile(`(?m)^(✗ (Go|curl|Python|Node): HTTPS through the proxy failed: ).*$`).ReplaceAllString(out, "$1<error>")
+	out = regexp.MustCompile(`(?m)^(✗ (Go|curl|Python|Node|Node fetch): HTTPS through the proxy failed: ).*$`).ReplaceAllString(out, "$1<error>")
 	out = regexp.MustCompile(`\(\d+\.\d MiB\)`).ReplaceAllString(out, "(N MiB)")
 	return out
 }
@@ -54,12 +55,14 @@ func needClients(t *testing.T) {
 
 // TestDoctorUnderExec: in the environment toolguard exec makes, with an
 // agent token configured (without one the command gets no admin URL),
-// every check passes.
+// every check passes. It runs where undici is installed: before Node 24,
+// Node's fetch goes through the proxy with exec's preload of it.
 func TestDoctorUnderExec(t *testing.T) {
 	needClients(t)
+	modules := filepath.Dir(filepath.Dir(undiciDir(t)))
 	_, args := execSetup(t)
 	dir := filepath.Dir(args[len(args)-1]) // --ca-dir DIR/ca
-	r := tg(t, []string{"TOOLGUARD_ADMIN_AGENT_TOKEN=agent-secret"}, append(args, "--", binary, "doctor", "--rules", filepath.Join(dir, "rules"), "--journal", filepath.Join(dir, "toolguard.db"))...)
+	r := tgIn(t, modules, []string{"TOOLGUARD_ADMIN_AGENT_TOKEN=agent-secret"}, append(args, "--", binary, "doctor", "--rules", filepath.Join(dir, "rules"), "--journal", filepath.Join(dir, "toolguard.db"))...)
 	if r.code != 0 {
 		t.Errorf("doctor under exec: exit code %d, want 0\n%s%s", r.code, r.stdout, r.stderr)
 	}
@@ -138,5 +141,32 @@ func TestDoctorAdminToken(t *testing.T) {
 				t.Errorf("doctor output lacks %q:\n%s", tc.want, r.stdout)
 			}
 		})
+	}
+}
+
+// TestDoctorUnderExecFiles: doctor under exec checks exec's rules, journal
+// and config file. Regression: it checked ./rules and ./toolguard.db, not
+// what exec was given.
+func TestDoctorUnderExecFiles(t *testing.T) {
+	s := newSetup(t, map[string]string{"billing.yaml": ruleFile("x.example", invoiceRoute)})
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	admin := l.Addr().String() // a port of the config file's own, free again
+	l.Close()
+	cfg := writeConfig(t, s.dir, "admin:\n  listen: "+admin+"\n")
+	journal := filepath.Join(s.dir, "exec.db")
+	r := tgIn(t, t.TempDir(), nil, "exec", "--config", cfg, "--listen", "127.0.0.1:0", "--rules", s.rules, "--journal", journal,
+		"--ca-dir", filepath.Join(s.dir, "ca"), "--", binary, "doctor")
+	for _, want := range []string{
+		"✔ rules: 1 API, 1 route in " + s.rules + "\n",
+		"✔ journal: " + journal + " is writable",
+		"✔ admin API: http://" + admin + " is ready\n", // from the config file: exec gives no admin URL without an agent token
+		`✔ NO_PROXY: ""; toolguard exec gives this command no admin URL`,
+	} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("doctor under exec lacks %q:\n%s%s", want, r.stdout, r.stderr)
+		}
 	}
 }

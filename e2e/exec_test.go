@@ -3,11 +3,13 @@ package e2e
 import (
 	"bufio"
 	"encoding/json"
+	"fmt"
 	"github.com/toolguard/toolguard/internal/skipped"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -111,8 +113,8 @@ func TestExecClients(t *testing.T) {
 // exits with the command's code.
 func TestExecEnvironment(t *testing.T) {
 	_, args := execSetup(t)
-	r := tg(t, []string{"NO_PROXY=internal.example:8080", "CURL_CA_BUNDLE=/nonexistent"},
-		append(args, "--", "sh", "-c", `env | grep -E '^(HTTPS?_PROXY|https?_proxy|NO_PROXY|no_proxy|SSL_CERT_FILE|CURL_CA_BUNDLE|REQUESTS_CA_BUNDLE|NODE_EXTRA_CA_CERTS|NODE_USE_ENV_PROXY|TOOLGUARD_ADMIN_URL)=' | sort; grep -c 'BEGIN CERTIFICATE' "$SSL_CERT_FILE"; exit 7`)...)
+	r := tg(t, []string{"NO_PROXY=internal.example:8080", "CURL_CA_BUNDLE=/nonexistent", "NODE_OPTIONS=--max-old-space-size=512"},
+		append(args, "--", "sh", "-c", `env | grep -E '^(HTTPS?_PROXY|https?_proxy|NO_PROXY|no_proxy|SSL_CERT_FILE|CURL_CA_BUNDLE|REQUESTS_CA_BUNDLE|NODE_EXTRA_CA_CERTS|NODE_USE_ENV_PROXY|NODE_OPTIONS|TOOLGUARD_ADMIN_URL|TOOLGUARD_RULES_DIR)=' | sort; grep -c 'BEGIN CERTIFICATE' "$SSL_CERT_FILE"; exit 7`)...)
 	if r.code != 7 {
 		t.Fatalf("exit code %d, want the command's 7\n%s", r.code, r.stderr)
 	}
@@ -149,6 +151,15 @@ func TestExecEnvironment(t *testing.T) {
 	}
 	if _, err := os.Stat(bundle); err == nil {
 		t.Errorf("the bundle %s outlived exec", bundle)
+	}
+	// The caller's Node options, then the preload that routes fetch through
+	// the proxy before Node 24, beside the bundle.
+	preload := filepath.Join(filepath.Dir(bundle), "toolguard-fetch-proxy.cjs")
+	if want := `--max-old-space-size=512 --require="` + preload + `"`; env["NODE_OPTIONS"] != want {
+		t.Errorf("NODE_OPTIONS = %q, want %q", env["NODE_OPTIONS"], want)
+	}
+	if rules := args[slices.Index(args, "--rules")+1]; env["TOOLGUARD_RULES_DIR"] != rules {
+		t.Errorf("TOOLGUARD_RULES_DIR = %q, want exec's %s", env["TOOLGUARD_RULES_DIR"], rules)
 	}
 }
 
@@ -251,9 +262,12 @@ fi`
 			if strings.Contains(r.stdout, operator) || strings.Contains(r.stderr, operator) {
 				t.Errorf("the command's output or terminal holds the operator token:\n%s\n%s", r.stdout, r.stderr)
 			}
+			// Where exec's rules, journal and config file are is no secret
+			// (the output holds no operator token, checked above).
+			files := map[string]bool{"TOOLGUARD_RULES_DIR": true, "TOOLGUARD_JOURNAL_PATH": true, "TOOLGUARD_CONFIG": true}
 			env := map[string]string{}
 			for _, l := range strings.Split(r.stdout, "\n") {
-				if k, v, ok := strings.Cut(l, "="); ok && strings.HasPrefix(k, "TOOLGUARD_") {
+				if k, v, ok := strings.Cut(l, "="); ok && strings.HasPrefix(k, "TOOLGUARD_") && !files[k] {
 					env[k] = v
 				}
 			}
@@ -276,4 +290,81 @@ fi`
 			}
 		})
 	}
+}
+
+// nodeFetchPost is a Node agent with nothing of its own: the built-in
+// fetch with no dispatcher and no proxy or CA settings. It POSTs one intent
+// twice and prints each answer as a JSON line.
+const nodeFetchPost = `
+const [url, body] = process.argv.slice(1);
+(async () => {
+  for (let i = 0; i < 2; i++) {
+    const r = await fetch(url, {method: 'POST', headers: {'content-type': 'application/json', authorization: 'Bearer k1'}, body});
+    console.log(JSON.stringify({status: r.status, outcome: r.headers.get('toolguard-outcome') || '',
+      replayed: r.headers.get('idempotent-replayed') || '', key: r.headers.get('toolguard-key') || '', body: await r.text()}));
+  }
+})().catch((e) => { console.error('fetch failed:', (e.cause && e.cause.message) || e.message); process.exit(1); });
+`
+
+// nodeFetchHonoursEnvProxy reports whether the installed Node's built-in
+// fetch honours HTTPS_PROXY under NODE_USE_ENV_PROXY=1 (Node 24+, 22.21+).
+func nodeFetchHonoursEnvProxy(t *testing.T) bool {
+	t.Helper()
+	out, err := exec.Command("node", "-p", "process.versions.node").Output()
+	if err != nil {
+		t.Fatalf("node -p process.versions.node: %v", err)
+	}
+	var major, minor int
+	fmt.Sscanf(strings.TrimSpace(string(out)), "%d.%d", &major, &minor)
+	return major >= 24 || (major == 22 && minor >= 21)
+}
+
+const nodeBypassWarning = "fetch calls will bypass toolguard"
+
+// TestExecNodeFetch: Node's built-in fetch goes through toolguard under
+// exec. Regression: Node before 24 ignores HTTPS_PROXY in fetch even with
+// NODE_USE_ENV_PROXY=1, so a plain fetch agent made its calls around the
+// proxy and exec said "0 guarded"; exec now preloads undici's
+// EnvHttpProxyAgent, found as the program would find undici.
+func TestExecNodeFetch(t *testing.T) {
+	modules := filepath.Dir(filepath.Dir(undiciDir(t))) // the directory whose node_modules holds undici
+	body := `{"customer":"cus_1","amount":7,"trace_id":"t1"}`
+	t.Run("undici in the working directory", func(t *testing.T) {
+		up, args := execSetup(t)
+		r := tgIn(t, modules, nil, append(args, "--", "node", "-e", nodeFetchPost, up.URL+"/v1/invoices", body)...)
+		if r.code != 0 {
+			t.Fatalf("exit code %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
+		}
+		lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
+		if len(lines) != 2 {
+			t.Fatalf("want two answers, got:\n%s", r.stdout)
+		}
+		checkDuplicate(t, up, clientAnswer(t, lines[0]), clientAnswer(t, lines[1]))
+		if !strings.Contains(r.stderr, "toolguard: 2 guarded (1 forwarded, 1 replayed") || strings.Contains(r.stderr, nodeBypassWarning) {
+			t.Errorf("stderr %q: want 2 guarded, forwarded then replayed, and no bypass warning", r.stderr)
+		}
+	})
+	t.Run("no undici", func(t *testing.T) {
+		up, args := execSetup(t)
+		// Two Node processes, one warning.
+		script := `node -e "$0" "$1" "$2"; node -e "$0" "$1" "$2"`
+		r := tgIn(t, t.TempDir(), nil, append(args, "--", "sh", "-c", script, nodeFetchPost, up.URL+"/v1/invoices", body)...)
+		if nodeFetchHonoursEnvProxy(t) {
+			if r.code != 0 || strings.Contains(r.stderr, nodeBypassWarning) || up.effects.Load() != 1 {
+				t.Errorf("Node honours NODE_USE_ENV_PROXY in fetch: want exit 0, 1 effect and no warning; got %d, %d effects\n%s", r.code, up.effects.Load(), r.stderr)
+			}
+			return
+		}
+		if n := strings.Count(r.stderr, nodeBypassWarning); n != 1 {
+			t.Errorf("%d bypass warnings, want one line:\n%s", n, r.stderr)
+		}
+		if !strings.Contains(r.stderr, "npm install undici") || !strings.Contains(r.stderr, "toolguard: 0 guarded") ||
+			!strings.Contains(r.stderr, "; Node's fetch went around toolguard") {
+			t.Errorf("stderr lacks the fix or the summary's note:\n%s", r.stderr)
+		}
+		// Around the proxy, Node does not trust the test upstream's CA.
+		if r.code == 0 || up.effects.Load() != 0 {
+			t.Errorf("exit code %d, %d upstream effects; want a failed call and none", r.code, up.effects.Load())
+		}
+	})
 }

@@ -15,10 +15,12 @@ import (
 	"strings"
 )
 
-// proxyVars are the variables exec owns in the command's environment;
-// values the caller had are replaced (NO_PROXY entries are kept).
-var proxyVars = []string{"HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY", "SSL_CERT_FILE", "REQUESTS_CA_BUNDLE",
-	"CURL_CA_BUNDLE", "NODE_EXTRA_CA_CERTS", "NODE_USE_ENV_PROXY", "TOOLGUARD_ADMIN_URL", "TOOLGUARD_AGENT_TOKEN"}
+// ownedVars are the variables exec owns in the command's environment;
+// values the caller had are replaced (NO_PROXY entries are kept, and
+// NODE_OPTIONS, which exec only adds to, is not among them).
+var ownedVars = []string{"HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY", "SSL_CERT_FILE", "REQUESTS_CA_BUNDLE",
+	"CURL_CA_BUNDLE", "NODE_EXTRA_CA_CERTS", "NODE_USE_ENV_PROXY", "TOOLGUARD_ADMIN_URL", "TOOLGUARD_AGENT_TOKEN",
+	"TOOLGUARD_RULES_DIR", "TOOLGUARD_JOURNAL_PATH", "TOOLGUARD_CONFIG"}
 
 // adminVarPrefix starts every admin setting (TOOLGUARD_ADMIN_TOKEN,
 // _TOKEN_FILE, _AGENT_TOKEN, _INSECURE_NO_AUTH...): exec never passes them
@@ -30,6 +32,26 @@ const adminVarPrefix = "TOOLGUARD_ADMIN_"
 // agent token, both empty when no agent token is configured (the command
 // then gets no admin URL at all).
 type agentAdmin struct{ url, token string }
+
+// agentSetup is what exec tells the command about the toolguard it runs
+// behind. None of it is a secret but the agent token, which may read and
+// checkpoint but never approve.
+type agentSetup struct {
+	proxyURL string
+	admin    agentAdmin
+	bundle   string // the CA bundle: system roots plus toolguard's CA
+	// nodePreload is the file NODE_OPTIONS preloads to route Node's fetch
+	// through the proxy; "" adds nothing to NODE_OPTIONS.
+	nodePreload string
+	// where says where toolguard's rules, journal and config file are, for
+	// the toolguard commands the command runs (doctor).
+	where toolguardFiles
+}
+
+// toolguardFiles are the absolute paths of toolguard's rules directory,
+// bbolt journal and config file; "" leaves one out (no config file, a
+// PostgreSQL journal, whose DSN may hold a password).
+type toolguardFiles struct{ rulesDir, journal, config string }
 
 // systemBundles are where distributions keep their root certificates, in
 // the order Go's crypto/x509 looks for them.
@@ -46,40 +68,56 @@ var systemBundles = []string{
 // read pointing at toolguard. curl reads only the lowercase http_proxy and
 // prefers CURL_CA_BUNDLE over SSL_CERT_FILE; Python's requests reads
 // REQUESTS_CA_BUNDLE; Node adds NODE_EXTRA_CA_CERTS to its own roots and
-// honours the proxy variables with NODE_USE_ENV_PROXY=1 (Node 24+).
+// honours the proxy variables with NODE_USE_ENV_PROXY=1 (Node 24+), and
+// older Node's fetch through the preload in NODE_OPTIONS.
 //
 // The command never gets an operator token: TOOLGUARD_ADMIN_URL comes only
 // with TOOLGUARD_AGENT_TOKEN, which may read and checkpoint but never approve
 // or resolve, and every TOOLGUARD_ADMIN_* variable of base is dropped.
-func agentEnv(base []string, proxyURL string, admin agentAdmin, bundle string) []string {
+func agentEnv(base []string, s agentSetup) []string {
 	var keep []string
 	var noProxy []string
+	var nodeOpts string
 	for _, kv := range base {
 		k, v, _ := strings.Cut(kv, "=")
 		if strings.EqualFold(k, "NO_PROXY") {
 			noProxy = append(noProxy, strings.Split(v, ",")...)
 		}
-		if isProxyVar(k) || strings.HasPrefix(strings.ToUpper(k), adminVarPrefix) {
+		if k == "NODE_OPTIONS" && s.nodePreload != "" {
+			nodeOpts = v
+			continue
+		}
+		if isOwnedVar(k) || strings.HasPrefix(strings.ToUpper(k), adminVarPrefix) {
 			continue
 		}
 		keep = append(keep, kv)
 	}
-	no := strings.Join(noProxyEntries(noProxy, admin.url), ",")
+	no := strings.Join(noProxyEntries(noProxy, s.admin.url), ",")
 	env := append(keep,
-		"HTTP_PROXY="+proxyURL, "http_proxy="+proxyURL,
-		"HTTPS_PROXY="+proxyURL, "https_proxy="+proxyURL,
+		"HTTP_PROXY="+s.proxyURL, "http_proxy="+s.proxyURL,
+		"HTTPS_PROXY="+s.proxyURL, "https_proxy="+s.proxyURL,
 		"NO_PROXY="+no, "no_proxy="+no,
-		"SSL_CERT_FILE="+bundle, "REQUESTS_CA_BUNDLE="+bundle, "CURL_CA_BUNDLE="+bundle, "NODE_EXTRA_CA_CERTS="+bundle,
+		"SSL_CERT_FILE="+s.bundle, "REQUESTS_CA_BUNDLE="+s.bundle, "CURL_CA_BUNDLE="+s.bundle, "NODE_EXTRA_CA_CERTS="+s.bundle,
 		"NODE_USE_ENV_PROXY=1",
 	)
-	if admin.url == "" || admin.token == "" {
+	if s.nodePreload != "" {
+		env = append(env, "NODE_OPTIONS="+nodeOptions(nodeOpts, s.nodePreload))
+	}
+	for _, v := range []struct{ name, value string }{
+		{"TOOLGUARD_RULES_DIR", s.where.rulesDir}, {"TOOLGUARD_JOURNAL_PATH", s.where.journal}, {"TOOLGUARD_CONFIG", s.where.config},
+	} {
+		if v.value != "" {
+			env = append(env, v.name+"="+v.value)
+		}
+	}
+	if s.admin.url == "" || s.admin.token == "" {
 		return env
 	}
-	return append(env, "TOOLGUARD_ADMIN_URL="+admin.url, "TOOLGUARD_AGENT_TOKEN="+admin.token)
+	return append(env, "TOOLGUARD_ADMIN_URL="+s.admin.url, "TOOLGUARD_AGENT_TOKEN="+s.admin.token)
 }
 
-func isProxyVar(k string) bool {
-	for _, v := range proxyVars {
+func isOwnedVar(k string) bool {
+	for _, v := range ownedVars {
 		if strings.EqualFold(k, v) {
 			return true
 		}

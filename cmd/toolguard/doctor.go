@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -10,7 +9,6 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"time"
@@ -40,11 +38,15 @@ const maxClockSkew = 5 * time.Second
 func runDoctor(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var f serveFlags
 	var admin string
-	fs := newFlags("doctor", "doctor [--config FILE] [serve flags] [--admin URL]\n\nChecks this shell the way a support engineer would: proxy variables, the CA\nas curl, Python, Node and Go see it, the rules, the journal, the admin API\nand the clock. Exits 1 when anything fails.", stdout)
+	fs := newFlags("doctor", "doctor [--config FILE] [serve flags] [--admin URL]\n\nChecks this shell the way a support engineer would: proxy variables, the CA\nas curl, Python, Node and Go see it, Node's built-in fetch, the rules, the\njournal, the admin API and the clock. --config defaults to $TOOLGUARD_CONFIG\n(toolguard exec sets it). Exits 1 when anything fails.", stdout)
 	f.register(fs)
 	fs.StringVar(&admin, "admin", "", "admin API `URL` (default $TOOLGUARD_ADMIN_URL or http://ADMIN_LISTEN)")
 	if err := parseNoArgs(fs, args); err != nil {
 		return err
+	}
+	if f.config == "" {
+		// toolguard exec names its config file for the command.
+		f.config = os.Getenv("TOOLGUARD_CONFIG")
 	}
 	var flagErr error
 	apply := f.apply(fs)
@@ -62,20 +64,25 @@ func runDoctor(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		admin = "http://" + dialable(cfg.Admin.Listen)
 	}
 	d := &doctor{env: envMap(os.Environ()), cfg: cfg, admin: strings.TrimRight(admin, "/")}
-	failed := 0
-	for _, fd := range d.run(ctx) {
-		fmt.Fprintf(stdout, "%s %s\n", fd.mark, fd.what)
+	if printFindings(stdout, d.run(ctx)) > 0 {
+		return &childExit{code: 1}
+	}
+	return nil
+}
+
+// printFindings writes one line per finding, and its fix below it, and
+// returns how many failed.
+func printFindings(w io.Writer, findings []finding) (failed int) {
+	for _, fd := range findings {
+		fmt.Fprintf(w, "%s %s\n", fd.mark, fd.what)
 		if fd.fix != "" {
-			fmt.Fprintf(stdout, "    fix: %s\n", fd.fix)
+			fmt.Fprintf(w, "    fix: %s\n", fd.fix)
 		}
 		if fd.mark == markFail {
 			failed++
 		}
 	}
-	if failed > 0 {
-		return &childExit{code: 1}
-	}
-	return nil
+	return failed
 }
 
 // doctor runs the checks against an environment and a configuration.
@@ -83,8 +90,18 @@ type doctor struct {
 	env   map[string]string
 	cfg   config.Config
 	admin string
-	// proxyNow is the proxy's clock, read from the check host.
-	proxyNow time.Time
+	probe proxyProbe
+	// proxyNow is the proxy's clock, read from the check host or the
+	// admin API's Date at proxyAt on this machine's clock.
+	proxyNow, proxyAt time.Time
+}
+
+// proxyProbe is what answers where the proxy variables point and at the
+// admin URL, learnt before the client checks: their fixes depend on it.
+type proxyProbe struct {
+	proxyURL string // HTTPS_PROXY or another proxy variable; "" when none is set
+	answered bool   // toolguard answered the check host through proxyURL
+	adminUp  bool   // the admin API answered, whatever its status
 }
 
 func envMap(environ []string) map[string]string {
@@ -98,10 +115,11 @@ func envMap(environ []string) map[string]string {
 }
 
 func (d *doctor) run(ctx context.Context) []finding {
+	d.probeProxy(ctx)
+	admin := d.adminAPI(ctx) // before the clients: their fixes depend on it
 	out := d.proxyVars()
 	out = append(out, d.noProxy()...)
-	out = append(out, d.trustGo(ctx), d.trustCurl(ctx), d.trustPython(ctx), d.trustNode(ctx))
-	admin := d.adminAPI(ctx)
+	out = append(out, d.trustGo(ctx), d.trustCurl(ctx), d.trustPython(ctx), d.trustNode(ctx), d.nodeFetch(ctx))
 	out = append(out, d.rules(), d.journal(), admin)
 	if admin.mark == markOK {
 		if tok := d.adminToken(ctx); tok.what != "" {
@@ -120,223 +138,6 @@ func fail(fix, format string, args ...any) finding {
 }
 
 const execFix = "run the agent with `toolguard exec -- COMMAND`, which sets every variable"
-
-// proxyVars checks that all four proxy variables are set to one URL: curl
-// reads only the lowercase http_proxy, other clients read either case.
-func (d *doctor) proxyVars() []finding {
-	names := []string{"HTTP_PROXY", "http_proxy", "HTTPS_PROXY", "https_proxy"}
-	var set, missing []string
-	values := map[string]bool{}
-	for _, n := range names {
-		if v := d.env[n]; v != "" {
-			set = append(set, n)
-			values[v] = true
-		} else {
-			missing = append(missing, n)
-		}
-	}
-	switch {
-	case len(set) == 0:
-		return []finding{fail(execFix+", or export HTTP_PROXY, http_proxy, HTTPS_PROXY and https_proxy=http://127.0.0.1:8480", "proxy variables: none is set")}
-	case len(values) > 1:
-		var pairs []string
-		for _, n := range set {
-			pairs = append(pairs, n+"="+d.env[n])
-		}
-		return []finding{fail("set all four to the same toolguard URL", "proxy variables disagree: %s", strings.Join(pairs, " "))}
-	case len(missing) > 0:
-		return []finding{fail("export "+strings.Join(missing, " ")+" as well (curl reads only the lowercase http_proxy; other clients read either case)",
-			"proxy variables: %s set, %s missing", strings.Join(set, ", "), strings.Join(missing, ", "))}
-	}
-	v := d.env["HTTPS_PROXY"]
-	u, err := url.Parse(v)
-	if err != nil || u.Scheme != "http" || u.Host == "" {
-		return []finding{fail("use the proxy listener's URL, such as http://127.0.0.1:8480", "proxy variables: %q is not an http:// proxy URL", v)}
-	}
-	return []finding{ok("proxy variables: HTTP_PROXY, http_proxy, HTTPS_PROXY and https_proxy are %s", v)}
-}
-
-// noProxy checks NO_PROXY for forms clients ignore and for the admin
-// listener, which toolguard refuses to proxy to.
-func (d *doctor) noProxy() []finding {
-	upper, lower := d.env["NO_PROXY"], d.env["no_proxy"]
-	if upper != lower && upper != "" && lower != "" {
-		return []finding{fail("set NO_PROXY and no_proxy to the same list", "NO_PROXY=%q and no_proxy=%q disagree", upper, lower)}
-	}
-	list := upper
-	if list == "" {
-		list = lower
-	}
-	var out []finding
-	var entries []string
-	for _, e := range strings.Split(list, ",") {
-		if e = strings.TrimSpace(e); e != "" {
-			entries = append(entries, e)
-		}
-	}
-	for _, e := range entries {
-		switch {
-		case e == "*":
-			out = append(out, fail("remove * from NO_PROXY: it sends every call around toolguard", "NO_PROXY: * bypasses the proxy for every host"))
-		case hostOnly(e) != e:
-			out = append(out, fail(fmt.Sprintf("write the host alone: %s (curl ignores entries with a port)", hostOnly(e)), "NO_PROXY: entry %q has a port", e))
-		}
-	}
-	if u, err := url.Parse(d.admin); err == nil {
-		found := false
-		for _, e := range entries {
-			found = found || hostOnly(e) == u.Hostname()
-		}
-		if !found {
-			out = append(out, fail(fmt.Sprintf("add %s to NO_PROXY and no_proxy (toolguard refuses to proxy calls to its own admin listener)", u.Hostname()),
-				"NO_PROXY: the admin listener's host %s is not listed", u.Hostname()))
-		}
-	}
-	if len(out) == 0 {
-		out = append(out, ok("NO_PROXY: %s (host-only entries, admin listener included)", strings.Join(entries, ",")))
-	}
-	return out
-}
-
-// checkURL is the built-in check host that toolguard answers itself.
-var checkURL = "https://" + proxy.CheckHost + "/"
-
-// trustGo calls the check host as a Go program would: proxy and roots
-// from the environment (SSL_CERT_FILE included).
-func (d *doctor) trustGo(ctx context.Context) finding {
-	t := &http.Transport{Proxy: http.ProxyFromEnvironment, TLSClientConfig: &tls.Config{}}
-	c := &http.Client{Timeout: 10 * time.Second, Transport: t}
-	req, _ := http.NewRequestWithContext(ctx, "GET", checkURL, nil)
-	resp, err := c.Do(req)
-	if err != nil {
-		fix := trustFix("SSL_CERT_FILE")
-		if !looksLikeTrust(err.Error()) {
-			fix = proxyFix
-		}
-		return fail(fix, "Go: HTTPS through the proxy failed: %v", shortErr(err))
-	}
-	defer resp.Body.Close()
-	if resp.Header.Get(proxy.HeaderCheck) != "ok" {
-		return fail(execFix, "Go: %s answered without toolguard's check header: the call did not go through toolguard", proxy.CheckHost)
-	}
-	var body struct{ Time time.Time }
-	if json.NewDecoder(io.LimitReader(resp.Body, 4096)).Decode(&body) == nil {
-		d.proxyNow = body.Time
-	}
-	return ok("Go: trusts toolguard's CA (HTTPS to %s through the proxy)", proxy.CheckHost)
-}
-
-func trustFix(variable string) string {
-	return execFix + ", or point " + variable + " at a bundle of the system roots plus toolguard's ca.pem"
-}
-
-// trustCurl runs curl against the check host. curl reads CURL_CA_BUNDLE
-// before SSL_CERT_FILE.
-func (d *doctor) trustCurl(ctx context.Context) finding {
-	out, err := runTool(ctx, "curl", "-sS", "--max-time", "10", "-o", "/dev/null", "-D", "-", checkURL)
-	return toolFinding("curl", out, err, strings.Contains(strings.ToLower(out), "toolguard-check: ok"), trustFix("CURL_CA_BUNDLE (curl prefers it to SSL_CERT_FILE)"))
-}
-
-const pythonCheck = `
-import sys, urllib.request
-try:
-    with urllib.request.urlopen(sys.argv[1], timeout=10) as r:
-        print("check:", r.headers.get("Toolguard-Check") or "missing")
-except Exception as e:
-    print(e)
-    sys.exit(1)
-`
-
-// trustPython runs Python's urllib (the default SSL context reads
-// SSL_CERT_FILE; requests reads REQUESTS_CA_BUNDLE).
-func (d *doctor) trustPython(ctx context.Context) finding {
-	out, err := runTool(ctx, "python3", "-c", pythonCheck, checkURL)
-	return toolFinding("Python", out, err, strings.Contains(out, "check: ok"), trustFix("SSL_CERT_FILE and REQUESTS_CA_BUNDLE"))
-}
-
-// nodeCheck tunnels through HTTPS_PROXY by hand, so that it tests Node's
-// trust (its roots plus NODE_EXTRA_CA_CERTS) on every Node version.
-const nodeCheck = `
-const http = require('http'), tls = require('tls');
-const p = process.env.HTTPS_PROXY || process.env.https_proxy;
-if (!p) { console.log('HTTPS_PROXY is not set'); process.exit(1); }
-const u = new URL(p), host = process.argv[1];
-const req = http.request({host: u.hostname, port: u.port || 80, method: 'CONNECT', path: host + ':443'});
-req.on('connect', (res, sock) => {
-  if (res.statusCode !== 200) { console.log('CONNECT answered ' + res.statusCode); process.exit(1); }
-  const s = tls.connect({socket: sock, servername: host}, () => s.write('GET / HTTP/1.1\r\nHost: ' + host + '\r\nConnection: close\r\n\r\n'));
-  let d = ''; s.on('data', (c) => d += c);
-  s.on('end', () => { const m = /toolguard-check: *ok/i.test(d); console.log(m ? 'check: ok' : 'no check header'); process.exit(m ? 0 : 1); });
-  s.on('error', (e) => { console.log(e.message); process.exit(1); });
-});
-req.on('error', (e) => { console.log(e.message); process.exit(1); });
-req.end();
-`
-
-func (d *doctor) trustNode(ctx context.Context) finding {
-	out, err := runTool(ctx, "node", "-e", nodeCheck, proxy.CheckHost)
-	f := toolFinding("Node", out, err, strings.Contains(out, "check: ok"), trustFix("NODE_EXTRA_CA_CERTS"))
-	if f.mark == markOK && d.env["NODE_USE_ENV_PROXY"] != "1" {
-		f.what += "; NODE_USE_ENV_PROXY is not 1, so fetch ignores the proxy variables (Node 24+ honours them with it; older Node needs undici's EnvHttpProxyAgent)"
-	}
-	return f
-}
-
-var errNotInstalled = errors.New("not installed")
-
-// runTool runs a client from PATH with this process's environment.
-func runTool(ctx context.Context, name string, args ...string) (string, error) {
-	if _, err := exec.LookPath(name); err != nil {
-		return "", errNotInstalled
-	}
-	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
-	defer cancel()
-	out, err := exec.CommandContext(ctx, name, args...).CombinedOutput()
-	return strings.TrimSpace(string(out)), err
-}
-
-func toolFinding(name, out string, err error, passed bool, fix string) finding {
-	switch {
-	case errors.Is(err, errNotInstalled):
-		return finding{mark: markSkip, what: name + ": not installed, not checked"}
-	case err == nil && passed:
-		return ok("%s: trusts toolguard's CA (HTTPS to %s through the proxy)", name, proxy.CheckHost)
-	case err == nil:
-		return fail(execFix, "%s: %s answered without toolguard's check header: the call did not go through toolguard", name, proxy.CheckHost)
-	}
-	if !looksLikeTrust(out) {
-		fix = proxyFix
-	}
-	return fail(fix, "%s: HTTPS through the proxy failed: %s", name, lastLine(out))
-}
-
-const proxyFix = "start `toolguard serve` at the URL of HTTPS_PROXY, or " + execFix
-
-// looksLikeTrust reports whether a client's error is about the
-// certificate rather than about reaching the proxy.
-func looksLikeTrust(msg string) bool {
-	msg = strings.ToLower(msg)
-	for _, s := range []string{"certificate", "x509", "ssl", "issuer", "self-signed", "self signed"} {
-		if strings.Contains(msg, s) {
-			return true
-		}
-	}
-	return false
-}
-
-func lastLine(s string) string {
-	lines := strings.Split(strings.TrimSpace(s), "\n")
-	return strings.TrimSpace(lines[len(lines)-1])
-}
-
-// shortErr drops the request line Go puts in front of a client error.
-func shortErr(err error) string {
-	var ue *url.Error
-	if errors.As(err, &ue) {
-		return ue.Err.Error()
-	}
-	return err.Error()
-}
 
 func (d *doctor) rules() finding {
 	dir := d.cfg.Rules.Dir
@@ -391,11 +192,18 @@ func (d *doctor) adminAPI(ctx context.Context) finding {
 	req, _ := http.NewRequestWithContext(ctx, "GET", d.admin+"/readyz", nil)
 	resp, err := c.Do(req)
 	if err != nil {
-		return fail("start `toolguard serve`, or set TOOLGUARD_ADMIN_URL to its admin listener", "admin API: %s is not reachable: %s", d.admin, shortErr(err))
+		fix := "start `toolguard serve`, or set TOOLGUARD_ADMIN_URL to its admin listener"
+		if d.probe.answered {
+			fix = "toolguard answers at " + d.probe.proxyURL + ": set TOOLGUARD_ADMIN_URL (or --admin) to its admin listener (serve prints it as admin:)"
+		}
+		return fail(fix, "admin API: %s is not reachable: %s", d.admin, shortErr(err))
 	}
 	resp.Body.Close()
+	d.probe.adminUp = true
 	if d.proxyNow.IsZero() {
-		d.proxyNow, _ = http.ParseTime(resp.Header.Get("Date"))
+		if t, err := http.ParseTime(resp.Header.Get("Date")); err == nil {
+			d.sawProxyClock(t)
+		}
 	}
 	if resp.StatusCode != http.StatusOK {
 		return fail("see toolguard's log: it is starting, draining or cannot use its journal", "admin API: %s/readyz answered %s", d.admin, resp.Status)
@@ -403,30 +211,38 @@ func (d *doctor) adminAPI(ctx context.Context) finding {
 	return ok("admin API: %s is ready", d.admin)
 }
 
-// proxyClock reads the proxy's clock from the check host over plain
-// HTTP, which needs no trust: the fallback when the HTTPS checks failed.
-func (d *doctor) proxyClock() time.Time {
-	var proxyURL string
-	for _, n := range []string{"HTTP_PROXY", "http_proxy", "HTTPS_PROXY", "https_proxy"} {
-		if proxyURL = d.env[n]; proxyURL != "" {
+// probeProxy calls the check host over plain HTTP, which needs no trust,
+// through the proxy the variables name, and reads the proxy's clock there.
+func (d *doctor) probeProxy(ctx context.Context) {
+	for _, n := range []string{"HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy"} {
+		if d.probe.proxyURL = d.env[n]; d.probe.proxyURL != "" {
 			break
 		}
 	}
-	u, err := url.Parse(proxyURL)
-	if proxyURL == "" || err != nil {
-		return time.Time{}
+	u, err := url.Parse(d.probe.proxyURL)
+	if d.probe.proxyURL == "" || err != nil {
+		return
 	}
 	c := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{Proxy: http.ProxyURL(u)}}
-	resp, err := c.Get("http://" + proxy.CheckHost + "/")
+	req, _ := http.NewRequestWithContext(ctx, "GET", "http://"+proxy.CheckHost+"/", nil)
+	resp, err := c.Do(req)
 	if err != nil {
-		return time.Time{}
+		return
 	}
 	defer resp.Body.Close()
-	var body struct{ Time time.Time }
-	if resp.Header.Get(proxy.HeaderCheck) != "ok" || json.NewDecoder(io.LimitReader(resp.Body, 4096)).Decode(&body) != nil {
-		return time.Time{}
+	if resp.Header.Get(proxy.HeaderCheck) != "ok" {
+		return
 	}
-	return body.Time
+	d.probe.answered = true
+	var body struct{ Time time.Time }
+	if json.NewDecoder(io.LimitReader(resp.Body, 4096)).Decode(&body) == nil && !body.Time.IsZero() {
+		d.sawProxyClock(body.Time)
+	}
+}
+
+// sawProxyClock records the proxy's clock and when this machine read it.
+func (d *doctor) sawProxyClock(t time.Time) {
+	d.proxyNow, d.proxyAt = t, time.Now()
 }
 
 // adminToken checks TOOLGUARD_ADMIN_TOKEN (or, under toolguard exec,
@@ -472,12 +288,9 @@ func (d *doctor) clock() finding {
 		return fail("set the system clock (NTP)", "clock: %s is in the past", now.UTC().Format(time.RFC3339))
 	}
 	if d.proxyNow.IsZero() {
-		d.proxyNow = d.proxyClock()
-	}
-	if d.proxyNow.IsZero() {
 		return finding{mark: markSkip, what: "clock: the proxy could not be reached to compare clocks"}
 	}
-	return clockFinding(now, d.proxyNow)
+	return clockFinding(d.proxyAt, d.proxyNow)
 }
 
 // clockFinding compares this machine's clock with the proxy's.

@@ -40,8 +40,12 @@ process with the same flags, environment and config file as serve, and stops
 it when COMMAND exits. It sets HTTP_PROXY/HTTPS_PROXY (both cases), NO_PROXY
 (host-only entries for the admin listener), a CA bundle of the system roots
 plus toolguard's CA in SSL_CERT_FILE, REQUESTS_CA_BUNDLE, CURL_CA_BUNDLE and
-NODE_EXTRA_CA_CERTS and NODE_USE_ENV_PROXY=1; forwards signals; exits with
-COMMAND's exit code and prints a one-line summary. COMMAND never gets the
+NODE_EXTRA_CA_CERTS, NODE_USE_ENV_PROXY=1 and, for Node before 24, a preload
+in NODE_OPTIONS that routes fetch through the proxy with the program's undici
+(npm install undici); TOOLGUARD_RULES_DIR, TOOLGUARD_JOURNAL_PATH (bbolt) and,
+with --config, TOOLGUARD_CONFIG, so that toolguard doctor under exec checks
+exec's files; forwards signals; exits with COMMAND's exit code and prints a
+one-line summary. COMMAND never gets the
 operator token: only when admin.agent_token is configured does it get
 TOOLGUARD_ADMIN_URL with that token in TOOLGUARD_AGENT_TOKEN (read and
 checkpoint, never approve); TOOLGUARD_ADMIN_* variables are not passed on.`
@@ -82,6 +86,13 @@ func runExec(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return err
 	}
 	defer t.stop()
+	t.where = toolguardFiles{rulesDir: absPath(cfg.Rules.Dir)}
+	if cfg.Journal.Backend == config.BackendBolt {
+		t.where.journal = absPath(cfg.Journal.Path)
+	}
+	if f.serve.config != "" {
+		t.where.config = absPath(f.serve.config)
+	}
 	return execCommand(ctx, t, command, stdout, stderr, f.summary)
 }
 
@@ -104,10 +115,15 @@ func execCommand(ctx context.Context, t *target, command []string, stdout, stder
 	if err != nil {
 		return err
 	}
+	preload, err := writeNodePreload(dir)
+	if err != nil {
+		return err
+	}
 	before, _ := t.counts(ctx)
 	cmd := exec.Command(command[0], command[1:]...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, stdout, stderr
-	cmd.Env = agentEnv(os.Environ(), t.proxyURL, t.agent(), bundle)
+	cmd.Env = agentEnv(os.Environ(), agentSetup{proxyURL: t.proxyURL, admin: t.agent(), bundle: bundle, nodePreload: preload,
+		where: t.where})
 	code, err := runForwardingSignals(cmd)
 	if err != nil {
 		fmt.Fprintf(stderr, "toolguard: exec %s: %v\n", command[0], err)
@@ -116,7 +132,11 @@ func execCommand(ctx context.Context, t *target, command []string, stdout, stder
 		// A signal that ended the command has cancelled ctx; the summary
 		// is still wanted.
 		after, cerr := t.counts(context.WithoutCancel(ctx))
-		fmt.Fprintln(stderr, summaryLine(before, after, cerr, t.holdsCommand()))
+		line := summaryLine(before, after, cerr, t.holdsCommand())
+		if nodeFetchBypassed(dir) {
+			line += nodeBypassNote
+		}
+		fmt.Fprintln(stderr, line)
 	}
 	if code != 0 {
 		return &childExit{code: code}
@@ -162,8 +182,11 @@ type target struct {
 	proxyURL, adminURL, caFile string
 	agentToken                 string // admin.agent_token; "" when none is configured
 	journal                    string // set when started here
-	counts                     func(ctx context.Context) (callCounts, error)
-	stop                       func()
+	// where are exec's rules, journal and config file, for the command's
+	// toolguard commands.
+	where  toolguardFiles
+	counts func(ctx context.Context) (callCounts, error)
+	stop   func()
 }
 
 // agent is what the command may know of the admin API: nothing unless an
