@@ -40,8 +40,8 @@
 // body lacking a required key field (*MissingFieldsError; key.optional
 // names the fields a body may lack), a body that cannot be what its
 // Content-Type declares (JSON sent as a form), a body without a
-// Content-Type that is not JSON, and bytes that are not UTF-8. See
-// CheckSamples for testing a rule file against sample requests.
+// Content-Type that is not JSON, and bytes that are not UTF-8. Package
+// rules/samples tests a rule file against sample requests.
 //
 // Multipart bodies become an object of part name → text, or for a file
 // part {content_sha256, content_type, filename, size}, its content hashed

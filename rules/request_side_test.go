@@ -344,61 +344,6 @@ func TestCompositeOperationID(t *testing.T) {
 	}
 }
 
-func TestCheckSamplesRequestSide(t *testing.T) {
-	set, err := NewSet(mustParse(t, requestSideRules))
-	if err != nil {
-		t.Fatal(err)
-	}
-	const upload = `"method":"POST","url":"https://api.example.com/v1/files"`
-	const gql = `"method":"POST","url":"https://api.example.com/graphql","content_type":"application/json"`
-	pdf := `{"name":"file","filename":"a.pdf","content_type":"application/pdf","content":"%PDF one"}`
-	tests := []struct {
-		name  string
-		lines []string
-		want  []string
-	}{
-		{name: "multipart pairs", lines: []string{
-			`{"name":"a",` + upload + `,"multipart":[{"name":"purpose","value":"dispute_evidence"},` + pdf + `]}`,
-			`{"same_key_as":"a",` + upload + `,"multipart":[` + pdf + `,{"name":"purpose","value":"dispute_evidence"},{"name":"expand[]","value":"x"}]}`,
-			`{"key_differs_from":"a",` + upload + `,"multipart":[{"name":"purpose","value":"dispute_evidence"},{"name":"file","filename":"a.pdf","content_type":"application/pdf","content_base64":"JVBERiB0d28="}]}`,
-		}},
-		{name: "multipart lacking the file", lines: []string{
-			`{` + upload + `,"multipart":[{"name":"purpose","value":"x"}]}`,
-		}, want: []string{`1: route requestside/upload: the body lacks required key field "file"`}},
-		{name: "graphql", lines: []string{
-			`{"name":"g",` + gql + `,"body":{"query":"mutation A($t: String!) { issueCreate(input: {title: $t}) { success } }","variables":{"input":{"title":"x"}}}}`,
-			`{"key_differs_from":"g",` + gql + `,"body":{"query":"mutation B { issueCreate(input: {}) { success } }","variables":{"input":{"title":"y"}}}}`,
-			`{` + gql + `,"body":{"query":"{ viewer { id } }"}}`,
-			`{` + gql + `,"body":{"query":"query A { a } mutation B { b }"}}`,
-		}, want: []string{
-			`3: the GraphQL query passes through unguarded: no route selects it`,
-			`4: invalid body: GraphQL query has 2 operations and no operationName says which to run`,
-		}},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			samples, err := ReadSamples("s.jsonl", strings.NewReader(strings.Join(tc.lines, "\n")))
-			if err != nil {
-				t.Fatal(err)
-			}
-			rep := CheckSamples(set, samples, &Deriver{})
-			var got []string
-			for _, p := range rep.Problems {
-				got = append(got, strings.TrimPrefix(p, "s.jsonl:"))
-			}
-			if strings.Join(got, "\n") != strings.Join(tc.want, "\n") {
-				t.Errorf("problems:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(tc.want, "\n"))
-			}
-		})
-	}
-	t.Run("multipart with a body", func(t *testing.T) {
-		_, err := ReadSamples("s.jsonl", strings.NewReader(`{`+upload+`,"body":{},"multipart":[{"name":"a","value":"b"}]}`))
-		if err == nil || !strings.Contains(err.Error(), "s.jsonl:1: multipart: a multipart sample has no body or content_type") {
-			t.Errorf("ReadSamples() error = %v", err)
-		}
-	})
-}
-
 // FuzzParseGraphQLDocument: the document parser never panics, and an
 // operation it returns has a known type.
 func FuzzParseGraphQLDocument(f *testing.F) {
@@ -452,25 +397,6 @@ func TestRawContentKey(t *testing.T) {
 				t.Errorf("same key = %v, want %v", got, tc.same)
 			}
 		})
-	}
-}
-
-// TestGapsUnguardedRoute: an effect none route needs a sample but no pairs.
-func TestGapsUnguardedRoute(t *testing.T) {
-	set, err := NewSet(mustParse(t, "api: x\nhosts: [x.example]\nroutes:\n  - name: search\n    match: POST /search\n    effect: none\n    reason: reads\n"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	samples, err := ReadSamples("s.jsonl", strings.NewReader(`{"method":"POST","url":"https://x.example/search","content_type":"application/json","body":{"q":1}}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	rep := CheckSamples(set, samples, &Deriver{})
-	if gaps := rep.Gaps(set); len(rep.Problems) != 0 || len(gaps) != 0 {
-		t.Errorf("problems %q, gaps %q; want none", rep.Problems, gaps)
-	}
-	if gaps := (&SampleReport{}).Gaps(set); len(gaps) != 1 || !strings.HasSuffix(gaps[0], "route x/search: no sample") {
-		t.Errorf("gaps without samples = %q, want one: no sample", gaps)
 	}
 }
 
