@@ -238,6 +238,12 @@ func TestSelectGraphQL(t *testing.T) {
 			}
 		})
 	}
+	t.Run("two operations and no operationName", func(t *testing.T) {
+		r, pass, err := SelectGraphQL(first, []byte(`{"query":"query A { a } mutation B { b }"}`))
+		if !errors.Is(err, ErrInvalidBody) || r != nil || pass {
+			t.Errorf("SelectGraphQL() = %v, pass %v, error %v; want an error wrapping ErrInvalidBody", r, pass, err)
+		}
+	})
 }
 
 const testKey = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
