@@ -11,28 +11,17 @@ import (
 // This file parses a file of routes: its routes: list, and each route's
 // name, match and effect and the order its other fields are read in.
 
+// routesFile is a rule file of routes.
+var routesFile = fileKind{
+	fields: []string{"version", "api", "hosts", "credential", "errors", "routes"},
+}
+
+// api reads a rule file of routes.
 func (d *decoder) api(n ast.Node) *API {
-	fs, ok := d.mapping(n, "rule file", "version", "api", "hosts", "credential", "errors", "routes")
+	api := &API{File: d.file, Pos: d.pos(n)}
+	fs, ok := d.header(n, routesFile, api)
 	if !ok {
 		return nil
-	}
-	api := &API{File: d.file, Pos: d.pos(n)}
-	if e, ok := fs["version"]; ok {
-		if s, isStr := e.val.(*ast.StringNode); !isStr || s.Value != "v1" {
-			d.errorf(e.val, "version: unknown version %q (want v1)", e.val.GetToken().Value)
-		}
-	}
-	if e, ok := d.require(n, "", fs, "api"); ok {
-		api.Pos, api.keyPos = d.pos(e.val), d.pos(e.node)
-		if api.Name, ok = d.str(e.val, "api"); ok && !lowerName(api.Name) {
-			d.errorf(e.val, "api: invalid name %q (want lowercase letters, digits, _ and -)", api.Name)
-		}
-	}
-	if e, ok := d.require(n, "", fs, "hosts"); ok {
-		d.hosts(api, e)
-	}
-	if e, ok := fs["credential"]; ok {
-		d.credential(api, e)
 	}
 	if e, ok := fs["errors"]; ok {
 		api.Errors = d.errorFormat(e)
@@ -84,16 +73,7 @@ func (d *decoder) route(api *API, n ast.Node) *Route {
 		return nil
 	}
 	r := &Route{API: api, Pos: d.pos(n)}
-	if e, ok := d.require(n, "", fs, "name"); ok {
-		r.Pos = d.pos(e.val)
-		if r.Name, ok = d.str(e.val, "name"); ok && !validRouteName(r.Name) {
-			d.errorf(e.val, "name: invalid route name %q (want letters, digits, _, . and -)", r.Name)
-		}
-	}
-	ctx := "route"
-	if r.Name != "" {
-		ctx = fmt.Sprintf("route %q", r.Name)
-	}
+	ctx := d.name(n, fs, r, "route")
 	if e, ok := d.require(n, ctx, fs, "match"); ok {
 		d.match(r, e)
 	}
@@ -145,6 +125,23 @@ func (d *decoder) routeOptional(r *Route, fs map[string]entry) {
 	if e, ok := fs["conditional"]; ok {
 		r.Conditional = d.conditional(e)
 	}
+}
+
+// name reads the name of a route or, when kind is "tool", of an MCP
+// tool; the name's position becomes the route's. It returns what messages
+// about the entry's other fields start with: `route "NAME"`, or `route`
+// when there is no name to tell.
+func (d *decoder) name(n ast.Node, fs map[string]entry, r *Route, kind string) (ctx string) {
+	if e, ok := d.require(n, "", fs, "name"); ok {
+		r.Pos = d.pos(e.val)
+		if r.Name, ok = d.str(e.val, "name"); ok && !validRouteName(r.Name) {
+			d.errorf(e.val, "name: invalid %s name %q (want letters, digits, _, . and -)", kind, r.Name)
+		}
+	}
+	if r.Name == "" {
+		return kind
+	}
+	return fmt.Sprintf("%s %q", kind, r.Name)
 }
 
 func validRouteName(s string) bool {
