@@ -1,7 +1,6 @@
 // Package rules loads the per-API rule files that tell toolguard which calls
 // have side effects, and turns a request into the idempotency key of its
-// business intent. It is pure code: it reads rule files (and, for Skeleton,
-// OpenAPI documents) and nothing else.
+// business intent. It is pure code: it reads rule files and nothing else.
 //
 // # Rule files
 //
@@ -40,8 +39,8 @@
 // body lacking a required key field (*MissingFieldsError; key.optional
 // names the fields a body may lack), a body that cannot be what its
 // Content-Type declares (JSON sent as a form), a body without a
-// Content-Type that is not JSON, and bytes that are not UTF-8. See
-// CheckSamples for testing a rule file against sample requests.
+// Content-Type that is not JSON, and bytes that are not UTF-8. Package
+// rules/samples tests a rule file against sample requests.
 //
 // Multipart bodies become an object of part name → text, or for a file
 // part {content_sha256, content_type, filename, size}, its content hashed
@@ -56,16 +55,6 @@
 // key where the provider stores it) and conditional header into every
 // outbound request; the injected field never counts in the key. Effect
 // none marks a write method that only reads; it needs a reason.
-//
-// # Skeletons from OpenAPI
-//
-// Skeleton writes a starting rule file from an OpenAPI 3.0 or 3.1 document:
-// a route per POST, PUT, PATCH and DELETE operation, key fields from the
-// required properties of the request body, native idempotency from header
-// parameters or body fields named or described as idempotency keys, and a
-// "# TODO(toolguard): " comment for every decision left to a human. Its
-// output always loads with Parse. It reads the document and the local files
-// its $refs name, nothing else.
 //
 // # Templates
 //

@@ -453,3 +453,33 @@ func TestDeriveRefusesUnreadableBodies(t *testing.T) {
 		}
 	}
 }
+
+func TestRawContentKey(t *testing.T) {
+	r := routeNamed(t, mustParse(t, requestSideRules), "put")
+	d := &Deriver{}
+	key := func(ct, body, object string) string {
+		t.Helper()
+		it, err := d.Derive(r, Input{ContentType: ct, Body: []byte(body), PathValues: map[string]string{"bucket": "b", "object": object}})
+		if err != nil {
+			t.Fatalf("Derive: %v", err)
+		}
+		return it.Key
+	}
+	base := key("application/octet-stream", "\x00\xffbytes", "a.bin")
+	tests := []struct {
+		name, ct, body, object string
+		same                   bool
+	}{
+		{name: "same bytes", ct: "application/octet-stream", body: "\x00\xffbytes", object: "a.bin", same: true},
+		{name: "other bytes", ct: "application/octet-stream", body: "\x00\xfebytes", object: "a.bin"},
+		{name: "other type", ct: "text/plain", body: "\x00\xffbytes", object: "a.bin"},
+		{name: "other object", ct: "application/octet-stream", body: "\x00\xffbytes", object: "b.bin"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := key(tc.ct, tc.body, tc.object) == base; got != tc.same {
+				t.Errorf("same key = %v, want %v", got, tc.same)
+			}
+		})
+	}
+}

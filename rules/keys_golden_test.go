@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/toolguard/toolguard/rules"
+	"github.com/toolguard/toolguard/rules/samples"
 )
 
 // keysDir holds the key collision cases: a rule file, samples whose
@@ -34,14 +35,14 @@ func TestKeyCollisions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	samples := readPackSamples(t, filepath.Join(keysDir, "samples.jsonl"))
+	ss := readPackSamples(t, filepath.Join(keysDir, "samples.jsonl"))
 	d := &rules.Deriver{Secret: packsSecret}
-	rep := rules.CheckSamples(set, samples, d)
+	rep := samples.Check(set, ss, d)
 	for _, p := range rep.Problems {
 		t.Error(p)
 	}
 	for _, g := range rep.Gaps(set) {
 		t.Error(g)
 	}
-	compareGolden(t, filepath.Join(keysDir, "keys.golden"), packGolden(t, set, samples, d))
+	compareGolden(t, filepath.Join(keysDir, "keys.golden"), packGolden(t, set, ss, d))
 }

@@ -1,8 +1,8 @@
 package rules
 
 import (
+	"strings"
 	"testing"
-	"time"
 )
 
 // dumpResponseRules prints a route's response-side rules for the golden
@@ -76,46 +76,59 @@ func TestClassify(t *testing.T) {
 	}
 }
 
-func TestParseRate(t *testing.T) {
-	tests := []struct {
-		in      string
-		want    Rate
-		wantErr bool
+// A GraphQL mutation fails in two shapes: a top-level "errors" list, or
+// its own data.<field>.userErrors with HTTP 200. One expectation requires
+// all its paths, so an outcome rule may be a list of which any matches.
+func TestOutcomeRuleList(t *testing.T) {
+	api, err := Parse("shop.yaml", []byte(`
+api: shop
+hosts: [shop.example.com]
+routes:
+  - name: product_create
+    match: POST /graphql.json
+    graphql: {field: productCreate}
+    effect: irreversible
+    key: {fields: [variables]}
+    outcome:
+      retryable: {body: {"errors.0.extensions.code": THROTTLED}}
+      failure:
+        - present: ["errors.0"]
+        - present: ["data.productCreate.userErrors.0"]
+`))
+	if err != nil {
+		t.Fatalf("Parse: %v", err)
+	}
+	o := api.Routes[0].Outcome
+	for _, tc := range []struct {
+		name, body string
+		want       OutcomeKind
 	}{
-		{in: "10/s", want: Rate{10, time.Second}},
-		{in: "100/m", want: Rate{100, time.Minute}},
-		{in: "5/h", want: Rate{5, time.Hour}},
-		{in: "0/s", wantErr: true},
-		{in: "10", wantErr: true},
-		{in: "10/d", wantErr: true},
-		{in: "x/s", wantErr: true},
+		{name: "top-level errors", body: `{"errors":[{"message":"Access denied"}]}`, want: OutcomeFailure},
+		{name: "user errors", body: `{"data":{"productCreate":{"product":null,"userErrors":[{"field":["title"],"message":"Title can't be blank"}]}}}`, want: OutcomeFailure},
+		{name: "throttled is retryable", body: `{"errors":[{"message":"Throttled","extensions":{"code":"THROTTLED"}}]}`, want: OutcomeRetryable},
+		{name: "created", body: `{"data":{"productCreate":{"product":{"id":"gid://shopify/Product/1"},"userErrors":[]}}}`, want: OutcomeByStatus},
+	} {
+		if got := o.Classify(200, []byte(tc.body)); got != tc.want {
+			t.Errorf("%s: Classify = %s, want %s", tc.name, got, tc.want)
+		}
 	}
-	for _, tc := range tests {
-		t.Run(tc.in, func(t *testing.T) {
-			got, err := ParseRate(tc.in)
-			if (err != nil) != tc.wantErr || got != tc.want {
-				t.Fatalf("ParseRate(%q) = %v, %v; want %v, error %v", tc.in, got, err, tc.want, tc.wantErr)
-			}
-		})
-	}
-}
-
-// TestRenderErrorEscapes: a value cannot break out of its JSON string.
-func TestRenderErrorEscapes(t *testing.T) {
-	f := ErrorFormat{Style: ErrorsJSON, Template: `{"error":{"code":"{{type}}","message":"{{ detail }}","key":"{{key}}"}}`}
-	got := string(f.RenderError(map[string]string{"type": "t", "detail": `a "quoted"` + "\n" + `","x":"y`, "key": "k"}))
-	want := `{"error":{"code":"t","message":"a \"quoted\"\n\",\"x\":\"y","key":"k"}}`
-	if got != want {
-		t.Fatalf("RenderError = %s\nwant %s", got, want)
-	}
-	if _, msg := checkErrorTemplate(f.Template); msg != "" {
-		t.Fatal(msg)
-	}
-	for _, bad := range []string{`{"a":"{{status}}"}`, `{"a":{{detail}}}`, `["{{detail}}"]`, `{"a":"{{detail"}`} {
-		if _, msg := checkErrorTemplate(bad); msg == "" {
-			t.Errorf("checkErrorTemplate(%s) found nothing wrong", bad)
-		} else {
-			t.Logf("%s → %s", bad, msg)
+	for _, tc := range []struct{ name, rule, want string }{
+		{name: "empty list", rule: "failure: []", want: "outcome.failure: empty list"},
+		{name: "5xx in an item", rule: "failure: [{status: 200}, {status: 503}]", want: "outcome.failure[1].status: 503 is a 5xx answer"},
+		{name: "bad item", rule: "failure: [{stat: 200}]", want: "outcome.failure[0]"},
+	} {
+		_, err := Parse("shop.yaml", []byte(`
+api: shop
+hosts: [shop.example.com]
+routes:
+  - name: create
+    match: POST /things
+    effect: irreversible
+    outcome:
+      `+tc.rule+`
+`))
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: Parse error = %v, want %q", tc.name, err, tc.want)
 		}
 	}
 }

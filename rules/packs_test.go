@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/toolguard/toolguard/rules"
+	"github.com/toolguard/toolguard/rules/samples"
 )
 
 // packsDir holds one directory per provider: rules/packs/<provider>/.
@@ -77,16 +78,16 @@ func checkPack(t *testing.T, dir string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	samples := readPackSamples(t, filepath.Join(dir, "samples.jsonl"))
+	ss := readPackSamples(t, filepath.Join(dir, "samples.jsonl"))
 	d := &rules.Deriver{Secret: packsSecret}
-	rep := rules.CheckSamples(set, samples, d)
+	rep := samples.Check(set, ss, d)
 	for _, p := range rep.Problems {
 		t.Error(p)
 	}
 	for _, g := range rep.Gaps(set) {
 		t.Error(g)
 	}
-	compareGolden(t, filepath.Join(dir, "keys.golden"), packGolden(t, set, samples, d))
+	compareGolden(t, filepath.Join(dir, "keys.golden"), packGolden(t, set, ss, d))
 }
 
 // checkReadme checks that the pack's README table names every route's
@@ -104,31 +105,31 @@ func checkReadme(t *testing.T, file string, api *rules.API) {
 	}
 }
 
-func readPackSamples(t *testing.T, file string) []rules.Sample {
+func readPackSamples(t *testing.T, file string) []samples.Sample {
 	t.Helper()
 	f, err := os.Open(file)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	samples, err := rules.ReadSamples(file, f)
+	ss, err := samples.Read(file, f)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(samples) == 0 {
+	if len(ss) == 0 {
 		t.Fatalf("%s: no samples", file)
 	}
-	return samples
+	return ss
 }
 
 // packGolden is the golden text of a pack: per sample, its name and route,
 // the canonical form its key hashes, and the key.
-func packGolden(t *testing.T, set *rules.Set, samples []rules.Sample, d *rules.Deriver) []byte {
+func packGolden(t *testing.T, set *rules.Set, ss []samples.Sample, d *rules.Deriver) []byte {
 	t.Helper()
 	var b bytes.Buffer
-	for i := range samples {
-		s := &samples[i]
-		route, it, err := rules.DeriveSample(set, s, d)
+	for i := range ss {
+		s := &ss[i]
+		route, it, err := samples.Derive(set, s, d)
 		fmt.Fprintf(&b, "%s\n", s.Name)
 		switch {
 		case route == nil:
@@ -150,7 +151,7 @@ func packGolden(t *testing.T, set *rules.Set, samples []rules.Sample, d *rules.D
 // lookupURL is the route's lookup request for the sample, as it would be
 // sent: every reference it makes must have a value in every sample (a
 // lookup that cannot be expanded is unknown, and the step is held).
-func lookupURL(t *testing.T, set *rules.Set, s *rules.Sample, route *rules.Route, it *rules.Intent) string {
+func lookupURL(t *testing.T, set *rules.Set, s *samples.Sample, route *rules.Route, it *rules.Intent) string {
 	t.Helper()
 	u, err := url.Parse(s.URL)
 	if err != nil {

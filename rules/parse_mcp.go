@@ -1,7 +1,6 @@
 package rules
 
 import (
-	"fmt"
 	"strings"
 
 	"github.com/goccy/go-yaml/ast"
@@ -27,7 +26,6 @@ import (
 //	    approval: none
 
 var (
-	mcpFileFields   = []string{"version", "api", "mcp", "hosts", "credential", "tools"}
 	toolFields      = []string{"name", "effect", "key", "operation_id", "lookup", "verify", "approval"}
 	toolVerifyField = []string{"tool", "arguments", "expect", "within", "mode"}
 	toolLookupField = []string{"tool", "arguments", "found", "absent", "operation_id"}
@@ -47,30 +45,20 @@ func (d *decoder) isMCP(n ast.Node) bool {
 	return false
 }
 
+// mcpFile is a rule file of an MCP server's tools.
+var mcpFile = fileKind{
+	fields:        []string{"version", "api", "mcp", "hosts", "credential", "tools"},
+	hostsOptional: true,
+	section:       (*decoder).mcpSection,
+}
+
+// mcpAPI reads a rule file of an MCP server's tools.
 func (d *decoder) mcpAPI(n ast.Node) *API {
-	fs, ok := d.mapping(n, "rule file", mcpFileFields...)
-	if !ok {
-		return nil
-	}
 	api := &API{File: d.file, Pos: d.pos(n), MCP: &MCP{Path: "/mcp"}}
 	api.SetCredential([]string{"Authorization"}, false)
-	if e, ok := fs["version"]; ok {
-		if s, isStr := e.val.(*ast.StringNode); !isStr || s.Value != "v1" {
-			d.errorf(e.val, "version: unknown version %q (want v1)", e.val.GetToken().Value)
-		}
-	}
-	if e, ok := d.require(n, "", fs, "api"); ok {
-		api.Pos = d.pos(e.val)
-		if api.Name, ok = d.str(e.val, "api"); ok && !lowerName(api.Name) {
-			d.errorf(e.val, "api: invalid name %q (want lowercase letters, digits, _ and -)", api.Name)
-		}
-	}
-	d.mcpSection(api, fs["mcp"])
-	if e, ok := fs["hosts"]; ok {
-		d.hosts(api, e)
-	}
-	if e, ok := fs["credential"]; ok {
-		d.credential(api, e)
+	fs, ok := d.header(n, mcpFile, api)
+	if !ok {
+		return nil
 	}
 	if e, ok := d.require(n, "", fs, "tools"); ok {
 		d.tools(api, e)
@@ -78,12 +66,13 @@ func (d *decoder) mcpAPI(n ast.Node) *API {
 	return api
 }
 
-func (d *decoder) mcpSection(api *API, e entry) {
-	fs, ok := d.mapping(e.val, "mcp", "path")
+// mcpSection reads mcp: {path}, the endpoint's path.
+func (d *decoder) mcpSection(api *API, fs map[string]entry) {
+	sec, ok := d.mapping(fs["mcp"].val, "mcp", "path")
 	if !ok {
 		return
 	}
-	p, ok := fs["path"]
+	p, ok := sec["path"]
 	if !ok {
 		return
 	}
@@ -125,16 +114,7 @@ func (d *decoder) tool(api *API, n ast.Node) *Route {
 		return nil
 	}
 	r := &Route{API: api, Pos: d.pos(n), Method: "POST", Pattern: api.MCP.Path}
-	if e, ok := d.require(n, "", fs, "name"); ok {
-		r.Pos = d.pos(e.val)
-		if r.Name, ok = d.str(e.val, "name"); ok && !validRouteName(r.Name) {
-			d.errorf(e.val, "name: invalid tool name %q (want letters, digits, _, . and -)", r.Name)
-		}
-	}
-	ctx := "tool"
-	if r.Name != "" {
-		ctx = fmt.Sprintf("tool %q", r.Name)
-	}
+	ctx := d.name(n, fs, r, "tool")
 	if e, ok := d.require(n, ctx, fs, "effect"); ok {
 		d.effect(r, e)
 	}

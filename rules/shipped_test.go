@@ -1,10 +1,13 @@
-package rules
+package rules_test
 
 import (
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/toolguard/toolguard/rules"
+	"github.com/toolguard/toolguard/rules/samples"
 )
 
 // TestShippedRules checks every rule file the repository ships in
@@ -33,7 +36,7 @@ func TestShippedRules(t *testing.T) {
 				t.Fatal(err)
 			}
 			api := mustParseFile(t, file, data)
-			set, err := NewSet(api)
+			set, err := rules.NewSet(api)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -52,11 +55,11 @@ func TestShippedRules(t *testing.T) {
 				t.Fatalf("every shipped rule file needs samples: %v", err)
 			}
 			defer f.Close()
-			samples, err := ReadSamples(sampleFile, f)
+			ss, err := samples.Read(sampleFile, f)
 			if err != nil {
 				t.Fatal(err)
 			}
-			rep := CheckSamples(set, samples, &Deriver{Secret: []byte("test")})
+			rep := samples.Check(set, ss, &rules.Deriver{Secret: []byte("test")})
 			for _, p := range rep.Problems {
 				t.Error(p)
 			}
@@ -67,9 +70,9 @@ func TestShippedRules(t *testing.T) {
 	}
 }
 
-func mustParseFile(t *testing.T, file string, data []byte) *API {
+func mustParseFile(t *testing.T, file string, data []byte) *rules.API {
 	t.Helper()
-	api, err := Parse(file, data)
+	api, err := rules.Parse(file, data)
 	if err != nil {
 		t.Fatalf("Parse: %v", err)
 	}

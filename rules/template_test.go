@@ -1,8 +1,10 @@
 package rules
 
 import (
+	"encoding/json"
 	"errors"
 	"net/http"
+	"net/url"
 	"testing"
 )
 
@@ -162,5 +164,102 @@ func TestExtractor(t *testing.T) {
 		if _, err := ParseExtractor(bad); err == nil {
 			t.Errorf("ParseExtractor(%q) succeeded", bad)
 		}
+	}
+}
+
+func TestCompositeOperationID(t *testing.T) {
+	x, err := ParseExtractor("{{response.channel}}:{{response.ts}}")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct{ name, body, want string }{
+		{name: "both parts", body: `{"ok":true,"channel":"C1","ts":"1700000000.000100"}`, want: "C1:1700000000.000100"},
+		{name: "a part missing", body: `{"ok":true,"channel":"C1"}`, want: ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := x.Extract(nil, []byte(tc.body)); got != tc.want {
+				t.Errorf("Extract() = %q, want %q", got, tc.want)
+			}
+		})
+	}
+	hx, err := ParseExtractor("{{header.location}}#{{response.id}}")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := hx.Extract(http.Header{"Location": {"/m/1"}}, []byte(`{"id":"9"}`)); got != "/m/1#9" {
+		t.Errorf("header template = %q", got)
+	}
+}
+
+// FuzzTemplate checks template parsing and expansion: no panic on any
+// template, and a value expanded into a query string comes back exactly,
+// whatever characters it holds. Seeds: testdata/fuzz/FuzzTemplate.
+func FuzzTemplate(f *testing.F) {
+	fixed, err := ParseTemplate("https://h.example/v1/x?k={{key}}&o={{operation_id}}")
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, tpl string, key, op string, body []byte) {
+		vals := Values{Key: key, OperationID: op, Body: body, Response: body, Path: map[string]string{"id": op}}
+		if tp, err := ParseTemplate(tpl); err == nil {
+			tp.Expand(vals, true)
+			tp.Expand(vals, false)
+		}
+		out, err := fixed.Expand(vals, true)
+		if err != nil {
+			if !errors.Is(err, ErrMissingValue) {
+				t.Fatalf("expand: %v", err)
+			}
+			return
+		}
+		u, err := url.Parse(out)
+		if err != nil {
+			t.Fatalf("escaped expansion %q does not parse: %v", out, err)
+		}
+		if q := u.Query(); q.Get("k") != key || q.Get("o") != op {
+			t.Fatalf("values did not survive escaping: %q -> k=%q o=%q, want %q %q", out, q.Get("k"), q.Get("o"), key, op)
+		}
+	})
+}
+
+// FuzzExpectation checks that matching an answer never panics, and that a
+// body expectation never matches a body that is not JSON.
+func FuzzExpectation(f *testing.F) {
+	f.Fuzz(func(t *testing.T, path, value string, status int, body []byte) {
+		e := &Expectation{Status: []int{200}, Body: []BodyMatch{{Path: path, Value: value}}}
+		ok := e.Match(status, body)
+		if ok && (status != 200 || !json.Valid(body)) {
+			t.Fatalf("matched status %d body %q", status, body)
+		}
+		(&Expectation{Contains: value}).Match(status, body)
+		(Extractor{Source: SourceBody, Path: path}).Extract(nil, body)
+	})
+}
+
+// Regression: a {NAME...} wildcard's value holds several path segments,
+// and a lookup or verification URL built from it escaped its '/' as %2F
+// (GET .../contents/docs%2Fa.md), addressing another resource, or none.
+func TestExpandMultiSegmentWildcard(t *testing.T) {
+	api := mustParse(t, `
+api: gh
+hosts: [api.github.com]
+routes:
+  - name: delete_file
+    match: DELETE /repos/{owner}/{repo}/contents/{path...}
+    effect: reversible
+    verify:
+      request: GET https://api.github.com/repos/{{path.owner}}/{{path.repo}}/contents/{{path.path}}?p={{path.path}}
+      expect: {status: 404}
+      within: 1m
+`)
+	tpl := api.Routes[0].Verify.Request.URL
+	got, err := tpl.Expand(Values{Path: map[string]string{"owner": "ac/me", "repo": "api", "path": "docs/a b/ü.md"}}, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const want = "https://api.github.com/repos/ac%2Fme/api/contents/docs/a%20b/%C3%BC.md?p=docs%2Fa+b%2F%C3%BC.md"
+	if got != want {
+		t.Errorf("Expand =\n%s\nwant\n%s", got, want)
 	}
 }

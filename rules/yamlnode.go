@@ -6,6 +6,7 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/goccy/go-yaml"
 	"github.com/goccy/go-yaml/ast"
@@ -255,4 +256,20 @@ func lowerName(s string) bool {
 	return strings.IndexFunc(s, func(r rune) bool {
 		return !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '_' || r == '-')
 	}) < 0
+}
+
+// duration reads a positive duration, such as 30s or 2m.
+func (d *decoder) duration(e entry, name string) time.Duration {
+	s, ok := d.str(e.val, name)
+	if !ok {
+		return 0
+	}
+	dur, err := time.ParseDuration(s)
+	switch {
+	case err != nil:
+		d.errorf(e.val, "%s: invalid duration %q (want e.g. 30s or 2m)", name, s)
+	case dur <= 0:
+		d.errorf(e.val, "%s: must be > 0 (got %s)", name, s)
+	}
+	return dur
 }

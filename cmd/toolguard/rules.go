@@ -9,6 +9,7 @@ import (
 	"slices"
 
 	"github.com/toolguard/toolguard/rules"
+	"github.com/toolguard/toolguard/rules/samples"
 )
 
 const rulesHelp = `Usage: toolguard rules COMMAND
@@ -131,11 +132,11 @@ func printRoutes(w io.Writer, set *rules.Set, path string) {
 // checkSamples keys every sample request and reports its problems on
 // stderr; routes without samples or pairs are noted on stdout.
 func checkSamples(set *rules.Set, path string, stdout, stderr io.Writer) error {
-	samples, err := readSamples(path)
+	ss, err := readSamples(path)
 	if err != nil {
 		return err
 	}
-	rep := rules.CheckSamples(set, samples, &rules.Deriver{})
+	rep := samples.Check(set, ss, &rules.Deriver{})
 	for _, p := range rep.Problems {
 		fmt.Fprintln(stderr, p)
 	}
@@ -149,7 +150,7 @@ func checkSamples(set *rules.Set, path string, stdout, stderr io.Writer) error {
 }
 
 // readSamples reads a samples file, or every *.jsonl file of a directory.
-func readSamples(path string) ([]rules.Sample, error) {
+func readSamples(path string) ([]samples.Sample, error) {
 	files := []string{path}
 	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
 		files, _ = filepath.Glob(filepath.Join(path, "*.jsonl"))
@@ -158,13 +159,13 @@ func readSamples(path string) ([]rules.Sample, error) {
 		}
 		slices.Sort(files)
 	}
-	var all []rules.Sample
+	var all []samples.Sample
 	for _, file := range files {
 		f, err := os.Open(file)
 		if err != nil {
 			return nil, fmt.Errorf("read samples: %w", err)
 		}
-		s, err := rules.ReadSamples(file, f)
+		s, err := samples.Read(file, f)
 		f.Close()
 		if err != nil {
 			return nil, err

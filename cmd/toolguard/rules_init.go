@@ -8,7 +8,7 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/toolguard/toolguard/rules"
+	"github.com/toolguard/toolguard/rules/openapi"
 )
 
 const rulesInitSynopsis = "rules init --from-openapi SPEC [--api NAME] [-o FILE] [--force]"
@@ -36,7 +36,7 @@ func runRulesInit(args []string, stdout io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("rules init: %w", err)
 	}
-	text, err := rules.Skeleton(data, rules.SkeletonOptions{API: api, Source: filepath.Base(spec), Location: spec})
+	text, err := openapi.Skeleton(data, openapi.SkeletonOptions{API: api, Source: filepath.Base(spec), Location: spec})
 	if err != nil {
 		return fmt.Errorf("rules init: %s: %w", spec, err)
 	}

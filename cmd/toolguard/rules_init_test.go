@@ -7,7 +7,7 @@ import (
 	"testing"
 )
 
-const stripeSpec = "../../rules/testdata/openapi/stripe.json"
+const stripeSpec = "../../rules/openapi/testdata/stripe.json"
 
 // rules init writes the skeleton to stdout or a new file, never replaces
 // a file without --force, and what it writes passes rules check.

@@ -1,4 +1,4 @@
-package rules
+package samples
 
 import (
 	"bufio"
@@ -14,6 +14,8 @@ import (
 	"strings"
 
 	"github.com/tidwall/gjson"
+
+	"github.com/toolguard/toolguard/rules"
 )
 
 // Sample is one request of a samples file: JSON lines of
@@ -23,7 +25,7 @@ import (
 //
 // body is a JSON value sent as its encoding, or a JSON string sent as it
 // is (form bodies). multipart, instead of body, is a list of parts sent as
-// a multipart/form-data body (see SamplePart). same_key_as and key_differs_from name an earlier or
+// a multipart/form-data body (see Part). same_key_as and key_differs_from name an earlier or
 // later sample of the same file and route whose key must be equal (a request that
 // differs only in ignored fields) or different (one that differs in a key
 // field).
@@ -34,7 +36,7 @@ type Sample struct {
 	ContentType    string            `json:"content_type,omitempty"`
 	Headers        map[string]string `json:"headers,omitempty"`
 	Body           json.RawMessage   `json:"body,omitempty"`
-	Multipart      []SamplePart      `json:"multipart,omitempty"`
+	Multipart      []Part            `json:"multipart,omitempty"`
 	SameKeyAs      string            `json:"same_key_as,omitempty"`
 	KeyDiffersFrom string            `json:"key_differs_from,omitempty"`
 
@@ -46,9 +48,9 @@ type Sample struct {
 // Pos is the sample's file:line.
 func (s *Sample) Pos() string { return fmt.Sprintf("%s:%d", s.File, s.Line) }
 
-// ReadSamples reads a samples file; file names it in messages. Unknown
+// Read reads a samples file; file names it in messages. Unknown
 // members, a relative url and a name used twice are errors.
-func ReadSamples(file string, r io.Reader) ([]Sample, error) {
+func Read(file string, r io.Reader) ([]Sample, error) {
 	var out []Sample
 	names := map[string]int{}
 	sc := bufio.NewScanner(r)
@@ -81,14 +83,14 @@ func ReadSamples(file string, r io.Reader) ([]Sample, error) {
 	return out, nil
 }
 
-// SampleReport is what CheckSamples found.
-type SampleReport struct {
+// Report is what Check found.
+type Report struct {
 	// Problems are "file:line: message" lines, in the order found; the
 	// rule set fails the check when there are any.
 	Problems []string
 	// Routes holds, for every route some sample matched, what its samples
 	// cover.
-	Routes map[*Route]*Coverage
+	Routes map[*rules.Route]*Coverage
 
 	index    map[*Sample]int // of each sample, to sort its problems
 	sampleOf []problemAt
@@ -103,7 +105,7 @@ type Coverage struct {
 // Gaps lists, one line each, the routes of set that lack a sample, a
 // same_key_as pair or a key_differs_from pair (pairs only for guarded
 // routes: safe and none routes have no key to compare).
-func (rep *SampleReport) Gaps(set *Set) []string {
+func (rep *Report) Gaps(set *rules.Set) []string {
 	var out []string
 	for _, a := range set.APIs {
 		for _, r := range a.Routes {
@@ -132,24 +134,24 @@ func (rep *SampleReport) Gaps(set *Set) []string {
 
 // derived is a sample's route and key.
 type derived struct {
-	route  *Route
+	route  *rules.Route
 	key    string
 	sample *Sample
 }
 
-// CheckSamples derives the key of every sample with d and reports: samples
+// Check derives the key of every sample with d and reports: samples
 // no route matches, bodies that cannot be keyed (every missing required
 // field of each sample), pairs whose keys break same_key_as or
 // key_differs_from, and optional key fields that no sample of their route
 // holds (a typo, or a path into another shape of body).
-func CheckSamples(set *Set, samples []Sample, d *Deriver) *SampleReport {
-	rep := &SampleReport{Routes: map[*Route]*Coverage{}, index: map[*Sample]int{}}
+func Check(set *rules.Set, samples []Sample, d *rules.Deriver) *Report {
+	rep := &Report{Routes: map[*rules.Route]*Coverage{}, index: map[*Sample]int{}}
 	byName := map[string]derived{}
 	got := make([]derived, len(samples))
 	for i := range samples {
 		s := &samples[i]
 		rep.index[s] = i
-		route, it, err := deriveSample(set, s, d)
+		route, it, err := Derive(set, s, d)
 		switch {
 		case route == nil && err != nil:
 			rep.problem(s, "%v", err) // a GraphQL request no route selects
@@ -157,10 +159,10 @@ func CheckSamples(set *Set, samples []Sample, d *Deriver) *SampleReport {
 		case route == nil:
 			rep.problem(s, "no route matches %s %s", s.Method, s.URL)
 			continue
-		case errors.As(err, new(*MissingFieldsError)):
+		case errors.As(err, new(*rules.MissingFieldsError)):
 			rep.problem(s, "%v", err) // names the route
 		case err != nil:
-			rep.problem(s, "route %s/%s: %v", route.apiName(), route.Name, err)
+			rep.problem(s, "route %s/%s: %v", apiName(route), route.Name, err)
 		}
 		c := rep.Routes[route]
 		if c == nil {
@@ -195,20 +197,22 @@ type problemAt struct {
 	msg   string
 }
 
-func (rep *SampleReport) problem(s *Sample, format string, args ...any) {
+func (rep *Report) problem(s *Sample, format string, args ...any) {
 	rep.sampleOf = append(rep.sampleOf, problemAt{rep.index[s], s.Pos() + ": " + fmt.Sprintf(format, args...)})
 }
 
-// deriveSample matches and derives one sample; route is nil when no route
-// matches.
-func deriveSample(set *Set, s *Sample, d *Deriver) (*Route, *Intent, error) {
+// Derive matches a sample to its route and derives its intent, as Check
+// does: route is nil when no route matches (err then says why, for a
+// GraphQL request no route selects). Golden tests of rule packs print each
+// sample's Intent.Material and Intent.Key.
+func Derive(set *rules.Set, s *Sample, d *rules.Deriver) (*rules.Route, *rules.Intent, error) {
 	u, _ := url.Parse(s.URL)
 	route, params := set.Match(u.Host, strings.ToUpper(s.Method), u.EscapedPath())
 	if route == nil {
 		return nil, nil, nil
 	}
 	body, contentType := s.body()
-	route, pass, err := SelectGraphQL(route, body)
+	route, pass, err := rules.SelectGraphQL(route, body)
 	switch {
 	case err != nil:
 		return nil, nil, err
@@ -221,14 +225,14 @@ func deriveSample(set *Set, s *Sample, d *Deriver) (*Route, *Intent, error) {
 	for k, v := range s.Headers {
 		h.Set(k, v)
 	}
-	in := Input{ContentType: contentType, Body: body, RawQuery: u.RawQuery, PathValues: params, EscapedPath: u.EscapedPath(), Workflow: h.Get("Toolguard-Workflow"), Host: u.Host}
+	in := rules.Input{ContentType: contentType, Body: body, RawQuery: u.RawQuery, PathValues: params, EscapedPath: u.EscapedPath(), Workflow: h.Get("Toolguard-Workflow"), Host: u.Host}
 	in.Credential = route.API.CallerCredential(h)
 	it, err := d.Derive(route, in)
 	return route, it, err
 }
 
 // checkPair checks a sample's same_key_as or key_differs_from.
-func (rep *SampleReport) checkPair(s *Sample, me derived, byName map[string]derived) {
+func (rep *Report) checkPair(s *Sample, me derived, byName map[string]derived) {
 	for _, rel := range []struct {
 		field, name string
 		same        bool
@@ -244,7 +248,7 @@ func (rep *SampleReport) checkPair(s *Sample, me derived, byName map[string]deri
 			// not matched or not keyed: reported already
 		case other.route != me.route:
 			rep.problem(s, "%s: sample %q is of route %s/%s, this one of %s/%s", rel.field, rel.name,
-				other.route.apiName(), other.route.Name, me.route.apiName(), me.route.Name)
+				apiName(other.route), other.route.Name, apiName(me.route), me.route.Name)
 		case other.key == "" || me.key == "":
 		case sameRequest(s, other.sample):
 			rep.problem(s, "%s: the request is identical to sample %q's; a pair must differ (in an ignored field, or a key field)", rel.field, rel.name)
@@ -260,6 +264,14 @@ func (rep *SampleReport) checkPair(s *Sample, me derived, byName map[string]deri
 	}
 }
 
+// apiName is the name of r's API, "" for a route without one.
+func apiName(r *rules.Route) string {
+	if r.API == nil {
+		return ""
+	}
+	return r.API.Name
+}
+
 // sameRequest reports whether two samples are the same request.
 func sameRequest(a, b *Sample) bool {
 	return a.Method == b.Method && a.URL == b.URL && a.ContentType == b.ContentType &&
@@ -270,7 +282,7 @@ func sameRequest(a, b *Sample) bool {
 // checkOptional reports optional key fields that no sample of their route
 // holds. Required fields need no such check: every sample lacking one is
 // reported already.
-func (rep *SampleReport) checkOptional(set *Set) {
+func (rep *Report) checkOptional(set *rules.Set) {
 	for _, a := range set.APIs {
 		for _, r := range a.Routes {
 			c := rep.Routes[r]

@@ -1,4 +1,4 @@
-package rules
+package openapi
 
 import (
 	"net/http"
@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/getkin/kin-openapi/openapi3"
+
+	"github.com/toolguard/toolguard/rules"
 )
 
 func TestConvertPath(t *testing.T) {
@@ -191,10 +193,10 @@ func TestSlugAndNames(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.in, func(t *testing.T) {
-			if got := slug(tc.in); got != tc.slug || !lowerName(got) {
+			if got := slug(tc.in); got != tc.slug || !rules.ValidAPIName(got) {
 				t.Errorf("slug(%q) = %q, want %q", tc.in, got, tc.slug)
 			}
-			if got := sanitizeName(tc.in); !validRouteName(got) || (tc.name != "" && !strings.HasPrefix(got, tc.name[:1])) {
+			if got := sanitizeName(tc.in); !rules.ValidRouteName(got) || (tc.name != "" && !strings.HasPrefix(got, tc.name[:1])) {
 				t.Errorf("sanitizeName(%q) = %q: not a route name", tc.in, got)
 			}
 		})
@@ -234,8 +236,8 @@ func TestEscapeKeyName(t *testing.T) {
 	}
 	for _, tc := range tests {
 		got := escapeKeyName(tc.in, tc.kind)
-		if got != tc.want || validPath(got) != nil {
-			t.Errorf("escapeKeyName(%q, %d) = %q (valid: %v), want %q", tc.in, tc.kind, got, validPath(got), tc.want)
+		if got != tc.want || rules.ValidKeyPath(got) != nil {
+			t.Errorf("escapeKeyName(%q, %d) = %q (valid: %v), want %q", tc.in, tc.kind, got, rules.ValidKeyPath(got), tc.want)
 		}
 	}
 	if got := joinKeyPath("metadata", "order_id", oaForm); got != "metadata[order_id]" {

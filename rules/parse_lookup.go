@@ -1,79 +1,28 @@
 package rules
 
-import (
-	"fmt"
-	"strconv"
-	"strings"
-	"time"
-)
+// This file parses a route's lookup: its request, found and absent, and
+// answer, settle, rate and next.
 
-// RecoveredAnswer says what to answer the agent when a lookup found the
-// effect: the found object and the status the original route returns, so
-// the agent sees what a first call would have shown it.
-type RecoveredAnswer struct {
-	// Body is a gjson path into the lookup's answer; "" answers it whole.
-	Body string
-	// Status is the status to answer with; zero means 200.
-	Status int
-}
-
-// Rate is a budget of N requests per Per, refilled continuously.
-type Rate struct {
-	N   int
-	Per time.Duration
-}
-
-func (r Rate) String() string {
-	for _, u := range rateUnits {
-		if r.Per == u.d {
-			return fmt.Sprintf("%d/%s", r.N, u.name)
-		}
+func (d *decoder) lookup(r *Route, e entry) *Lookup {
+	fs, ok := d.mapping(e.val, "lookup", "request", "found", "absent", "operation_id", "answer", "settle", "rate", "next")
+	if !ok {
+		return nil
 	}
-	return fmt.Sprintf("%d/%s", r.N, r.Per)
-}
-
-var rateUnits = []struct {
-	name string
-	d    time.Duration
-}{{"s", time.Second}, {"m", time.Minute}, {"h", time.Hour}}
-
-// ParseRate parses "10/s", "100/m" or "1000/h".
-func ParseRate(s string) (Rate, error) {
-	n, unit, ok := strings.Cut(s, "/")
-	v, err := strconv.Atoi(n)
-	if !ok || err != nil || v <= 0 {
-		return Rate{}, fmt.Errorf("invalid rate %q (want N/s, N/m or N/h with N > 0)", s)
+	l := &Lookup{}
+	if x, ok := fs["operation_id"]; ok {
+		l.OperationID = d.extractor(x, "lookup.operation_id")
 	}
-	for _, u := range rateUnits {
-		if unit == u.name {
-			return Rate{N: v, Per: u.d}, nil
-		}
+	if x, ok := d.require(e.node, "lookup", fs, "request"); ok {
+		l.Request = d.request(r, x, "lookup.request", true)
 	}
-	return Rate{}, fmt.Errorf("invalid rate %q (want N/s, N/m or N/h with N > 0)", s)
-}
-
-// Pagination follows a paged lookup answer: while Cursor yields a value
-// (and HasMore, when set, is true), the next page is the same request with
-// the query parameter Param set to that value, up to Pages pages.
-type Pagination struct {
-	// Cursor is a gjson path into a page: Stripe Search's next_page, or
-	// data.@reverse.0.id for a list with starting_after.
-	Cursor string
-	// Param is the query parameter that takes the cursor.
-	Param string
-	// HasMore is a gjson path that must be true for another page; "" means
-	// the cursor alone decides.
-	HasMore string
-	// Pages bounds the pages read; past it the lookup is unknown.
-	Pages int
-}
-
-// defaultLookupPages bounds a paged lookup without pages.
-const defaultLookupPages = 5
-
-// lookupExtras reads the optional parts of a lookup: answer, settle, rate
-// and next.
-func (d *decoder) lookupExtras(l *Lookup, fs map[string]entry) {
+	if x, ok := fs["found"]; ok {
+		l.Found = d.expectation(x, "lookup.found")
+	} else {
+		d.errorf(e.node, "lookup: missing field \"found\" (what an answer that found the effect looks like)")
+	}
+	if x, ok := fs["absent"]; ok {
+		l.Absent = d.expectation(x, "lookup.absent")
+	}
 	if x, ok := fs["answer"]; ok {
 		l.Answer = d.recoveredAnswer(x)
 	}
@@ -82,18 +31,22 @@ func (d *decoder) lookupExtras(l *Lookup, fs map[string]entry) {
 	}
 	if x, ok := fs["rate"]; ok {
 		if s, ok := d.str(x.val, "lookup.rate"); ok {
-			r, err := ParseRate(s)
+			rate, err := ParseRate(s)
 			if err != nil {
 				d.errorf(x.val, "lookup.rate: %v", err)
 			} else {
-				l.Rate, l.ratePos = &r, d.pos(x.val)
+				l.Rate, l.ratePos = &rate, d.pos(x.val)
 			}
 		}
 	}
 	if x, ok := fs["next"]; ok {
 		l.Next = d.pagination(x)
 	}
+	return l
 }
+
+// defaultLookupPages bounds a paged lookup without pages.
+const defaultLookupPages = 5
 
 func (d *decoder) recoveredAnswer(e entry) *RecoveredAnswer {
 	fs, ok := d.mapping(e.val, "lookup.answer", "body", "status")

@@ -1,9 +1,11 @@
-package rules
+package openapi
 
 import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/toolguard/toolguard/rules"
 )
 
 // oaDoc wraps paths (and components) in a minimal OpenAPI document.
@@ -99,7 +101,7 @@ func TestSkeletonCases(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			api, err := Parse("cases.yaml", out)
+			api, err := rules.Parse("cases.yaml", out)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -148,7 +150,7 @@ func TestSkeletonHostileText(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	api, err := Parse("hostile.yaml", out)
+	api, err := rules.Parse("hostile.yaml", out)
 	if err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}

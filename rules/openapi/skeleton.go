@@ -1,9 +1,8 @@
-package rules
+package openapi
 
 import (
 	"bytes"
 	"cmp"
-	"errors"
 	"fmt"
 	"net/http"
 	"net/textproto"
@@ -13,6 +12,8 @@ import (
 	"unicode"
 
 	"github.com/getkin/kin-openapi/openapi3"
+
+	"github.com/toolguard/toolguard/rules"
 )
 
 // SkeletonOptions tunes Skeleton.
@@ -33,10 +34,6 @@ type SkeletonOptions struct {
 // decide something.
 const TodoMarker = "# TODO(toolguard): "
 
-// ErrNoWriteOperations means an OpenAPI document has no POST, PUT, PATCH or
-// DELETE operation to write a route for.
-var ErrNoWriteOperations = errors.New("no POST, PUT, PATCH or DELETE operations")
-
 // Skeleton writes a starting rule file for the write operations of an
 // OpenAPI 3.0 or 3.1 document (YAML or JSON): one route for every POST,
 // PUT, PATCH and DELETE operation, sorted by path then method, with the
@@ -53,7 +50,7 @@ func Skeleton(spec []byte, opts SkeletonOptions) ([]byte, error) {
 		return nil, err
 	}
 	out := sk.write()
-	if _, err := Parse("skeleton.yaml", out); err != nil {
+	if _, err := rules.Parse("skeleton.yaml", out); err != nil {
 		return nil, fmt.Errorf("generated rule file does not load (please report this): %w", err)
 	}
 	return out, nil
@@ -128,7 +125,7 @@ func newSkeleton(doc *openapi3.T, opts SkeletonOptions) (*skeleton, error) {
 	}
 	if sk.api == "" {
 		sk.api = slug(title)
-	} else if !lowerName(sk.api) {
+	} else if !rules.ValidAPIName(sk.api) {
 		return nil, fmt.Errorf("--api %q: want lowercase letters, digits, _ and -", sk.api)
 	}
 	sk.header = headerComment(doc, title, opts.Source)

@@ -1,4 +1,4 @@
-package rules
+package samples
 
 import (
 	"bytes"
@@ -11,10 +11,10 @@ import (
 	"strings"
 )
 
-// SamplePart is one part of a sample's multipart body: a field
+// Part is one part of a sample's multipart body: a field
 // {"name", "value"}, or a file {"name", "filename", "content_type",
 // "content"} whose content is text, or "content_base64" for bytes.
-type SamplePart struct {
+type Part struct {
 	Name          string `json:"name"`
 	Value         string `json:"value,omitempty"`
 	Filename      string `json:"filename,omitempty"`

@@ -99,51 +99,6 @@ func checkMissing(t *testing.T, r *Route, ct string, body []byte, err error) {
 	}
 }
 
-// FuzzTemplate checks template parsing and expansion: no panic on any
-// template, and a value expanded into a query string comes back exactly,
-// whatever characters it holds. Seeds: testdata/fuzz/FuzzTemplate.
-func FuzzTemplate(f *testing.F) {
-	fixed, err := ParseTemplate("https://h.example/v1/x?k={{key}}&o={{operation_id}}")
-	if err != nil {
-		f.Fatal(err)
-	}
-	f.Fuzz(func(t *testing.T, tpl string, key, op string, body []byte) {
-		vals := Values{Key: key, OperationID: op, Body: body, Response: body, Path: map[string]string{"id": op}}
-		if tp, err := ParseTemplate(tpl); err == nil {
-			tp.Expand(vals, true)
-			tp.Expand(vals, false)
-		}
-		out, err := fixed.Expand(vals, true)
-		if err != nil {
-			if !errors.Is(err, ErrMissingValue) {
-				t.Fatalf("expand: %v", err)
-			}
-			return
-		}
-		u, err := url.Parse(out)
-		if err != nil {
-			t.Fatalf("escaped expansion %q does not parse: %v", out, err)
-		}
-		if q := u.Query(); q.Get("k") != key || q.Get("o") != op {
-			t.Fatalf("values did not survive escaping: %q -> k=%q o=%q, want %q %q", out, q.Get("k"), q.Get("o"), key, op)
-		}
-	})
-}
-
-// FuzzExpectation checks that matching an answer never panics, and that a
-// body expectation never matches a body that is not JSON.
-func FuzzExpectation(f *testing.F) {
-	f.Fuzz(func(t *testing.T, path, value string, status int, body []byte) {
-		e := &Expectation{Status: []int{200}, Body: []BodyMatch{{Path: path, Value: value}}}
-		ok := e.Match(status, body)
-		if ok && (status != 200 || !json.Valid(body)) {
-			t.Fatalf("matched status %d body %q", status, body)
-		}
-		(&Expectation{Contains: value}).Match(status, body)
-		(Extractor{Source: SourceBody, Path: path}).Extract(nil, body)
-	})
-}
-
 // checkContainerKinds replaces an array d of the "fields" route (read as
 // d.#) with {"#": its length}: gjson reads the same value, the key must
 // differ.

@@ -1,4 +1,4 @@
-package rules
+package openapi
 
 import (
 	"fmt"
@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"github.com/getkin/kin-openapi/openapi3"
+
+	"github.com/toolguard/toolguard/rules"
 )
 
 // slug turns a title into an api name: lowercase letters and digits, runs
@@ -174,7 +176,7 @@ func serverInfo(list openapi3.Servers, api string) servers {
 				continue
 			}
 			if h := strings.ToLower(u.Host); !slices.Contains(s.hosts, h) {
-				if _, _, err := parseRuleHost(h); err != nil {
+				if err := rules.ValidHost(h); err != nil {
 					s.todos = append(s.todos, fmt.Sprintf("server host %q is left out: %v", u.Host, err))
 					continue
 				}
@@ -283,7 +285,7 @@ func credentialHeader(doc *openapi3.T) (string, []string) {
 func schemeHeader(name string, s *openapi3.SecurityScheme) (string, string) {
 	switch strings.ToLower(s.Type) {
 	case "apikey":
-		if strings.EqualFold(s.In, "header") && validToken(s.Name) {
+		if strings.EqualFold(s.In, "header") && rules.ValidHeaderName(s.Name) {
 			return s.Name, ""
 		}
 		return "", fmt.Sprintf("credential: security scheme %q sends its key in the %s %q; "+
@@ -321,7 +323,7 @@ func mentionsIdempotency(desc string) bool {
 func idempotencyHeader(params []*openapi3.Parameter) (string, []string) {
 	var byName, byDesc []string
 	for _, p := range params {
-		if !strings.EqualFold(p.In, openapi3.ParameterInHeader) || !validToken(p.Name) {
+		if !strings.EqualFold(p.In, openapi3.ParameterInHeader) || !rules.ValidHeaderName(p.Name) {
 			continue
 		}
 		switch {

@@ -1,4 +1,4 @@
-package rules
+package openapi
 
 import (
 	"bytes"
@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"github.com/getkin/kin-openapi/openapi3"
+
+	"github.com/toolguard/toolguard/rules"
 )
 
 // keyProposal is what a skeleton proposes for a route's key.
@@ -33,6 +35,9 @@ const (
 	oaJSON
 	oaForm
 )
+
+// formType is the media type of a form body.
+const formType = "application/x-www-form-urlencoded"
 
 func mediaKind(mt string) oaBody {
 	mt, _, _ = strings.Cut(strings.ToLower(strings.TrimSpace(mt)), ";")
@@ -129,7 +134,7 @@ func (k *keyProposal) fromSchema(s *openapi3.Schema, kind oaBody) {
 		}
 		paths, ok := keyPaths(name, props[name].Value, kind, 0, map[*openapi3.Schema]bool{s: true})
 		for _, p := range paths {
-			if validPath(p) != nil || slices.Contains(k.fields, p) {
+			if rules.ValidKeyPath(p) != nil || slices.Contains(k.fields, p) {
 				ok = false
 				continue
 			}
@@ -329,6 +334,6 @@ func (k *keyProposal) write(b *bytes.Buffer) {
 		b.WriteString("  key:\n    fields: [" + joinScalars(k.fields) + "]\n")
 	case k.idempotencyField != "":
 		// The whole body minus the key an SDK mints afresh for every call.
-		b.WriteString("  key:\n    ignore: [" + yamlScalar(escapeSimple(k.idempotencyField)) + "]\n")
+		b.WriteString("  key:\n    ignore: [" + yamlScalar(rules.EscapeSimplePath(k.idempotencyField)) + "]\n")
 	}
 }
