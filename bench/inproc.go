@@ -44,9 +44,8 @@ type inproc struct {
 
 // inprocJournal is what the harness needs of either backend.
 type inprocJournal interface {
-	proxy.Store
+	journal.Store
 	Commits() uint64
-	Close() error
 }
 
 // startInproc wires toolguard in this process on a bbolt journal in dir,
@@ -77,7 +76,7 @@ func startInproc(dir, rulesDir, upstreamCAFile, dsn string) (*inproc, error) {
 	}
 	// The journal's committer goroutine inherits the label too.
 	var j inprocJournal
-	var maint proxy.Maintainer
+	var maint journal.Maintainer
 	var pool *pgxpool.Pool
 	pprof.Do(context.Background(), pprof.Labels("role", "proxy"), func(ctx context.Context) {
 		if dsn == "" {

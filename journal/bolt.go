@@ -54,6 +54,11 @@ type Bolt struct {
 	stopDrop, dropStopped chan struct{}
 }
 
+var (
+	_ Store      = (*Bolt)(nil)
+	_ Maintainer = (*Bolt)(nil)
+)
+
 // Open opens the journal at path, creating it (mode 0600) and its buckets
 // when missing. A writable Open starts a new epoch and commits it durably
 // before returning. Open waits at most Options.Timeout for the file lock and

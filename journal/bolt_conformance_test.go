@@ -13,7 +13,7 @@ import (
 // test gets its own directory, and a name opened again opens the same
 // file (a restart, with a new epoch).
 func TestConformance(t *testing.T) {
-	journaltest.Run(t, func(t *testing.T, opts journaltest.Options) journaltest.Store {
+	journaltest.Run(t, func(t *testing.T, opts journaltest.Options) journal.Store {
 		path := filepath.Join(dirOf(t), opts.Name+".db")
 		j, err := journal.Open(path, journal.Options{})
 		if err != nil {

@@ -2,7 +2,7 @@
 // idempotency key, an append-only event log of every transition, and the
 // queries operators use to inspect them. The default backend is a bbolt file
 // whose commits are fsynced and shared between concurrent callers (group
-// commit). Every backend provides the same method set and passes the
+// commit). Every backend implements Store and passes the
 // conformance suite in package journaltest.
 //
 // # Write-ahead

@@ -175,7 +175,7 @@ func TestResolverLeavesCallsInFlight(t *testing.T) {
 // failingStore refuses writes while failing is set, as a journal that
 // lost its database would.
 type failingStore struct {
-	Store
+	journal.Store
 	failing atomic.Bool
 }
 

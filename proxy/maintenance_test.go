@@ -12,7 +12,7 @@ import (
 
 // Backups need the optional Maintainer: without one (a journal backend
 // with no file) the endpoint says so, while check and export, which every
-// Store provides, keep working.
+// journal.Store provides, keep working.
 func TestMaintenanceWithoutMaintainer(t *testing.T) {
 	j, err := journal.Open(filepath.Join(t.TempDir(), "tg.db"), journal.Options{})
 	if err != nil {
@@ -21,7 +21,7 @@ func TestMaintenanceWithoutMaintainer(t *testing.T) {
 	defer j.Close()
 	tests := []struct {
 		name   string
-		mt     Maintainer
+		mt     journal.Maintainer
 		path   string
 		status int
 		body   string

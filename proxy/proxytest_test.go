@@ -112,7 +112,7 @@ type harnessConfig struct {
 	// logger are filled in.
 	Options Options
 	// WrapJournal, when set, wraps the journal the proxy writes through.
-	WrapJournal func(Store) Store
+	WrapJournal func(journal.Store) journal.Store
 	// ConnectToUpstream lets tunnels reach the provider's port, for rule
 	// files that do not name it.
 	ConnectToUpstream bool

@@ -143,12 +143,11 @@ func serveWith(ctx context.Context, cfg config.Config, log *slog.Logger, out ser
 		return err
 	}
 	metrics := proxy.NewMetrics()
-	j, err := openJournal(ctx, cfg, log, metrics, secret)
+	j, maint, err := openJournal(ctx, cfg, log, metrics, secret)
 	if err != nil {
 		return err
 	}
 	defer j.Close()
-	maint := maintainerOf(j)
 	logStartup(log, j, set)
 	if err := adminAuth(&cfg, log, out); err != nil {
 		return err
@@ -326,7 +325,7 @@ func absPath(p string) string {
 }
 
 // logStartup writes one line summarising what the journal holds.
-func logStartup(log *slog.Logger, j servedJournal, set *rules.Set) {
+func logStartup(log *slog.Logger, j journal.Store, set *rules.Set) {
 	routes := 0
 	for _, a := range set.APIs {
 		routes += len(a.Routes)
@@ -338,7 +337,7 @@ func logStartup(log *slog.Logger, j servedJournal, set *rules.Set) {
 
 // startupCounts reads what the journal holds from its counters: every
 // started step belongs to an earlier epoch now, so it is ambiguous.
-func startupCounts(j servedJournal) (ambiguous, verifying, held int) {
+func startupCounts(j journal.Store) (ambiguous, verifying, held int) {
 	c, err := j.Count()
 	if err != nil {
 		return 0, 0, 0
