@@ -175,7 +175,7 @@ func (b *Bolt) prepare(bk *buckets, key string, cur *Step, ch Change) (*pending,
 	// The events are numbered per key from the revision the step had.
 	rev := s.Revision
 	s.Revision += uint64(1 + len(ch.Extra))
-	data, err := s.marshal()
+	data, err := marshalStep(&s)
 	if err != nil {
 		return nil, fmt.Errorf("%w: encode step: %v", ErrInvalidChange, err)
 	}

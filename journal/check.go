@@ -251,7 +251,7 @@ func (c *checker) workflows(bk *buckets) {
 		}
 		var want WorkflowCounts
 		for i := range steps {
-			want.add(&steps[i], 1)
+			want.Add(&steps[i], 1)
 		}
 		if want != w.Counts || len(steps) != w.Steps {
 			c.addf("workflow %s: counts %+v over %d steps, its steps give %+v over %d", k, w.Counts, w.Steps, want, len(steps))

@@ -39,7 +39,7 @@ func downgradeToV1(t *testing.T, path string) {
 				return err
 			}
 			s.Schema = 1
-			v, err := s.marshal()
+			v, err := marshalStep(s)
 			if err != nil {
 				return err
 			}

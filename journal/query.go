@@ -57,7 +57,7 @@ func (b *Bolt) List(f Filter) ([]Step, error) {
 			if err != nil {
 				return false, fmt.Errorf("step %s in index: %w", key, err)
 			}
-			if f.match(s) {
+			if matches(&f, s) {
 				s.ReadAt = now
 				out = append(out, *s)
 			}
@@ -67,7 +67,8 @@ func (b *Bolt) List(f Filter) ([]Step, error) {
 	return out, err
 }
 
-func (f *Filter) match(s *Step) bool {
+// matches reports whether f selects s.
+func matches(f *Filter, s *Step) bool {
 	return (f.Status == StatusUnknown || s.Status == f.Status) &&
 		(!(f.HoldSet || f.Hold != HoldNone) || s.Hold == f.Hold) &&
 		(f.Workflow == "" || s.Workflow == f.Workflow) &&

@@ -2,6 +2,7 @@ package journal
 
 import (
 	"encoding/binary"
+	"encoding/json"
 	"fmt"
 )
 
@@ -99,4 +100,16 @@ func (bk *buckets) forEachStep(fn func(seq []byte, s *Step, err error) error) er
 		}
 	}
 	return nil
+}
+
+// marshalStep encodes a step record.
+func marshalStep(s *Step) ([]byte, error) { return json.Marshal(s) }
+
+// unmarshalStep decodes a step record.
+func unmarshalStep(b []byte) (*Step, error) {
+	var s Step
+	if err := json.Unmarshal(b, &s); err != nil {
+		return nil, fmt.Errorf("decode step: %w", err)
+	}
+	return &s, nil
 }

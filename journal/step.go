@@ -1,7 +1,6 @@
 package journal
 
 import (
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"time"
@@ -239,14 +238,4 @@ func (s *Step) Leasable() bool {
 // Terminal reports whether the step has a stored, definitive outcome.
 func (s *Step) Terminal() bool {
 	return s.Status == StatusCommitted || s.Status == StatusVerified || (s.Status == StatusFailed && !s.Retryable)
-}
-
-func (s *Step) marshal() ([]byte, error) { return json.Marshal(s) }
-
-func unmarshalStep(b []byte) (*Step, error) {
-	var s Step
-	if err := json.Unmarshal(b, &s); err != nil {
-		return nil, fmt.Errorf("decode step: %w", err)
-	}
-	return &s, nil
 }

@@ -14,7 +14,7 @@ func TestStepRecordWithoutKeyFields(t *testing.T) {
 	if st.KeyFields != nil || st.Hold != HoldAwaitingApproval {
 		t.Errorf("decoded %+v, want no key fields and the hold kept", st)
 	}
-	b, err := st.marshal()
+	b, err := marshalStep(st)
 	if err != nil {
 		t.Fatal(err)
 	}
