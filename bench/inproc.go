@@ -20,6 +20,7 @@ import (
 	"github.com/toolguard/toolguard/config"
 	"github.com/toolguard/toolguard/internal/wire"
 	"github.com/toolguard/toolguard/journal"
+	"github.com/toolguard/toolguard/journal/bolt"
 	"github.com/toolguard/toolguard/journal/postgres"
 	"github.com/toolguard/toolguard/proxy"
 	"github.com/toolguard/toolguard/rules"
@@ -80,8 +81,8 @@ func startInproc(dir, rulesDir, upstreamCAFile, dsn string) (*inproc, error) {
 	var pool *pgxpool.Pool
 	pprof.Do(context.Background(), pprof.Labels("role", "proxy"), func(ctx context.Context) {
 		if dsn == "" {
-			var b *journal.Bolt
-			b, err = journal.Open(cfg.Journal.Path, journal.Options{Timeout: cfg.Journal.OpenTimeout, Logger: log, OnCommit: onCommit})
+			var b *bolt.Journal
+			b, err = bolt.Open(cfg.Journal.Path, bolt.Options{Timeout: cfg.Journal.OpenTimeout, Logger: log, OnCommit: onCommit})
 			j, maint = b, b
 			return
 		}

@@ -22,7 +22,8 @@ var (
 	// stored (wrong or oversized key, unknown status or hold, a committed
 	// step without Response or Evidence, an oversized workflow id).
 	ErrInvalidChange = errors.New("invalid change")
-	// ErrReadOnly means the journal was opened with Options.ReadOnly.
+	// ErrReadOnly means the journal was opened read-only (the backend's
+	// Options.ReadOnly).
 	ErrReadOnly = errors.New("journal is read-only")
 	// ErrTransition means a Change asks for a move between states that the
 	// allowlist (Allowed) refuses; nothing was written.

@@ -7,8 +7,9 @@ import (
 )
 
 // SchemaVersion is the version of the journal layout written by this build,
-// stamped on every Step record it writes. Layout 2 stores steps by record
-// sequence (see records.go); Open upgrades a layout-1 file in place.
+// stamped on every Step record it writes. Layout 2 of the bbolt file stores
+// steps by record sequence (package bolt); bolt.Open upgrades a layout-1
+// file in place.
 const SchemaVersion = 2
 
 // Status is the state of a step (see DESIGN.md, "Step states").

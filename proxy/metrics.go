@@ -144,7 +144,8 @@ func (m *Metrics) Handler() http.Handler {
 	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{})
 }
 
-// ObserveCommit records one group commit; pass it as journal.Options.OnCommit.
+// ObserveCommit records one group commit; pass it as bolt.Options.OnCommit
+// or postgres.Options.OnCommit.
 func (m *Metrics) ObserveCommit(d time.Duration, batch int) {
 	if m == nil {
 		return

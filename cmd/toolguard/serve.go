@@ -21,6 +21,7 @@ import (
 	"github.com/toolguard/toolguard/console"
 	"github.com/toolguard/toolguard/internal/wire"
 	"github.com/toolguard/toolguard/journal"
+	"github.com/toolguard/toolguard/journal/bolt"
 	"github.com/toolguard/toolguard/proxy"
 	"github.com/toolguard/toolguard/rules"
 )
@@ -210,7 +211,7 @@ func serveWith(ctx context.Context, cfg config.Config, log *slog.Logger, out ser
 // upgrade, which Open makes: it is checked right after. Each open waits
 // journal.open_timeout for the file lock; the second finds it held only when
 // another process took it in between.
-func openBolt(cfg config.Config, log *slog.Logger, metrics *proxy.Metrics) (*journal.Bolt, error) {
+func openBolt(cfg config.Config, log *slog.Logger, metrics *proxy.Metrics) (*bolt.Journal, error) {
 	path := cfg.Journal.Path
 	// bbolt gives up one lock retry (50 ms) before its Options.Timeout: ask
 	// for that much more, so that the wait is at least the one configured.
@@ -224,9 +225,9 @@ func openBolt(cfg config.Config, log *slog.Logger, metrics *proxy.Metrics) (*jou
 		started := time.Now()
 		problems, err := checkFile(path, timeout)
 		switch {
-		case errors.Is(err, journal.ErrNeedsUpgrade):
+		case errors.Is(err, bolt.ErrNeedsUpgrade):
 			checkAfter = true
-		case errors.Is(err, journal.ErrLocked):
+		case errors.Is(err, bolt.ErrLocked):
 			return nil, locked(err)
 		case err != nil:
 			return nil, fmt.Errorf("%w; it was left untouched: restore it from a backup or move it aside (see docs/operations.md)", err)
@@ -236,7 +237,7 @@ func openBolt(cfg config.Config, log *slog.Logger, metrics *proxy.Metrics) (*jou
 			log.Info("journal checked", "path", path, "duration", time.Since(started))
 		}
 	}
-	j, err := journal.Open(path, journal.Options{Timeout: timeout, Logger: log, OnCommit: metrics.ObserveCommit})
+	j, err := bolt.Open(path, bolt.Options{Timeout: timeout, Logger: log, OnCommit: metrics.ObserveCommit})
 	if err != nil {
 		return nil, locked(err)
 	}

@@ -19,7 +19,7 @@ import (
 // Deps are what the proxy needs besides its configuration.
 type Deps struct {
 	Rules   *rules.Set
-	Journal journal.Store // *journal.Bolt or *postgres.Journal
+	Journal journal.Store // *bolt.Journal or *postgres.Journal
 	// Maintainer is the journal's optional file maintenance (backups, the
 	// size gauge); nil for a backend without a file.
 	Maintainer journal.Maintainer
