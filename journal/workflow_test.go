@@ -1,6 +1,7 @@
 package journal
 
 import (
+	"errors"
 	"testing"
 	"time"
 )
@@ -58,5 +59,17 @@ func TestWorkflowCountsStatus(t *testing.T) {
 		if got := tc.c.Status(); got != tc.want {
 			t.Errorf("%s: %+v → %s, want %s", tc.name, tc.c, got, tc.want)
 		}
+	}
+}
+
+// TestVersionError: a stale checkpoint version says which versions, and
+// is ErrVersionMismatch (ErrVersion) to errors.Is.
+func TestVersionError(t *testing.T) {
+	var err error = &VersionError{ID: "wf", Want: 3, Current: 5}
+	if !errors.Is(err, ErrVersionMismatch) || !errors.Is(err, ErrVersion) {
+		t.Errorf("%v is not ErrVersionMismatch", err)
+	}
+	if got, want := err.Error(), "workflow wf is at version 5, not 3"; got != want {
+		t.Errorf("Error() = %q, want %q", got, want)
 	}
 }

@@ -1,6 +1,8 @@
 package bolt
 
 import (
+	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"testing"
@@ -66,6 +68,18 @@ func TestCompactRefusesALockedJournal(t *testing.T) {
 	mustApply(t, b, "k", start("k", ""))
 	if _, _, err := Compact(path, 100*time.Millisecond); err == nil {
 		t.Fatal("compacted a journal that another writer holds")
+	}
+}
+
+// TestCompactMissingFile: compacting a path with no journal creates
+// nothing and says so.
+func TestCompactMissingFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "missing.db")
+	if _, _, err := Compact(path, 0); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("compact a missing file: %v, want fs.ErrNotExist", err)
+	}
+	if _, err := os.Stat(path); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("compact created %s: %v", path, err)
 	}
 }
 

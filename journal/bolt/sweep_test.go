@@ -1,6 +1,7 @@
 package bolt
 
 import (
+	"errors"
 	"testing"
 	"time"
 
@@ -78,5 +79,20 @@ func TestSweepRemovesOnlyFinishedOutcomes(t *testing.T) {
 	c, _ := b.Count()
 	if c.Steps != 4 {
 		t.Errorf("counted %d steps, want 4", c.Steps)
+	}
+}
+
+// TestSweepReadOnly: a read-only journal removes nothing.
+func TestSweepReadOnly(t *testing.T) {
+	path := tempPath(t)
+	b, err := Open(path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustApply(t, b, "a", start("a", ""))
+	b.Close()
+	ro := mustOpenPath(t, path, Options{ReadOnly: true})
+	if _, _, err := ro.Sweep(time.Now().Add(time.Hour), 0); !errors.Is(err, journal.ErrReadOnly) {
+		t.Fatalf("sweep of a read-only journal: %v, want ErrReadOnly", err)
 	}
 }
