@@ -20,6 +20,7 @@ import (
 	"github.com/toolguard/toolguard/config"
 	"github.com/toolguard/toolguard/internal/wire"
 	"github.com/toolguard/toolguard/journal"
+	"github.com/toolguard/toolguard/journal/bolt"
 	"github.com/toolguard/toolguard/journal/postgres"
 	"github.com/toolguard/toolguard/proxy"
 	"github.com/toolguard/toolguard/rules"
@@ -44,9 +45,8 @@ type inproc struct {
 
 // inprocJournal is what the harness needs of either backend.
 type inprocJournal interface {
-	proxy.Store
+	journal.Store
 	Commits() uint64
-	Close() error
 }
 
 // startInproc wires toolguard in this process on a bbolt journal in dir,
@@ -77,12 +77,12 @@ func startInproc(dir, rulesDir, upstreamCAFile, dsn string) (*inproc, error) {
 	}
 	// The journal's committer goroutine inherits the label too.
 	var j inprocJournal
-	var maint proxy.Maintainer
+	var maint journal.Maintainer
 	var pool *pgxpool.Pool
 	pprof.Do(context.Background(), pprof.Labels("role", "proxy"), func(ctx context.Context) {
 		if dsn == "" {
-			var b *journal.Bolt
-			b, err = journal.Open(cfg.Journal.Path, journal.Options{Timeout: cfg.Journal.OpenTimeout, Logger: log, OnCommit: onCommit})
+			var b *bolt.Journal
+			b, err = bolt.Open(cfg.Journal.Path, bolt.Options{Timeout: cfg.Journal.OpenTimeout, Logger: log, OnCommit: onCommit})
 			j, maint = b, b
 			return
 		}

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/toolguard/toolguard/journal"
+	"github.com/toolguard/toolguard/journal/bolt"
 )
 
 func TestGarbageConnectionsLeaveItServing(t *testing.T) {
@@ -245,7 +246,7 @@ func TestProxyIsNotAnOpenRelay(t *testing.T) {
 // journal file as text, for grepping.
 func decodedJournal(t *testing.T, path string) []byte {
 	t.Helper()
-	j, err := journal.Open(path, journal.Options{ReadOnly: true})
+	j, err := bolt.Open(path, bolt.Options{ReadOnly: true})
 	if err != nil {
 		t.Fatal(err)
 	}

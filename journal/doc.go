@@ -1,35 +1,28 @@
-// Package journal is toolguard's durable record of guarded calls: one step per
-// idempotency key, an append-only event log of every transition, and the
-// queries operators use to inspect them. The default backend is a bbolt file
-// whose commits are fsynced and shared between concurrent callers (group
-// commit). Every backend provides the same method set and passes the
-// conformance suite in package journaltest.
+// Package journal is the contract of toolguard's durable record of guarded
+// calls: one step per idempotency key, an append-only event log of every
+// transition, and the queries operators use to inspect them. It declares
+// what every backend implements (Store, and the optional Maintainer) and the
+// vocabulary they share (Step, Event, Workflow, their statuses, Mutation,
+// the transition allowlist and the errors); the backends are packages bolt
+// (a bbolt file, the default) and postgres, and both pass the conformance
+// suite in package journaltest.
 //
 // # Write-ahead
 //
 // Callers never write a step directly. They hand Apply a Mutation, which reads
 // the current record and returns the Change to make. Apply runs the mutation
-// exactly once inside a write transaction, commits it durably (fsync), and only
-// then returns. A step is therefore durable in the "started" state before its
+// inside a write transaction, commits it durably (fsync), and only then
+// returns. A step is therefore durable in the "started" state before its
 // request leaves the process, and its outcome is durable before the agent sees
 // it. Every change appends an Event with a strictly increasing Seq.
 //
-// # Group commit
-//
-// An fsync is the cost of a write, so concurrent Applies share commits: a
-// committer goroutine commits everything queued at that moment in one
-// transaction, in arrival order, and callers arriving during that commit
-// queue up for the next one, which it starts as soon as the previous one is
-// durable. There is no timer, so a lone caller pays exactly one commit.
-// Each mutation sees the writes of those before it in the same transaction;
-// a mutation that fails (error, ErrNoChange, an invalid Change, a panic)
-// writes nothing and affects only its own caller.
-//
-// Nothing is retried. When a commit fails, every Apply of its batch returns
-// the error (wrapping ErrUnavailable) and none of it is written. Bolt runs
-// each mutation once; the Mutation contract nevertheless allows a backend
-// to run it again (an optimistic writer that lost a race), so mutations are
-// pure and their callers act only on what Apply returned.
+// A mutation that fails (error, ErrNoChange, an invalid Change, a panic)
+// writes nothing and affects only its own caller. When a commit fails,
+// Apply returns the error (wrapping ErrUnavailable) and nothing is written;
+// when its acknowledgement is lost, the error wraps ErrCommitUnknown. The
+// Mutation contract allows a backend to run a mutation more than once (an
+// optimistic writer that lost a race), so mutations are pure and their
+// callers act only on what Apply returned.
 //
 // # Transitions
 //
@@ -47,16 +40,17 @@
 // stamps the step with the current epoch and a fresh, strictly increasing
 // fencing token; a later writer that still holds an older token is refused
 // with ErrFenced (see Fenced). After a restart, every "started" step of an
-// older epoch is known to be not in flight: bbolt keeps leases in the
-// process (Step.LeaseUntil stays zero, Renew only checks the claim), and
+// older epoch is known to be not in flight. A backend keeps leases either in
+// the process (bbolt: Step.LeaseUntil stays zero, Renew only checks the
+// claim) or in the data (PostgreSQL: Renew extends Step.LeaseUntil), and
 // Watch wakes the callers waiting on a key after each of its commits.
 //
 // # Queries
 //
-// Secondary indexes by status (in update-time order within each status, so
-// that they also serve walks by time), hold and workflow are kept in the
-// same transactions as the steps, together with counters by status and
-// hold, so List with a filter walks only the matching index entries and
-// Count reads a few counters, whatever the size of the journal. Check
-// verifies all of it.
+// List selects steps by status, hold, workflow or pending verification
+// (Filter), Count reads the numbers of steps by status and hold (Counts),
+// and Events reads the event log in order. Workflows are records of their
+// own (Workflow), whose status derives from their steps (WorkflowCounts);
+// a checkpoint is a compare-and-swap on a workflow's version
+// (VersionError). Check verifies a backend's store and these invariants.
 package journal

@@ -8,21 +8,6 @@ import (
 // Errors returned by the journal, grouped by operation. Classify them with
 // errors.Is; they are wrapped as "verb object: %w" with the path or key.
 
-// Open.
-var (
-	// ErrLocked means another process (or another Open in this process)
-	// holds the journal file, and the lock was not released within
-	// Options.Timeout.
-	ErrLocked = errors.New("journal file is locked")
-	// ErrSchema means the file was written by a newer toolguard, or is not a
-	// toolguard journal, or (with ErrNeedsUpgrade) needs an upgrade that a
-	// read-only Open cannot make.
-	ErrSchema = errors.New("unsupported journal schema")
-	// ErrNeedsUpgrade means the file has an older layout, which a writable
-	// Open upgrades; a read-only Open refuses it with ErrSchema and this.
-	ErrNeedsUpgrade = errors.New("journal needs an upgrade")
-)
-
 // Apply.
 var (
 	// ErrNoChange is returned by a Mutation that has nothing to write. Apply
@@ -37,7 +22,8 @@ var (
 	// stored (wrong or oversized key, unknown status or hold, a committed
 	// step without Response or Evidence, an oversized workflow id).
 	ErrInvalidChange = errors.New("invalid change")
-	// ErrReadOnly means the journal was opened with Options.ReadOnly.
+	// ErrReadOnly means the journal was opened read-only (the backend's
+	// Options.ReadOnly).
 	ErrReadOnly = errors.New("journal is read-only")
 	// ErrTransition means a Change asks for a move between states that the
 	// allowlist (Allowed) refuses; nothing was written.
@@ -102,15 +88,3 @@ func (e *FencedError) Error() string {
 
 // Unwrap makes errors.Is(err, ErrFenced) true.
 func (e *FencedError) Unwrap() error { return ErrFenced }
-
-// panicError carries a mutation's panic from the committing goroutine to the
-// goroutine that called Apply, where it is raised again.
-type panicError struct {
-	key   string
-	value any
-	stack []byte
-}
-
-func (p *panicError) Error() string {
-	return fmt.Sprintf("journal: mutation of step %s panicked: %v\n\n%s", p.key, p.value, p.stack)
-}

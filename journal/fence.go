@@ -5,7 +5,8 @@ package journal
 // the step no longer exists, or its Epoch or Fence differ, the wrapped
 // mutation is not called and Apply returns a *FencedError (wrapping
 // ErrFenced); nothing is written, no event is recorded, and Apply logs a
-// warning with the key and both claims through Options.Logger.
+// warning with the key and both claims through the backend's
+// Options.Logger.
 //
 // A caller that finishes a call it owns (records the outcome of a request
 // it forwarded) uses Fenced, so that a late write from a stale owner — an

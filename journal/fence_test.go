@@ -1,106 +1,56 @@
 package journal
 
 import (
-	"bytes"
-	"context"
 	"errors"
-	"log/slog"
 	"strings"
 	"testing"
 )
 
-func TestFenced(t *testing.T) {
-	commit := transition(StatusCommitted, HoldNone, false)
+// TestFencedMutation: a fenced mutation runs only on the record of the
+// claim it was given; otherwise it returns a *FencedError naming both
+// claims (or the missing step) without calling the wrapped mutation.
+func TestFencedMutation(t *testing.T) {
+	owned := &Step{Key: "k", Status: StatusStarted, Epoch: 2, Fence: 7}
 	tests := []struct {
-		name string
-		// setup returns the claim the stale or current owner holds.
-		setup   func(t *testing.T, path string) (epoch, fence uint64, b *Bolt)
-		wantErr bool
-	}{{
-		name: "current owner",
-		setup: func(t *testing.T, path string) (uint64, uint64, *Bolt) {
-			b := mustOpenPath(t, path, Options{})
-			s := mustApply(t, b, "a", start("a", ""))
-			return s.Epoch, s.Fence, b
-		},
-	}, {
-		name: "claim taken over in the same epoch",
-		setup: func(t *testing.T, path string) (uint64, uint64, *Bolt) {
-			b := mustOpenPath(t, path, Options{})
-			s := mustApply(t, b, "a", start("a", ""))
-			mustApply(t, b, "a", start("a", ""))
-			return s.Epoch, s.Fence, b
-		},
-		wantErr: true,
-	}, {
-		name: "claim of a dead epoch",
-		setup: func(t *testing.T, path string) (uint64, uint64, *Bolt) {
-			old, err := Open(path, Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			s := mustApply(t, old, "a", start("a", ""))
-			old.Close()
-			b := mustOpenPath(t, path, Options{})
-			// The new epoch claims the step again (recovery): fence changes too.
-			mustApply(t, b, "a", transition(StatusStarted, HoldNone, true))
-			return s.Epoch, s.Fence, b
-		},
-		wantErr: true,
-	}, {
-		name: "same fence, other epoch",
-		setup: func(t *testing.T, path string) (uint64, uint64, *Bolt) {
-			b := mustOpenPath(t, path, Options{})
-			s := mustApply(t, b, "a", start("a", ""))
-			return s.Epoch + 1, s.Fence, b
-		},
-		wantErr: true,
-	}, {
-		name: "step gone",
-		setup: func(t *testing.T, path string) (uint64, uint64, *Bolt) {
-			return 1, 1, mustOpenPath(t, path, Options{})
-		},
-		wantErr: true,
-	}}
+		name         string
+		epoch, fence uint64
+		cur          *Step
+		wantCall     bool
+		wantErr      string // a substring of the FencedError; "" for none
+	}{
+		{name: "current owner", epoch: 2, fence: 7, cur: owned, wantCall: true},
+		{name: "older fence", epoch: 2, fence: 6, cur: owned, wantErr: "held epoch 2 fence 6, current epoch 2 fence 7"},
+		{name: "older epoch", epoch: 1, fence: 7, cur: owned, wantErr: "held epoch 1 fence 7, current epoch 2 fence 7"},
+		{name: "step gone", epoch: 2, fence: 7, wantErr: "held epoch 2 fence 7, step no longer exists"},
+	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			epoch, fence, b := tc.setup(t, tempPath(t))
-			var logs bytes.Buffer
-			b.log = slog.New(slog.NewTextHandler(&logs, nil))
-			before, _ := b.Get("a")
-			seq, _ := b.LastSeq()
 			called := false
-			_, err := b.Apply(context.Background(), "a", Fenced(epoch, fence, func(cur *Step) (Change, error) {
+			m := Fenced(tc.epoch, tc.fence, func(cur *Step) (Change, error) {
 				called = true
-				return commit(cur)
-			}))
-			if !tc.wantErr {
-				if err != nil || !called {
-					t.Fatalf("err = %v, called = %v; want nil, called", err, called)
+				return Change{Step: *cur}, nil
+			})
+			var cur *Step
+			if tc.cur != nil {
+				c := *tc.cur
+				cur = &c
+			}
+			_, err := m(cur)
+			if called != tc.wantCall {
+				t.Errorf("wrapped mutation called = %v, want %v", called, tc.wantCall)
+			}
+			if tc.wantErr == "" {
+				if err != nil {
+					t.Fatalf("err = %v, want none", err)
 				}
 				return
 			}
 			var fe *FencedError
-			if !errors.Is(err, ErrFenced) || !errors.As(err, &fe) || called {
-				t.Fatalf("err = %v, called = %v; want ErrFenced, not called", err, called)
+			if !errors.Is(err, ErrFenced) || !errors.As(err, &fe) || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Fatalf("err = %v, want a FencedError saying %q", err, tc.wantErr)
 			}
-			if fe.Key != "a" || fe.HeldEpoch != epoch || fe.HeldFence != fence ||
-				fe.Fence != before.Fence || fe.Epoch != before.Epoch {
-				t.Errorf("FencedError = %+v; step had epoch %d fence %d", fe, before.Epoch, before.Fence)
-			}
-			if msg := err.Error(); !strings.HasPrefix(msg, "step a: fenced: ") {
-				t.Errorf("message %q, want it to start with the key", msg)
-			}
-			after, _ := b.Get("a")
-			if after.Status != before.Status || !after.UpdatedAt.Equal(before.UpdatedAt) {
-				t.Errorf("step changed: %+v -> %+v", before, after)
-			}
-			if got, _ := b.LastSeq(); got != seq {
-				t.Errorf("last seq %d -> %d: an event was written", seq, got)
-			}
-			l := logs.String()
-			if !strings.Contains(l, "level=WARN") || !strings.Contains(l, "key=a") || !strings.Contains(l, "held_fence=") {
-				t.Errorf("log = %q, want a warning with key and fences", l)
+			if fe.HeldEpoch != tc.epoch || fe.HeldFence != tc.fence || fe.Missing != (tc.cur == nil) {
+				t.Errorf("FencedError = %+v", fe)
 			}
 		})
 	}

@@ -1,15 +1,15 @@
 package journal
 
 import (
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"time"
 )
 
 // SchemaVersion is the version of the journal layout written by this build,
-// stamped on every Step record it writes. Layout 2 stores steps by record
-// sequence (see records.go); Open upgrades a layout-1 file in place.
+// stamped on every Step record it writes. Layout 2 of the bbolt file stores
+// steps by record sequence (package bolt); bolt.Open upgrades a layout-1
+// file in place.
 const SchemaVersion = 2
 
 // Status is the state of a step (see DESIGN.md, "Step states").
@@ -239,14 +239,4 @@ func (s *Step) Leasable() bool {
 // Terminal reports whether the step has a stored, definitive outcome.
 func (s *Step) Terminal() bool {
 	return s.Status == StatusCommitted || s.Status == StatusVerified || (s.Status == StatusFailed && !s.Retryable)
-}
-
-func (s *Step) marshal() ([]byte, error) { return json.Marshal(s) }
-
-func unmarshalStep(b []byte) (*Step, error) {
-	var s Step
-	if err := json.Unmarshal(b, &s); err != nil {
-		return nil, fmt.Errorf("decode step: %w", err)
-	}
-	return &s, nil
 }

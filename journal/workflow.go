@@ -1,14 +1,9 @@
 package journal
 
 import (
-	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"strings"
 	"time"
-
-	bolt "go.etcd.io/bbolt"
 )
 
 // Workflow statuses (contract), derived from a workflow's steps and holds.
@@ -68,8 +63,8 @@ type WorkflowCounts struct {
 	Prepared  int `json:"prepared"`
 }
 
-// add counts s (delta +1) or uncounts it (-1).
-func (c *WorkflowCounts) add(s *Step, delta int) {
+// Add counts s (delta +1) or uncounts it (-1).
+func (c *WorkflowCounts) Add(s *Step, delta int) {
 	switch {
 	case s.Held():
 		c.Held += delta
@@ -116,200 +111,9 @@ func (c WorkflowCounts) Status() string {
 func DeriveWorkflowStatus(steps []Step) string {
 	var c WorkflowCounts
 	for i := range steps {
-		c.add(&steps[i], 1)
+		c.Add(&steps[i], 1)
 	}
 	return c.Status()
-}
-
-// touchWorkflow updates the record of workflow id in scope after a step of
-// it changed from old to s (either may be nil, or belong to another
-// workflow or scope), in the same transaction as the change.
-func (bk *buckets) touchWorkflow(scope, id string, old, s *Step, now time.Time) error {
-	w, err := loadWorkflow(bk.workflows, scope, id)
-	if errors.Is(err, ErrNotFound) {
-		w, err = bk.adoptWorkflow(scope, id, now)
-	}
-	if err != nil {
-		return err
-	}
-	if old != nil && old.Workflow == id && old.CredentialMAC == scope {
-		w.Counts.add(old, -1)
-		w.Steps--
-	}
-	if s != nil && s.Workflow == id && s.CredentialMAC == scope {
-		w.Counts.add(s, 1)
-		w.Steps++
-		w.CurrentStep, w.CurrentRoute = s.Key, s.Route
-		if w.InputHash == "" {
-			w.InputHash = s.BodyHash
-		}
-		// A held step's versions are not the workflow's until an operator
-		// releases it: a version change stays under review.
-		if s.PromptVersion != "" && !s.Held() {
-			w.PromptVersion = s.PromptVersion
-		}
-		if s.PolicyVersion != "" && !s.Held() {
-			w.PolicyVersion = s.PolicyVersion
-		}
-	}
-	w.Status, w.Held = w.Counts.Status(), w.Counts.Held
-	w.Version++
-	w.UpdatedAt = now
-	return putWorkflow(bk.workflows, w)
-}
-
-// adoptWorkflow returns the new record of workflow id in scope: the
-// empty scope's record of id when it counts no step (a checkpoint written
-// before any call, without ?scope=), moved to scope, so that the first
-// caller's steps find the plan made for them; else a fresh record.
-func (bk *buckets) adoptWorkflow(scope, id string, now time.Time) (*Workflow, error) {
-	if scope != "" {
-		w, err := loadWorkflow(bk.workflows, "", id)
-		if err == nil && w.Steps == 0 {
-			if err := bk.workflows.Delete(workflowKey("", id)); err != nil {
-				return nil, fmt.Errorf("adopt workflow %s: %w", id, err)
-			}
-			w.Scope = scope
-			return w, nil
-		}
-		if err != nil && !errors.Is(err, ErrNotFound) {
-			return nil, err
-		}
-	}
-	return &Workflow{ID: id, Scope: scope, CreatedAt: now}, nil
-}
-
-// workflowSteps loads every step of workflow id in scope through the
-// workflow index.
-func (bk *buckets) workflowSteps(scope, id string) ([]Step, error) {
-	prefix := workflowPrefix(id)
-	var out []Step
-	c := bk.byWorkflow.Cursor()
-	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
-		s, err := bk.getStep(string(k[len(prefix):]))
-		if err != nil {
-			return nil, fmt.Errorf("workflow %s: %w", id, err)
-		}
-		if s.CredentialMAC == scope {
-			out = append(out, *s)
-		}
-	}
-	return out, nil
-}
-
-// workflowKey is where the record of workflow id in scope is stored: the
-// id for the empty scope (as before workflows had scopes), else the id, a
-// NUL and the scope, so that every scope of an id sorts right after it.
-func workflowKey(scope, id string) []byte {
-	if scope == "" {
-		return []byte(id)
-	}
-	return []byte(id + "\x00" + scope)
-}
-
-func loadWorkflow(b *bolt.Bucket, scope, id string) (*Workflow, error) {
-	v := b.Get(workflowKey(scope, id))
-	if v == nil {
-		return nil, ErrNotFound
-	}
-	return decodeWorkflow(v, id)
-}
-
-func decodeWorkflow(v []byte, id string) (*Workflow, error) {
-	var w Workflow
-	if err := json.Unmarshal(v, &w); err != nil {
-		return nil, fmt.Errorf("%w: decode workflow %s: %v", ErrCorrupt, id, err)
-	}
-	return &w, nil
-}
-
-func putWorkflow(b *bolt.Bucket, w *Workflow) error {
-	data, err := json.Marshal(w)
-	if err != nil {
-		return fmt.Errorf("encode workflow %s: %w", w.ID, err)
-	}
-	if err := b.Put(workflowKey(w.Scope, w.ID), data); err != nil {
-		return fmt.Errorf("put workflow %s: %w", w.ID, err)
-	}
-	return nil
-}
-
-// scopesOf returns the records of workflow id, one per scope, in scope
-// order.
-func (bk *buckets) scopesOf(id string) ([]Workflow, error) {
-	var out []Workflow
-	c := bk.workflows.Cursor()
-	for k, v := c.Seek([]byte(id)); k != nil; k, v = c.Next() {
-		if string(k) != id && !bytes.HasPrefix(k, []byte(id+"\x00")) {
-			break
-		}
-		w, err := decodeWorkflow(v, id)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, *w)
-	}
-	return out, nil
-}
-
-// GetWorkflow returns the record of workflow id in scope, or an error
-// wrapping ErrNotFound.
-func (b *Bolt) GetWorkflow(scope, id string) (Workflow, error) {
-	var w Workflow
-	err := b.view("get workflow "+id, func(bk *buckets) error {
-		got, err := loadWorkflow(bk.workflows, scope, id)
-		if err == nil {
-			w = *got
-		}
-		return err
-	})
-	return w, err
-}
-
-// FindWorkflows returns the records of workflow id in every scope, in
-// scope order; none (and no error) when the id is unknown.
-func (b *Bolt) FindWorkflows(id string) ([]Workflow, error) {
-	var out []Workflow
-	err := b.view("find workflow "+id, func(bk *buckets) error {
-		var err error
-		out, err = bk.scopesOf(id)
-		return err
-	})
-	return out, err
-}
-
-// ListWorkflows returns up to limit workflows (default 1000) in id order,
-// the scopes of one id in scope order.
-func (b *Bolt) ListWorkflows(limit int) ([]Workflow, error) {
-	if limit <= 0 {
-		limit = defaultLimit
-	}
-	var out []Workflow
-	err := b.view("list workflows", func(bk *buckets) error {
-		return bk.workflows.ForEach(func(k, v []byte) error {
-			if len(out) >= limit {
-				return nil
-			}
-			var w Workflow
-			if err := json.Unmarshal(v, &w); err != nil {
-				return fmt.Errorf("%w: decode workflow %s: %v", ErrCorrupt, k, err)
-			}
-			out = append(out, w)
-			return nil
-		})
-	})
-	return out, err
-}
-
-// WorkflowSteps returns every step of workflow id in scope, in key order.
-func (b *Bolt) WorkflowSteps(scope, id string) ([]Step, error) {
-	var out []Step
-	err := b.view("list workflow steps "+id, func(bk *buckets) error {
-		var err error
-		out, err = bk.workflowSteps(scope, id)
-		return err
-	})
-	return out, err
 }
 
 // VersionError is returned by PutCheckpoint when the caller's version is
@@ -325,52 +129,3 @@ func (e *VersionError) Error() string {
 }
 
 func (e *VersionError) Unwrap() error { return ErrVersionMismatch }
-
-// PutCheckpoint stores a workflow's checkpoint as a compare-and-swap on its
-// version, inside one durable transaction. ifVersion is the version the
-// caller read; nil means the caller names none, which is allowed only
-// while the workflow has no checkpoint (ErrPreconditionRequired
-// otherwise). A stale version fails with a *VersionError. The workflow is
-// created (status planned) if it does not exist, in scope.
-func (b *Bolt) PutCheckpoint(scope, id string, ifVersion *uint64, checkpoint json.RawMessage) (Workflow, error) {
-	if b.readOnly {
-		return Workflow{}, fmt.Errorf("put checkpoint %s: %w", id, ErrReadOnly)
-	}
-	if id == "" || len(id) > maxWorkflowLen || strings.IndexByte(id, 0) >= 0 {
-		return Workflow{}, fmt.Errorf("put checkpoint: %w: workflow id must be 1 to %d bytes, without NUL", ErrInvalidChange, maxWorkflowLen)
-	}
-	var out Workflow
-	err := b.db.Update(func(tx *bolt.Tx) error {
-		bk, err := openBuckets(tx)
-		if err != nil {
-			return err
-		}
-		now := b.now().UTC()
-		w, err := loadWorkflow(bk.workflows, scope, id)
-		switch {
-		case errors.Is(err, ErrNotFound):
-			w = &Workflow{ID: id, Scope: scope, Status: WorkflowPlanned, CreatedAt: now}
-		case err != nil:
-			return err
-		}
-		switch {
-		case ifVersion == nil && w.Checkpoint != nil:
-			return ErrPreconditionRequired
-		case ifVersion != nil && *ifVersion != w.Version:
-			return &VersionError{ID: id, Want: *ifVersion, Current: w.Version}
-		}
-		w.Checkpoint = checkpoint
-		w.CheckpointAt = now
-		w.Version++
-		w.UpdatedAt = now
-		out = *w
-		return putWorkflow(bk.workflows, w)
-	})
-	if err != nil {
-		return Workflow{}, fmt.Errorf("put checkpoint %s: %w", id, err)
-	}
-	b.commits.Add(1)
-	return out, nil
-}
-
-var jsonUnmarshal = json.Unmarshal

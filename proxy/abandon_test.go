@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/toolguard/toolguard/journal"
+	"github.com/toolguard/toolguard/journal/bolt"
 )
 
 const abandonLookupRoute = `  - name: create
@@ -72,7 +73,7 @@ func TestResolverLookupWaitsForCredential(t *testing.T) {
 	for _, lent := range []bool{true, false} {
 		name := map[bool]string{true: "credential lent", false: "no caller came back"}[lent]
 		t.Run(name, func(t *testing.T) {
-			j, err := journal.Open(filepath.Join(t.TempDir(), "tg.db"), journal.Options{})
+			j, err := bolt.Open(filepath.Join(t.TempDir(), "tg.db"), bolt.Options{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -175,7 +176,7 @@ func TestResolverLeavesCallsInFlight(t *testing.T) {
 // failingStore refuses writes while failing is set, as a journal that
 // lost its database would.
 type failingStore struct {
-	Store
+	journal.Store
 	failing atomic.Bool
 }
 
@@ -191,7 +192,7 @@ func (f *failingStore) Apply(ctx context.Context, key string, m journal.Mutation
 // resolver leaves the step to its caller until AbandonAfter has passed
 // with no retry.
 func TestResolverLeavesRetriedStepsToTheirCaller(t *testing.T) {
-	j, err := journal.Open(filepath.Join(t.TempDir(), "tg.db"), journal.Options{})
+	j, err := bolt.Open(filepath.Join(t.TempDir(), "tg.db"), bolt.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -280,7 +281,7 @@ func TestResolverLookupReadsRecoveryValues(t *testing.T) {
 	for _, withSecret := range []bool{false, true} {
 		name := map[bool]string{false: "plain", true: "redacted field"}[withSecret]
 		t.Run(name, func(t *testing.T) {
-			j, err := journal.Open(filepath.Join(t.TempDir(), "tg.db"), journal.Options{})
+			j, err := bolt.Open(filepath.Join(t.TempDir(), "tg.db"), bolt.Options{})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -16,10 +16,10 @@ import (
 
 // AdminOptions configure the admin API.
 type AdminOptions struct {
-	Store Store
-	// Maintainer serves backups of the journal file; nil when the backend
+	Store journal.Store
+	// journal.Maintainer serves backups of the journal file; nil when the backend
 	// has none (the backup endpoint then says so).
-	Maintainer Maintainer
+	Maintainer journal.Maintainer
 	// Token is the operator's bearer token. Empty means no request is an
 	// operator (serve generates one when none is configured), unless
 	// InsecureNoAuth is set.
@@ -271,10 +271,7 @@ func parseFilter(r *http.Request) (journal.Filter, error) {
 }
 
 func (a *Admin) getStep(w http.ResponseWriter, r *http.Request) {
-	st, err := a.opts.Store.Get(r.PathValue("key"))
-	if f, ok := a.opts.Store.(KeyFinder); ok && errors.Is(err, journal.ErrNotFound) {
-		st, err = FindStep(f, r.PathValue("key")) // an abbreviated key, as git takes
-	}
+	st, err := FindStep(a.opts.Store, r.PathValue("key")) // or an abbreviated key, as git takes
 	if err == nil && !visible(r, st.CredentialMAC) {
 		err = fmt.Errorf("step %s: %w", r.PathValue("key"), errNoStep) // another caller's: as if absent
 	}

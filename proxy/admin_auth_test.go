@@ -6,14 +6,14 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/toolguard/toolguard/journal"
+	"github.com/toolguard/toolguard/journal/bolt"
 )
 
 // TestAdminAuth: no configuration lets an unauthenticated request approve
 // or resolve. Regression: with no token configured every request, an empty
 // bearer included, was an operator, so an agent approved its own call.
 func TestAdminAuth(t *testing.T) {
-	j, err := journal.Open(filepath.Join(t.TempDir(), "tg.db"), journal.Options{})
+	j, err := bolt.Open(filepath.Join(t.TempDir(), "tg.db"), bolt.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

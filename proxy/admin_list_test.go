@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/toolguard/toolguard/journal"
+	"github.com/toolguard/toolguard/journal/bolt"
 )
 
 // Regression: GET /v1/steps?limit=1000000000 built a 23 MB answer. A
@@ -17,7 +18,7 @@ import (
 // a next cursor; following the cursors yields every step exactly once.
 func TestListStepsCappedWithCursor(t *testing.T) {
 	const n = MaxListLimit + MaxListLimit/2 + 7
-	j, err := journal.Open(filepath.Join(t.TempDir(), "tg.db"), journal.Options{})
+	j, err := bolt.Open(filepath.Join(t.TempDir(), "tg.db"), bolt.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

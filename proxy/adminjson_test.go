@@ -7,14 +7,14 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/toolguard/toolguard/journal"
+	"github.com/toolguard/toolguard/journal/bolt"
 )
 
 // Regression: resolve took {"outcome":"not_executed","outcome":"committed"}
 // and the last value won. Every admin body with a duplicate member, at any
 // depth, is now refused with a 400 problem, and nothing changes.
 func TestAdminBodiesRefuseDuplicateMembers(t *testing.T) {
-	j, err := journal.Open(filepath.Join(t.TempDir(), "tg.db"), journal.Options{})
+	j, err := bolt.Open(filepath.Join(t.TempDir(), "tg.db"), bolt.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,8 +19,9 @@
 //
 // # Dependencies
 //
-// The package consumes the journal through one interface, Store (store.go),
-// with compile-time checks and no run-time discovery; file maintenance
-// (backups) is the optional Maintainer. It consumes rules through
-// *rules.Set; neither knows about this package.
+// The package consumes the journal through one interface, journal.Store,
+// whatever its backend, and discovers nothing at run time; file
+// maintenance (backups) is the optional journal.Maintainer, passed in
+// Options and AdminOptions. It consumes rules through *rules.Set; neither
+// knows about this package.
 package proxy

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/toolguard/toolguard/journal"
+	"github.com/toolguard/toolguard/journal/bolt"
 	"github.com/toolguard/toolguard/rules"
 )
 
@@ -62,7 +63,7 @@ func (c *fakeClock) add(d time.Duration) {
 
 type testProxy struct {
 	srv     *Server
-	j       *journal.Bolt
+	j       *bolt.Journal
 	client  *http.Client
 	logs    *bytes.Buffer
 	clock   *fakeClock
@@ -90,7 +91,7 @@ func newSetProxy(t *testing.T, api *rules.API, host string, tr http.RoundTripper
 	logs := &bytes.Buffer{}
 	var mu sync.Mutex
 	log := slog.New(slog.NewTextHandler(lockedWriter{&mu, logs}, nil))
-	j, err := journal.Open(filepath.Join(t.TempDir(), "tg.db"), journal.Options{Logger: log})
+	j, err := bolt.Open(filepath.Join(t.TempDir(), "tg.db"), bolt.Options{Logger: log})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,7 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/toolguard/toolguard/journal"
+	"github.com/toolguard/toolguard/journal/bolt"
 )
 
 // FuzzAdminJSON sends arbitrary bodies to the admin API's JSON inputs
@@ -15,7 +15,7 @@ import (
 // 500, and never accept what does not validate. Seeds:
 // testdata/fuzz/FuzzAdminJSON.
 func FuzzAdminJSON(f *testing.F) {
-	j, err := journal.Open(filepath.Join(f.TempDir(), "fuzz.db"), journal.Options{})
+	j, err := bolt.Open(filepath.Join(f.TempDir(), "fuzz.db"), bolt.Options{})
 	if err != nil {
 		f.Fatal(err)
 	}

@@ -25,13 +25,13 @@ type journalHealth struct {
 	log      *slog.Logger
 }
 
-// healthyJournal is a Store whose Apply results feed a journalHealth.
+// healthyJournal is a journal.Store whose Apply results feed a journalHealth.
 type healthyJournal struct {
-	Store
+	journal.Store
 	h *journalHealth
 }
 
-// Apply implements Store, recording whether the journal could write.
+// Apply implements journal.Store, recording whether the journal could write.
 func (j healthyJournal) Apply(ctx context.Context, key string, m journal.Mutation) (journal.Step, error) {
 	var merr error
 	st, err := j.Store.Apply(ctx, key, func(cur *journal.Step) (journal.Change, error) {

@@ -37,7 +37,8 @@ func (e *AmbiguousKeyError) Error() string {
 // Unwrap makes errors.Is(err, ErrAmbiguousKey) true.
 func (e *AmbiguousKeyError) Unwrap() error { return ErrAmbiguousKey }
 
-// KeyFinder is a journal that can expand an abbreviated key.
+// KeyFinder is the part of a journal.Store that FindStep uses to expand an
+// abbreviated key.
 type KeyFinder interface {
 	Get(key string) (journal.Step, error)
 	// KeysWithPrefix returns at most limit keys that start with prefix.

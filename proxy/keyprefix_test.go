@@ -10,10 +10,11 @@ import (
 	"testing"
 
 	"github.com/toolguard/toolguard/journal"
+	"github.com/toolguard/toolguard/journal/bolt"
 )
 
 func TestAdminStepByKeyPrefix(t *testing.T) {
-	j, err := journal.Open(filepath.Join(t.TempDir(), "tg.db"), journal.Options{})
+	j, err := bolt.Open(filepath.Join(t.TempDir(), "tg.db"), bolt.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

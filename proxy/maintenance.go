@@ -34,7 +34,7 @@ func NewCheckReport(errs []error) CheckReport {
 // three need the operator token (a backup holds every stored response).
 // Backups need the optional Maintainer; without one (a database backend)
 // the endpoint answers 501 and names the database's own tools.
-func mountMaintenance(mux *http.ServeMux, auth func(Role, http.HandlerFunc) http.HandlerFunc, log *slog.Logger, st Store, m Maintainer) {
+func mountMaintenance(mux *http.ServeMux, auth func(Role, http.HandlerFunc) http.HandlerFunc, log *slog.Logger, st journal.Store, m journal.Maintainer) {
 	mux.HandleFunc("GET /v1/journal/backup", auth(RoleOperator, func(w http.ResponseWriter, r *http.Request) {
 		if m == nil {
 			adminError(w, log, ErrNoFileBackup)

@@ -8,20 +8,21 @@ import (
 	"testing"
 
 	"github.com/toolguard/toolguard/journal"
+	"github.com/toolguard/toolguard/journal/bolt"
 )
 
 // Backups need the optional Maintainer: without one (a journal backend
 // with no file) the endpoint says so, while check and export, which every
-// Store provides, keep working.
+// journal.Store provides, keep working.
 func TestMaintenanceWithoutMaintainer(t *testing.T) {
-	j, err := journal.Open(filepath.Join(t.TempDir(), "tg.db"), journal.Options{})
+	j, err := bolt.Open(filepath.Join(t.TempDir(), "tg.db"), bolt.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer j.Close()
 	tests := []struct {
 		name   string
-		mt     Maintainer
+		mt     journal.Maintainer
 		path   string
 		status int
 		body   string

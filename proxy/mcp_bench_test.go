@@ -11,7 +11,7 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/toolguard/toolguard/journal"
+	"github.com/toolguard/toolguard/journal/bolt"
 	"github.com/toolguard/toolguard/rules"
 )
 
@@ -26,7 +26,7 @@ func BenchmarkMCPGuarded(b *testing.B) {
 			Body:    io.NopCloser(strings.NewReader(`{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"{\"id\":\"T-1\"}"}],"structuredContent":{"id":"T-1"}}}`)),
 			Request: r}, nil
 	})
-	j, err := journal.Open(filepath.Join(b.TempDir(), "tg.db"), journal.Options{})
+	j, err := bolt.Open(filepath.Join(b.TempDir(), "tg.db"), bolt.Options{})
 	if err != nil {
 		b.Fatal(err)
 	}

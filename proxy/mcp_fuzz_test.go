@@ -10,7 +10,7 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/toolguard/toolguard/journal"
+	"github.com/toolguard/toolguard/journal/bolt"
 	"github.com/toolguard/toolguard/mcp"
 	"github.com/toolguard/toolguard/rules"
 )
@@ -36,7 +36,7 @@ func FuzzMCPGateway(f *testing.F) {
 		return &http.Response{StatusCode: 200, Header: http.Header{"Content-Type": {"application/json"}},
 			Body: io.NopCloser(strings.NewReader(`{"jsonrpc":"2.0","id":1,"error":{"code":-32602,"message":"no"}}`)), Request: r}, nil
 	})
-	j, err := journal.Open(filepath.Join(f.TempDir(), "tg.db"), journal.Options{})
+	j, err := bolt.Open(filepath.Join(f.TempDir(), "tg.db"), bolt.Options{})
 	if err != nil {
 		f.Fatal(err)
 	}

@@ -21,6 +21,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolguard/toolguard/journal"
+	"github.com/toolguard/toolguard/journal/bolt"
 	"github.com/toolguard/toolguard/rules"
 )
 
@@ -294,7 +295,7 @@ func ticketRules(t *testing.T, host string) *rules.API {
 // through its gateway endpoint and as a forward proxy.
 type mcpProxy struct {
 	srv     *Server
-	j       *journal.Bolt
+	j       *bolt.Journal
 	proxy   *url.URL // the proxy listener
 	tickets *ticketServer
 	logs    *bytes.Buffer
@@ -331,7 +332,7 @@ func startMCPProxy(t *testing.T, opts Options) *mcpProxy {
 	logs := &bytes.Buffer{}
 	var mu sync.Mutex
 	log := slog.New(slog.NewTextHandler(lockedWriter{&mu, logs}, nil))
-	j, err := journal.Open(filepath.Join(t.TempDir(), "tg.db"), journal.Options{Logger: log, SeedStates: true}) // the tests simulate crashes by rewriting steps
+	j, err := bolt.Open(filepath.Join(t.TempDir(), "tg.db"), bolt.Options{Logger: log, SeedStates: true}) // the tests simulate crashes by rewriting steps
 	if err != nil {
 		t.Fatal(err)
 	}

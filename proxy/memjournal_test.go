@@ -63,7 +63,7 @@ type memReplica struct {
 	epoch uint64
 }
 
-var _ Store = (*memReplica)(nil)
+var _ journal.Store = (*memReplica)(nil)
 
 func (r *memReplica) Epoch() uint64 { return r.epoch }
 
@@ -238,6 +238,11 @@ func (r *memReplica) PutCheckpoint(string, string, *uint64, json.RawMessage) (jo
 }
 func (r *memReplica) Check() []error { return nil }
 func (r *memReplica) Close() error   { return nil }
+func (r *memReplica) Path() string   { return "memory" }
 
-// Ping implements Store: the in-memory journal can always write.
+// KeysWithPrefix implements journal.Store: the tests name steps by their
+// full keys, so no abbreviation is expanded.
+func (r *memReplica) KeysWithPrefix(string, int) ([]string, error) { return nil, nil }
+
+// Ping implements journal.Store: the in-memory journal can always write.
 func (r *memReplica) Ping(context.Context) error { return nil }

@@ -117,7 +117,7 @@ func (m *Metrics) journalWriteFailed() {
 // watchState registers gauges read at scrape time: calls in flight, held
 // steps by hold, and the journal file's size when the backend has a file
 // (mt is nil otherwise).
-func (m *Metrics) watchState(s *Server, src Store, mt Maintainer) {
+func (m *Metrics) watchState(s *Server, src journal.Store, mt journal.Maintainer) {
 	if m == nil {
 		return
 	}
@@ -144,7 +144,8 @@ func (m *Metrics) Handler() http.Handler {
 	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{})
 }
 
-// ObserveCommit records one group commit; pass it as journal.Options.OnCommit.
+// ObserveCommit records one group commit; pass it as bolt.Options.OnCommit
+// or postgres.Options.OnCommit.
 func (m *Metrics) ObserveCommit(d time.Duration, batch int) {
 	if m == nil {
 		return

@@ -22,7 +22,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/toolguard/toolguard/journal"
+	"github.com/toolguard/toolguard/journal/bolt"
 	"github.com/toolguard/toolguard/rules"
 )
 
@@ -98,7 +98,7 @@ func (c *counter) port() int { return c.ln.Addr().(*net.TCPAddr).Port }
 // http.Transport upstream, so that its dials go through the egress checks.
 type netProxy struct {
 	srv   *Server
-	j     *journal.Bolt
+	j     *bolt.Journal
 	url   *url.URL
 	roots *x509.CertPool // trusts the proxy's CA, when it has one
 	logMu sync.Mutex
@@ -128,7 +128,7 @@ func startNetProxyOn(t *testing.T, opts Options, ruleFile string, mitm bool, wra
 			t.Fatal(err)
 		}
 	}
-	j, err := journal.Open(filepath.Join(t.TempDir(), "tg.db"), journal.Options{})
+	j, err := bolt.Open(filepath.Join(t.TempDir(), "tg.db"), bolt.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

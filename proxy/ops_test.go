@@ -17,7 +17,7 @@ import (
 // failingJournal fails every write while fail is set, as a full disk
 // does: the mutation never runs and nothing is written.
 type failingJournal struct {
-	Store
+	journal.Store
 	fail atomic.Bool
 }
 
@@ -40,7 +40,7 @@ func (f *failingJournal) Ping(ctx context.Context) error {
 // the journal could not write.
 func TestReadyzFollowsJournalWrites(t *testing.T) {
 	fj := &failingJournal{}
-	h := startHarness(t, harnessConfig{Routes: invoiceRoute, WrapJournal: func(j Store) Store { fj.Store = j; return fj }})
+	h := startHarness(t, harnessConfig{Routes: invoiceRoute, WrapJournal: func(j journal.Store) journal.Store { fj.Store = j; return fj }})
 	ready := func() int {
 		resp, err := http.Get(h.adminURL + "/readyz")
 		if err != nil {

@@ -20,6 +20,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/toolguard/toolguard/journal"
+	"github.com/toolguard/toolguard/journal/bolt"
 	"github.com/toolguard/toolguard/rules"
 )
 
@@ -76,7 +77,7 @@ func (s *toolSim) calls(method string) []simCall {
 // packProxy is a proxy loaded with one pack's rule file, sending upstream
 // (and looking up) through sim, on a settable clock.
 type packProxy struct {
-	j      *journal.Bolt
+	j      *bolt.Journal
 	client *http.Client
 	clock  *fakeClock
 }
@@ -98,7 +99,7 @@ func startPackProxy(t *testing.T, pack string, sim http.RoundTripper) *packProxy
 	}
 	var mu sync.Mutex
 	log := slog.New(slog.NewTextHandler(lockedWriter{&mu, &bytes.Buffer{}}, nil))
-	j, err := journal.Open(filepath.Join(t.TempDir(), "tg.db"), journal.Options{Logger: log})
+	j, err := bolt.Open(filepath.Join(t.TempDir(), "tg.db"), bolt.Options{Logger: log})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,6 +18,7 @@ import (
 	"testing"
 
 	"github.com/toolguard/toolguard/journal"
+	"github.com/toolguard/toolguard/journal/bolt"
 	"github.com/toolguard/toolguard/rules"
 )
 
@@ -112,7 +113,7 @@ type harnessConfig struct {
 	// logger are filled in.
 	Options Options
 	// WrapJournal, when set, wraps the journal the proxy writes through.
-	WrapJournal func(Store) Store
+	WrapJournal func(journal.Store) journal.Store
 	// ConnectToUpstream lets tunnels reach the provider's port, for rule
 	// files that do not name it.
 	ConnectToUpstream bool
@@ -122,7 +123,7 @@ type harnessConfig struct {
 type harness struct {
 	t        *testing.T
 	srv      *Server
-	j        *journal.Bolt
+	j        *bolt.Journal
 	up       *testUpstream
 	admin    *Admin
 	adminURL string
@@ -177,7 +178,7 @@ func startHarness(t *testing.T, cfg harnessConfig) *harness {
 		t.Fatal(err)
 	}
 	log := slog.New(slog.NewJSONHandler(h.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	h.j, err = journal.Open(filepath.Join(t.TempDir(), "toolguard.db"), journal.Options{Logger: log, OnCommit: h.metrics.ObserveCommit})
+	h.j, err = bolt.Open(filepath.Join(t.TempDir(), "toolguard.db"), bolt.Options{Logger: log, OnCommit: h.metrics.ObserveCommit})
 	if err != nil {
 		t.Fatal(err)
 	}

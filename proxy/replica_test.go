@@ -23,7 +23,7 @@ import (
 type replica struct {
 	srv     *Server
 	j       *memReplica
-	store   Store
+	store   journal.Store
 	client  *http.Client
 	logs    *bytes.Buffer
 	baseURL string
@@ -38,7 +38,7 @@ func newReplica(t *testing.T, mem *memJournal, route string, tr http.RoundTrippe
 }
 
 // newProxyOn runs a proxy on store with the clock now.
-func newProxyOn(t *testing.T, store Store, now func() time.Time, route string, tr http.RoundTripper, opts Options) *replica {
+func newProxyOn(t *testing.T, store journal.Store, now func() time.Time, route string, tr http.RoundTripper, opts Options) *replica {
 	t.Helper()
 	// A route that starts with a credential: line replaces the file's
 	// default credential.

@@ -291,7 +291,7 @@ func nonNilList[T any](s []T) []T {
 }
 
 // putCheckpoint validates a checkpoint body and stores it.
-func putCheckpoint(r *http.Request, cp Store) (journal.Workflow, error) {
+func putCheckpoint(r *http.Request, cp journal.Store) (journal.Workflow, error) {
 	data, err := io.ReadAll(io.LimitReader(r.Body, maxCheckpointBytes+1))
 	if err != nil {
 		return journal.Workflow{}, badRequest(fmt.Errorf("read body: %w", err))

@@ -64,7 +64,7 @@ func TestTransportNeverResendsAGuardedCall(t *testing.T) {
 // slowJournal delays the acknowledgement of the first claim (a started
 // step) past the lease: the claim is written, the answer comes late.
 type slowJournal struct {
-	Store
+	journal.Store
 	delay time.Duration
 	once  atomic.Bool
 }
@@ -82,7 +82,7 @@ func (j *slowJournal) Apply(ctx context.Context, key string, m journal.Mutation)
 // Nothing reached the provider, the agent is told so, and its retry sends.
 func TestNoSendAfterTheLeaseEnded(t *testing.T) {
 	h := startHarness(t, harnessConfig{Routes: invoiceRoute, Options: Options{Lease: 200 * time.Millisecond},
-		WrapJournal: func(j Store) Store { return &slowJournal{Store: j, delay: 400 * time.Millisecond} }})
+		WrapJournal: func(j journal.Store) journal.Store { return &slowJournal{Store: j, delay: 400 * time.Millisecond} }})
 	r, body := h.post("/v1/invoices", `{"customer":"c1","amount":1}`, "Authorization", "Bearer a")
 	if got := h.up.effects.Load(); got != 0 {
 		t.Fatalf("upstream effects = %d after a late claim acknowledgement, want 0", got)

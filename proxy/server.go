@@ -26,10 +26,10 @@ import (
 // Options configure a Server. Zero values take the documented defaults.
 type Options struct {
 	Rules   *rules.Set
-	Journal Store
-	// Maintainer is the journal's optional file maintenance (bbolt); nil
+	Journal journal.Store
+	// journal.Maintainer is the journal's optional file maintenance (bbolt); nil
 	// when the backend has none.
-	Maintainer Maintainer
+	Maintainer journal.Maintainer
 	// Secret keys the credential HMAC in idempotency keys.
 	Secret []byte
 	// CA signs leaf certificates for intercepted hosts.
@@ -140,7 +140,7 @@ type Options struct {
 type Server struct {
 	opts     Options
 	rules    *rules.Set
-	journal  Store
+	journal  journal.Store
 	deriver  *rules.Deriver
 	certs    *certCache
 	upstream http.RoundTripper
@@ -708,7 +708,7 @@ const legacyScan = 1000
 // holdsLegacyKeys reports whether the newest steps of j include one keyed
 // by the previous version's canonical form (KeyForm zero): the journal was
 // written, recently, by that version.
-func holdsLegacyKeys(j Store) bool {
+func holdsLegacyKeys(j journal.Store) bool {
 	steps, err := j.List(journal.Filter{Limit: legacyScan})
 	if err != nil {
 		return false

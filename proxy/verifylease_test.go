@@ -173,7 +173,7 @@ func TestStalledVerifierStopsAfterTakeover(t *testing.T) {
 }
 
 // awaitStep polls key's step until ok, for up to 10s.
-func awaitStep(t *testing.T, s Store, key string, ok func(journal.Step) bool) journal.Step {
+func awaitStep(t *testing.T, s journal.Store, key string, ok func(journal.Step) bool) journal.Step {
 	t.Helper()
 	var st journal.Step
 	eventually(t, "step "+key, func() bool {

@@ -46,7 +46,7 @@ func (e *AmbiguousScopeError) Unwrap() error { return ErrAmbiguousScope }
 // PickWorkflow returns the record of workflow id that scope selects ("":
 // the id's only one), an error wrapping errNoWorkflow when none does, or an
 // *AmbiguousScopeError.
-func PickWorkflow(st Store, id, scope string) (journal.Workflow, error) {
+func PickWorkflow(st journal.Store, id, scope string) (journal.Workflow, error) {
 	all, err := st.FindWorkflows(id)
 	if err != nil {
 		return journal.Workflow{}, err
@@ -80,7 +80,7 @@ func scopeNote(scope string) string {
 // checkpointScope is the scope a checkpoint PUT writes to: the selected
 // record's; for a new workflow, the ?scope= given in full (a credential
 // MAC) or none, else the empty scope.
-func checkpointScope(st Store, r *http.Request) (string, error) {
+func checkpointScope(st journal.Store, r *http.Request) (string, error) {
 	id, scope := r.PathValue("id"), workflowScopeParam(r)
 	w, err := PickWorkflow(st, id, scope)
 	switch {

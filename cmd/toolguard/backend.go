@@ -15,35 +15,28 @@ import (
 	"github.com/toolguard/toolguard/proxy"
 )
 
-// servedJournal is what serve needs of a journal, whatever its backend.
-type servedJournal interface {
-	proxy.Store
-	Path() string
-}
-
-// maintainerOf is the journal's file maintenance (online backups, the size
-// gauge): bbolt's; a PostgreSQL journal has none (pg_dump backs it up).
-func maintainerOf(j servedJournal) proxy.Maintainer {
-	if b, ok := j.(*journal.Bolt); ok {
-		return b
-	}
-	return nil
-}
-
-var (
-	_ servedJournal = (*journal.Bolt)(nil)
-	_ servedJournal = (*postgres.Journal)(nil)
-)
-
-// openJournal opens the configured backend for writing.
-func openJournal(ctx context.Context, cfg config.Config, log *slog.Logger, metrics *proxy.Metrics, secret []byte) (servedJournal, error) {
+// openJournal opens the configured backend for writing, and returns it
+// with its file maintenance (online backups, the size gauge): bbolt's
+// journal file has one; a PostgreSQL journal has none (pg_dump backs it
+// up), so the Maintainer is nil.
+func openJournal(ctx context.Context, cfg config.Config, log *slog.Logger, metrics *proxy.Metrics, secret []byte) (journal.Store, journal.Maintainer, error) {
 	if cfg.Journal.Backend != config.BackendPostgres {
-		j, err := openBolt(cfg, log, metrics)
+		b, err := openBolt(cfg, log, metrics)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		return j, nil
+		return b, b, nil
 	}
+	pg, err := openPostgres(ctx, cfg, log, metrics, secret)
+	if err != nil {
+		return nil, nil, err
+	}
+	return pg, nil, nil
+}
+
+// openPostgres opens the PostgreSQL journal at journal.dsn for writing and,
+// with journal.check_on_start: always, checks it.
+func openPostgres(ctx context.Context, cfg config.Config, log *slog.Logger, metrics *proxy.Metrics, secret []byte) (*postgres.Journal, error) {
 	octx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	j, err := postgres.Open(octx, postgres.Options{DSN: cfg.Journal.DSN, Secret: secret, Logger: log,

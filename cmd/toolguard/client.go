@@ -53,7 +53,7 @@ func (f *sourceFlags) register(fs *flag.FlagSet) {
 // direct opens the journal named by --journal or --dsn (or, when no
 // source flag is given, the environment's DSN) read-only; nil when the
 // admin API is to be used.
-func (f *sourceFlags) direct(ctx context.Context) (readStore, error) {
+func (f *sourceFlags) direct(ctx context.Context) (journal.Store, error) {
 	if f.dsn == "" && f.journal == "" && f.admin == "" {
 		f.dsn = envDSN()
 	}
@@ -174,7 +174,7 @@ func adminToken(token, file string) (string, error) {
 }
 
 // fileSource reads a journal opened read-only: a file or a database.
-type fileSource struct{ j readStore }
+type fileSource struct{ j journal.Store }
 
 func (s fileSource) steps(_ context.Context, f journal.Filter) ([]proxy.StepView, error) {
 	steps, err := s.j.List(f)

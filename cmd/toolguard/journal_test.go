@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/toolguard/toolguard/journal"
+	"github.com/toolguard/toolguard/journal/bolt"
 	"github.com/toolguard/toolguard/proxy"
 )
 
@@ -17,7 +18,7 @@ import (
 func stoppedJournal(t *testing.T, keys ...string) string {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "toolguard.db")
-	j, err := journal.Open(path, journal.Options{})
+	j, err := bolt.Open(path, bolt.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,7 +125,7 @@ func TestKeyPrefix(t *testing.T) {
 	twinA, twinB := "abcd01"+strings.Repeat("0", 58), "abcd02"+strings.Repeat("0", 58)
 	offline := stoppedJournal(t, unique, twinA, twinB)
 	onlinePath := stoppedJournal(t, unique, twinA, twinB)
-	j, err := journal.Open(onlinePath, journal.Options{})
+	j, err := bolt.Open(onlinePath, bolt.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -204,7 +205,7 @@ func TestListSaysWhenLimitCut(t *testing.T) {
 // The CLI reads the operator token from TOOLGUARD_ADMIN_TOKEN_FILE.
 func TestAdminTokenFile(t *testing.T) {
 	cleanEnv(t)
-	j, err := journal.Open(stoppedJournal(t, strings.Repeat("e", 64)), journal.Options{})
+	j, err := bolt.Open(stoppedJournal(t, strings.Repeat("e", 64)), bolt.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -257,7 +258,7 @@ func TestAdminTokenFile(t *testing.T) {
 func TestKeyFieldsShown(t *testing.T) {
 	cleanEnv(t)
 	path := filepath.Join(t.TempDir(), "toolguard.db")
-	j, err := journal.Open(path, journal.Options{})
+	j, err := bolt.Open(path, bolt.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/toolguard/toolguard/journal"
+	"github.com/toolguard/toolguard/journal/bolt"
 	"github.com/toolguard/toolguard/proxy"
 )
 
@@ -163,7 +164,7 @@ func copyJournal(ctx context.Context, src *sourceFlags, w io.Writer) (int64, err
 // checkFile opens a journal file read-only, waiting at most wait for its
 // lock, and checks it.
 func checkFile(path string, wait time.Duration) ([]error, error) {
-	j, err := journal.Open(path, journal.Options{ReadOnly: true, Timeout: wait})
+	j, err := bolt.Open(path, bolt.Options{ReadOnly: true, Timeout: wait})
 	if err != nil {
 		return nil, err
 	}
@@ -242,7 +243,7 @@ func journalCompact(args []string, stdout io.Writer) error {
 	if path == "" {
 		return usagef("journal compact: --journal FILE is required; stop toolguard first")
 	}
-	before, after, err := journal.Compact(path, cliLockWait)
+	before, after, err := bolt.Compact(path, cliLockWait)
 	if err != nil {
 		return err
 	}

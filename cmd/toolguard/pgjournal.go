@@ -9,21 +9,8 @@ import (
 	"time"
 
 	"github.com/toolguard/toolguard/config"
-	"github.com/toolguard/toolguard/journal"
 	"github.com/toolguard/toolguard/journal/postgres"
 )
-
-// readStore is what the inspection commands read from a journal opened
-// directly (a bbolt file, or a PostgreSQL database).
-type readStore interface {
-	List(f journal.Filter) ([]journal.Step, error)
-	Get(key string) (journal.Step, error)
-	KeysWithPrefix(prefix string, limit int) ([]string, error)
-	Events(after uint64, limit int) ([]journal.Event, error)
-	ForEach(fn func(journal.Step) error) error
-	Check() []error
-	Close() error
-}
 
 // envDSN is the DSN the inspection commands use without --dsn: the serve
 // configuration's, when its environment selects the postgres backend.

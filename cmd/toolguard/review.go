@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/toolguard/toolguard/journal"
+	"github.com/toolguard/toolguard/journal/bolt"
 	"github.com/toolguard/toolguard/proxy"
 )
 
@@ -181,7 +182,7 @@ func reviewResolve(ctx context.Context, args []string, stdout io.Writer) error {
 
 // applyOffline makes an operator decision on a stopped proxy's journal.
 func applyOffline(ctx context.Context, path, key string, m journal.Mutation) (proxy.StepView, error) {
-	j, err := journal.Open(path, journal.Options{Timeout: cliLockWait})
+	j, err := bolt.Open(path, bolt.Options{Timeout: cliLockWait})
 	if err != nil {
 		return proxy.StepView{}, lockHint(err, path)
 	}

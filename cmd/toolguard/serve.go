@@ -21,6 +21,7 @@ import (
 	"github.com/toolguard/toolguard/console"
 	"github.com/toolguard/toolguard/internal/wire"
 	"github.com/toolguard/toolguard/journal"
+	"github.com/toolguard/toolguard/journal/bolt"
 	"github.com/toolguard/toolguard/proxy"
 	"github.com/toolguard/toolguard/rules"
 )
@@ -143,12 +144,11 @@ func serveWith(ctx context.Context, cfg config.Config, log *slog.Logger, out ser
 		return err
 	}
 	metrics := proxy.NewMetrics()
-	j, err := openJournal(ctx, cfg, log, metrics, secret)
+	j, maint, err := openJournal(ctx, cfg, log, metrics, secret)
 	if err != nil {
 		return err
 	}
 	defer j.Close()
-	maint := maintainerOf(j)
 	logStartup(log, j, set)
 	if err := adminAuth(&cfg, log, out); err != nil {
 		return err
@@ -211,7 +211,7 @@ func serveWith(ctx context.Context, cfg config.Config, log *slog.Logger, out ser
 // upgrade, which Open makes: it is checked right after. Each open waits
 // journal.open_timeout for the file lock; the second finds it held only when
 // another process took it in between.
-func openBolt(cfg config.Config, log *slog.Logger, metrics *proxy.Metrics) (*journal.Bolt, error) {
+func openBolt(cfg config.Config, log *slog.Logger, metrics *proxy.Metrics) (*bolt.Journal, error) {
 	path := cfg.Journal.Path
 	// bbolt gives up one lock retry (50 ms) before its Options.Timeout: ask
 	// for that much more, so that the wait is at least the one configured.
@@ -225,9 +225,9 @@ func openBolt(cfg config.Config, log *slog.Logger, metrics *proxy.Metrics) (*jou
 		started := time.Now()
 		problems, err := checkFile(path, timeout)
 		switch {
-		case errors.Is(err, journal.ErrNeedsUpgrade):
+		case errors.Is(err, bolt.ErrNeedsUpgrade):
 			checkAfter = true
-		case errors.Is(err, journal.ErrLocked):
+		case errors.Is(err, bolt.ErrLocked):
 			return nil, locked(err)
 		case err != nil:
 			return nil, fmt.Errorf("%w; it was left untouched: restore it from a backup or move it aside (see docs/operations.md)", err)
@@ -237,7 +237,7 @@ func openBolt(cfg config.Config, log *slog.Logger, metrics *proxy.Metrics) (*jou
 			log.Info("journal checked", "path", path, "duration", time.Since(started))
 		}
 	}
-	j, err := journal.Open(path, journal.Options{Timeout: timeout, Logger: log, OnCommit: metrics.ObserveCommit})
+	j, err := bolt.Open(path, bolt.Options{Timeout: timeout, Logger: log, OnCommit: metrics.ObserveCommit})
 	if err != nil {
 		return nil, locked(err)
 	}
@@ -326,7 +326,7 @@ func absPath(p string) string {
 }
 
 // logStartup writes one line summarising what the journal holds.
-func logStartup(log *slog.Logger, j servedJournal, set *rules.Set) {
+func logStartup(log *slog.Logger, j journal.Store, set *rules.Set) {
 	routes := 0
 	for _, a := range set.APIs {
 		routes += len(a.Routes)
@@ -338,7 +338,7 @@ func logStartup(log *slog.Logger, j servedJournal, set *rules.Set) {
 
 // startupCounts reads what the journal holds from its counters: every
 // started step belongs to an earlier epoch now, so it is ambiguous.
-func startupCounts(j servedJournal) (ambiguous, verifying, held int) {
+func startupCounts(j journal.Store) (ambiguous, verifying, held int) {
 	c, err := j.Count()
 	if err != nil {
 		return 0, 0, 0

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/toolguard/toolguard/journal"
+	"github.com/toolguard/toolguard/journal/bolt"
 )
 
 // review ls and journal show print what a held step would send: the full
@@ -17,7 +18,7 @@ import (
 func TestHeldRequestShown(t *testing.T) {
 	cleanEnv(t)
 	path := filepath.Join(t.TempDir(), "toolguard.db")
-	j, err := journal.Open(path, journal.Options{})
+	j, err := bolt.Open(path, bolt.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

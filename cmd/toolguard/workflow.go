@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/toolguard/toolguard/journal"
+	"github.com/toolguard/toolguard/journal/bolt"
 	"github.com/toolguard/toolguard/proxy"
 	"github.com/toolguard/toolguard/rules"
 )
@@ -151,8 +152,8 @@ func resumeOffline(path, rulesDir, id string, stdout io.Writer) error {
 	return printJSON(stdout, p)
 }
 
-func openReadOnly(path string) (*journal.Bolt, error) {
-	j, err := journal.Open(path, journal.Options{ReadOnly: true, Timeout: cliLockWait})
+func openReadOnly(path string) (*bolt.Journal, error) {
+	j, err := bolt.Open(path, bolt.Options{ReadOnly: true, Timeout: cliLockWait})
 	if err != nil {
 		return nil, lockHint(err, path)
 	}

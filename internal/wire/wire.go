@@ -11,6 +11,7 @@ import (
 	"net/netip"
 
 	"github.com/toolguard/toolguard/config"
+	"github.com/toolguard/toolguard/journal"
 	"github.com/toolguard/toolguard/proxy"
 	"github.com/toolguard/toolguard/rules"
 )
@@ -18,10 +19,10 @@ import (
 // Deps are what the proxy needs besides its configuration.
 type Deps struct {
 	Rules   *rules.Set
-	Journal proxy.Store // *journal.Bolt or *postgres.Journal
+	Journal journal.Store // *bolt.Journal or *postgres.Journal
 	// Maintainer is the journal's optional file maintenance (backups, the
 	// size gauge); nil for a backend without a file.
-	Maintainer proxy.Maintainer
+	Maintainer journal.Maintainer
 	Secret     []byte
 	CA         *proxy.CA
 	Metrics    *proxy.Metrics

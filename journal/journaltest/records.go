@@ -304,7 +304,7 @@ func testLease(t *testing.T, open Opener) {
 // testVerifyLease: the claim of a committed step whose verification is
 // pending is renewed for its owner (the verifier) and fenced for anyone
 // else; once the verification is finished, there is nothing to lease.
-func testVerifyLease(t *testing.T, s Store) {
+func testVerifyLease(t *testing.T, s journal.Store) {
 	t.Helper()
 	st := apply(t, s, "v", claim("v", ""))
 	st = apply(t, s, "v", journal.Fenced(st.Epoch, st.Fence, commit(time.Now().Add(time.Hour))))

@@ -18,7 +18,7 @@ const feedLag = 10 * time.Second
 // waitEvents returns the events after seq (at most limit, 0 for the
 // default) once the feed shows at least want of them, or what it shows
 // after feedLag.
-func waitEvents(t *testing.T, s Store, after uint64, limit, want int) []journal.Event {
+func waitEvents(t *testing.T, s journal.Store, after uint64, limit, want int) []journal.Event {
 	t.Helper()
 	deadline := time.Now().Add(feedLag)
 	for {
@@ -35,7 +35,7 @@ func waitEvents(t *testing.T, s Store, after uint64, limit, want int) []journal.
 
 // keyEvents returns the events of key, in seq order, once the feed shows
 // at least want of them (see waitEvents).
-func keyEvents(t *testing.T, s Store, key string, want int) []journal.Event {
+func keyEvents(t *testing.T, s journal.Store, key string, want int) []journal.Event {
 	t.Helper()
 	deadline := time.Now().Add(feedLag)
 	for {
@@ -47,7 +47,7 @@ func keyEvents(t *testing.T, s Store, key string, want int) []journal.Event {
 	}
 }
 
-func keyEventsNow(t *testing.T, s Store, key string) []journal.Event {
+func keyEventsNow(t *testing.T, s journal.Store, key string) []journal.Event {
 	t.Helper()
 	var out []journal.Event
 	var after uint64
@@ -70,7 +70,7 @@ func keyEventsNow(t *testing.T, s Store, key string) []journal.Event {
 
 // checkKeySeq checks that key's events are numbered 1..n without gaps,
 // in seq order, and that the step's Revision is n.
-func checkKeySeq(t *testing.T, s Store, key string, n int) {
+func checkKeySeq(t *testing.T, s journal.Store, key string, n int) {
 	t.Helper()
 	evs := keyEvents(t, s, key, n)
 	if len(evs) != n {

@@ -7,7 +7,7 @@
 // A backend runs it from its own test file:
 //
 //	func TestConformance(t *testing.T) {
-//		journaltest.Run(t, func(t *testing.T, opts journaltest.Options) journaltest.Store {
+//		journaltest.Run(t, func(t *testing.T, opts journaltest.Options) journal.Store {
 //			return openMyBackend(t, opts) // closed by the suite or by t.Cleanup
 //		})
 //	}
@@ -15,7 +15,6 @@ package journaltest
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"testing"
@@ -23,29 +22,6 @@ import (
 
 	"github.com/toolguard/toolguard/journal"
 )
-
-// Store is what the suite needs of a backend: the method set every
-// journal backend provides (the same as proxy.Store).
-type Store interface {
-	Apply(ctx context.Context, key string, m journal.Mutation) (journal.Step, error)
-	Get(key string) (journal.Step, error)
-	List(f journal.Filter) ([]journal.Step, error)
-	Count() (journal.Counts, error)
-	ForEach(fn func(journal.Step) error) error
-	Events(after uint64, limit int) ([]journal.Event, error)
-	LastSeq() (uint64, error)
-	Sweep(cutoff time.Time, batch int) (removed int, more bool, err error)
-	GetWorkflow(scope, id string) (journal.Workflow, error)
-	FindWorkflows(id string) ([]journal.Workflow, error)
-	ListWorkflows(limit int) ([]journal.Workflow, error)
-	WorkflowSteps(scope, id string) ([]journal.Step, error)
-	PutCheckpoint(scope, id string, ifVersion *uint64, checkpoint json.RawMessage) (journal.Workflow, error)
-	Renew(ctx context.Context, key string, epoch, fence uint64, d time.Duration) error
-	Watch(key string) (<-chan struct{}, func())
-	Epoch() uint64
-	Check() []error
-	Close() error
-}
 
 // Options tell the opener which journal to open.
 type Options struct {
@@ -60,7 +36,7 @@ type Options struct {
 // Opener opens the journal opts name for test t. It fails t itself when
 // it cannot. Handles the suite does not close must be closed by the
 // opener's own t.Cleanup.
-type Opener func(t *testing.T, opts Options) Store
+type Opener func(t *testing.T, opts Options) journal.Store
 
 // Run runs every conformance test against the backend open opens.
 func Run(t *testing.T, open Opener) {
@@ -94,7 +70,7 @@ func Run(t *testing.T, open Opener) {
 }
 
 // fresh opens a new, empty journal for t and checks it when t ends.
-func fresh(t *testing.T, open Opener) Store {
+func fresh(t *testing.T, open Opener) journal.Store {
 	t.Helper()
 	s := open(t, Options{Name: "main"})
 	t.Cleanup(func() {
@@ -106,7 +82,7 @@ func fresh(t *testing.T, open Opener) Store {
 }
 
 // apply applies m and fails t on error.
-func apply(t *testing.T, s Store, key string, m journal.Mutation) journal.Step {
+func apply(t *testing.T, s journal.Store, key string, m journal.Mutation) journal.Step {
 	t.Helper()
 	st, err := s.Apply(context.Background(), key, m)
 	if err != nil {
@@ -115,7 +91,7 @@ func apply(t *testing.T, s Store, key string, m journal.Mutation) journal.Step {
 	return st
 }
 
-func get(t *testing.T, s Store, key string) journal.Step {
+func get(t *testing.T, s journal.Store, key string) journal.Step {
 	t.Helper()
 	st, err := s.Get(key)
 	if err != nil {
@@ -208,7 +184,7 @@ func (s state) String() string {
 }
 
 // reach brings a new key to st through allowed transitions only.
-func reach(t *testing.T, s Store, key string, st state) journal.Step {
+func reach(t *testing.T, s journal.Store, key string, st state) journal.Step {
 	t.Helper()
 	switch st.status {
 	case journal.StatusPrepared:

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/toolguard/toolguard/journal"
+	"github.com/toolguard/toolguard/journal/bolt"
 )
 
 // store is what the differential test drives on both backends.
@@ -141,7 +142,7 @@ func view(t *testing.T, s store) map[string]any {
 // events, counts and workflows.
 func TestSameStateAsBolt(t *testing.T) {
 	bc, pc := newStepClock(), newStepClock()
-	b, err := journal.Open(filepath.Join(t.TempDir(), "j.db"), journal.Options{Now: bc.now})
+	b, err := bolt.Open(filepath.Join(t.TempDir(), "j.db"), bolt.Options{Now: bc.now})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/toolguard/toolguard/internal/pgtest"
+	"github.com/toolguard/toolguard/journal"
 	"github.com/toolguard/toolguard/journal/journaltest"
 	"github.com/toolguard/toolguard/journal/postgres"
 )
@@ -15,7 +16,7 @@ import (
 // same schema (another replica, or a restart, with a new epoch).
 func TestConformance(t *testing.T) {
 	dsn := pgtest.DSN(t)
-	journaltest.Run(t, func(t *testing.T, opts journaltest.Options) journaltest.Store {
+	journaltest.Run(t, func(t *testing.T, opts journaltest.Options) journal.Store {
 		j, err := postgres.Open(context.Background(), postgres.Options{
 			DSN:    dsn,
 			Schema: schemaOf(t, opts.Name),

@@ -1,7 +1,7 @@
 // Package postgres is the PostgreSQL backend of toolguard's journal: any
 // number of toolguard replicas share one database and so one truth about
-// every idempotency key. It has the method set of journal.Bolt, with the
-// same semantics, plus Renew and Watch.
+// every idempotency key. It implements journal.Store with the semantics of
+// the bbolt backend (package bolt), and passes the same conformance suite.
 //
 // # Schema
 //

@@ -134,6 +134,8 @@ type Journal struct {
 	anyTransition bool
 }
 
+var _ journal.Store = (*Journal)(nil)
+
 // Open connects to the database, migrates the schema (a writable Open,
 // under an advisory lock, so replicas starting together do not race),
 // checks the secret's fingerprint and takes a new epoch from the epochs

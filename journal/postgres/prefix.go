@@ -4,7 +4,7 @@ import "fmt"
 
 // KeysWithPrefix returns the keys of steps that start with prefix, in key
 // order, at most limit of them (limit 0 or less means 1), as
-// journal.Bolt.KeysWithPrefix does. Keys are a few dozen hex digits, and
+// bolt.Journal.KeysWithPrefix does. Keys are a few dozen hex digits, and
 // this is an operator's query, so a scan of the table is acceptable.
 // An empty prefix matches nothing.
 func (j *Journal) KeysWithPrefix(prefix string, limit int) ([]string, error) {

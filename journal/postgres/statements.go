@@ -23,7 +23,7 @@ type statements struct {
 // An event's seq is its transaction's id times 1024 plus its ordinal (see
 // the package doc, "The event feed"). A step that is the first of its
 // scope in a workflow adopts the empty scope's record of the id when that
-// counts no step (a, as journal.Bolt does): a checkpoint written before any
+// counts no step (a, as bolt.Journal does): a checkpoint written before any
 // call, without a scope, is the first caller's.
 const (
 	insertStep = `INSERT INTO steps (key, revision, status, hold, retryable, workflow, epoch, fence,

@@ -1,0 +1,31 @@
+package bolt
+
+import (
+	"log/slog"
+	"time"
+)
+
+// Options configure Open. The zero value is a writable journal with a 1s
+// lock timeout, no logging and the wall clock.
+type Options struct {
+	// Timeout bounds the wait for the file lock; zero or less means 1s.
+	// bbolt allows one writer process per file.
+	Timeout time.Duration
+	// ReadOnly opens the file shared and read-only, for inspecting the
+	// journal of a stopped proxy; Apply then fails with ErrReadOnly, and the
+	// epoch is not incremented.
+	ReadOnly bool
+	// Logger receives fencing rejections and other notable events; nil
+	// discards them.
+	Logger *slog.Logger
+	// OnCommit, when set, is called after every durable group commit with
+	// its duration and the number of Applies it carried (metrics). It must
+	// not block.
+	OnCommit func(d time.Duration, batch int)
+	// Now returns the time stamped on records; nil means time.Now.
+	Now func() time.Time
+	// SeedStates lets Apply write any state, skipping the transition
+	// allowlist (AllowedChange): for tests that set up what a crash would
+	// have left. toolguard itself never sets it.
+	SeedStates bool
+}

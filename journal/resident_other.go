@@ -1,7 +1,0 @@
-//go:build !linux
-
-package journal
-
-// dropMapped does nothing where MADV_DONTNEED's semantics on shared file
-// mappings are not the ones resident.go relies on.
-func dropMapped(addr, length uintptr) error { return nil }
