@@ -1,8 +1,10 @@
 // Package proxy is toolguard's forward proxy: it accepts HTTP and CONNECT
 // requests from agents, intercepts TLS for the hosts named in rules, and runs
 // every side-effecting call through the guard pipeline, which decides to
-// forward, replay, wait or block it. It also serves the admin API that
-// operators use to inspect the journal and resolve holds.
+// forward, replay, wait or block it. The admin API that operators use to
+// inspect the journal and resolve holds is package admin; the proxy answers
+// what only it knows (readiness, landing windows, credential scopes, next
+// safe actions) through the methods admin.Proxy names.
 //
 // # The guard pipeline
 //

@@ -9,8 +9,8 @@ import (
 	"github.com/toolguard/toolguard/journal"
 )
 
-// Store is the journal as the proxy, its background work (verifications,
-// retention sweeps, the resolver of abandoned steps) and the admin API use
+// Store is the journal as the proxy and its background work
+// (verifications, retention sweeps, the resolver of abandoned steps) use
 // it. Every backend provides all of it; nothing is discovered at run time.
 // Apply must be durable before it returns (see journal.Mutation for what a
 // mutation may do).
@@ -65,9 +65,8 @@ type Store interface {
 
 // Maintainer is the optional part of a journal that lives in one file:
 // a consistent copy for backups, and the file's size. Only the bbolt
-// backend has it; pass it in Options.Maintainer and AdminOptions.Maintainer,
-// or leave them nil: the admin API then answers a backup request with
-// "not supported by this journal backend", and no size gauge is exported.
+// backend has it; pass it in Options.Maintainer, or leave it nil: no size
+// gauge is exported then.
 type Maintainer interface {
 	// WriteTo writes a consistent copy of the journal file.
 	WriteTo(w io.Writer) (int64, error)

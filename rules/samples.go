@@ -221,7 +221,7 @@ func deriveSample(set *Set, s *Sample, d *Deriver) (*Route, *Intent, error) {
 	for k, v := range s.Headers {
 		h.Set(k, v)
 	}
-	in := Input{ContentType: contentType, Body: body, RawQuery: u.RawQuery, PathValues: params, EscapedPath: u.EscapedPath(), Workflow: h.Get("Toolguard-Workflow"), Host: u.Host}
+	in := Input{ContentType: contentType, Body: body, RawQuery: u.RawQuery, PathValues: params, EscapedPath: u.EscapedPath(), Workflow: h.Get(HeaderWorkflow), Host: u.Host}
 	in.Credential = route.API.CallerCredential(h)
 	it, err := d.Derive(route, in)
 	return route, it, err

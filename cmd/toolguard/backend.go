@@ -9,15 +9,18 @@ import (
 	"strings"
 	"time"
 
+	"github.com/toolguard/toolguard/admin"
 	"github.com/toolguard/toolguard/config"
 	"github.com/toolguard/toolguard/journal"
 	"github.com/toolguard/toolguard/journal/postgres"
 	"github.com/toolguard/toolguard/proxy"
 )
 
-// servedJournal is what serve needs of a journal, whatever its backend.
+// servedJournal is what serve needs of a journal, whatever its backend:
+// the proxy's Store and the admin API's Journal.
 type servedJournal interface {
 	proxy.Store
+	admin.Journal
 	Path() string
 }
 
@@ -33,6 +36,8 @@ func maintainerOf(j servedJournal) proxy.Maintainer {
 var (
 	_ servedJournal = (*journal.Bolt)(nil)
 	_ servedJournal = (*postgres.Journal)(nil)
+	// The proxy answers what the admin API asks of it.
+	_ admin.Proxy = (*proxy.Server)(nil)
 )
 
 // openJournal opens the configured backend for writing.

@@ -1,4 +1,4 @@
-package proxy
+package admin
 
 import (
 	"context"
@@ -30,7 +30,7 @@ func TestListStepsCappedWithCursor(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	srv := httptest.NewServer(NewAdmin(AdminOptions{Store: j, InsecureNoAuth: true}))
+	srv := httptest.NewServer(New(Options{Journal: j, InsecureNoAuth: true}))
 	defer srv.Close()
 	list := func(query string) (steps []StepView, next string, status int) {
 		t.Helper()
