@@ -84,4 +84,15 @@ func TestListStepsCappedWithCursor(t *testing.T) {
 	if _, _, status := list("cursor=-1"); status != http.StatusBadRequest {
 		t.Errorf("cursor=-1: status %d, want 400", status)
 	}
+	// The client follows the cursors up to the limit asked for.
+	c := &Client{BaseURL: srv.URL}
+	for _, limit := range []int{0, MaxListLimit + 10, 10} {
+		want := limit
+		if limit == 0 {
+			want = n
+		}
+		if steps, err := c.Steps(context.Background(), journal.Filter{Limit: limit}); err != nil || len(steps) != want {
+			t.Errorf("Client.Steps(limit %d): %d steps, %v; want %d", limit, len(steps), err, want)
+		}
+	}
 }
