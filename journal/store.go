@@ -72,7 +72,7 @@ type Store interface {
 // Maintainer is the optional part of a journal that lives in one file:
 // a consistent copy for backups, and the file's size. Only the bbolt
 // backend has it, and whoever opens the journal passes it on explicitly
-// (proxy.Options.Maintainer, proxy.AdminOptions.Maintainer), or nil: the
+// (proxy.Options.Maintainer, admin.Options.Maintainer), or nil: the
 // admin API then answers a backup request with "not supported by this
 // journal backend", and no size gauge is exported.
 type Maintainer interface {

@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+
+	"github.com/toolguard/toolguard/admin"
 )
 
 // agentCall calls the admin API with the agent token, presenting the
@@ -19,8 +21,8 @@ func (h *harness) agentCall(method, path, cred, body string, out any) int {
 	req, _ := http.NewRequest(method, h.adminURL+path, rd)
 	req.Header.Set("Authorization", "Bearer "+harnessAgentToken)
 	if cred != "" {
-		req.Header.Set(HeaderAgentAPI, "billing")
-		req.Header.Set(HeaderAgentCredential, cred)
+		req.Header.Set(admin.HeaderAgentAPI, "billing")
+		req.Header.Set(admin.HeaderAgentCredential, cred)
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
@@ -49,7 +51,7 @@ func TestAgentTokenSeesOnlyItsCallersScope(t *testing.T) {
 	keyA, keyB := ra.Header.Get(HeaderKey), rb.Header.Get(HeaderKey)
 
 	var list struct {
-		Steps []StepView `json:"steps"`
+		Steps []admin.StepView `json:"steps"`
 	}
 	if code := h.agentCall("GET", "/v1/steps?workflow=order-78", "Bearer sk_a", "", &list); code != 200 || len(list.Steps) != 1 || list.Steps[0].Key != keyA {
 		t.Fatalf("agent A lists %d %+v, want only its own step", code, list.Steps)
@@ -94,7 +96,7 @@ func TestAgentTokenSeesOnlyItsCallersScope(t *testing.T) {
 	var bad map[string]any
 	req, _ := http.NewRequest("GET", h.adminURL+"/v1/steps", nil)
 	req.Header.Set("Authorization", "Bearer "+harnessAgentToken)
-	req.Header.Set(HeaderAgentAPI, "nope")
+	req.Header.Set(admin.HeaderAgentAPI, "nope")
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -102,6 +104,6 @@ func TestAgentTokenSeesOnlyItsCallersScope(t *testing.T) {
 	json.NewDecoder(resp.Body).Decode(&bad)
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusBadRequest {
-		t.Fatalf("an unknown api in %s: %d %v, want 400", HeaderAgentAPI, resp.StatusCode, bad)
+		t.Fatalf("an unknown api in %s: %d %v, want 400", admin.HeaderAgentAPI, resp.StatusCode, bad)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/toolguard/toolguard/admin"
 	"github.com/toolguard/toolguard/journal"
 	"github.com/toolguard/toolguard/policy"
 )
@@ -193,13 +194,13 @@ func TestReviewResolveInProcess(t *testing.T) {
 			h := startHarness(t, harnessConfig{Routes: invoiceRoute})
 			body := `{"customer":"c1","amount":10}`
 			key := holdForReview(t, h, body)
-			res := Resolution{Outcome: tc.outcome, OperationID: "inv_1", Note: "checked the dashboard"}
+			res := admin.Resolution{Outcome: tc.outcome, OperationID: "inv_1", Note: "checked the dashboard"}
 			if tc.outcome == "not_executed" {
 				// The attempt may still land for an upstream timeout after
 				// it was last written: not executed needs force until then.
 				var p Problem
-				if code := h.adminCall("POST", "/v1/steps/"+key+"/resolve", res, &p); code != http.StatusConflict || p.Type != ProblemAdminStillLanding {
-					t.Fatalf("resolve not_executed inside the landing window: %d %s, want 409 %s", code, p.Type, ProblemAdminStillLanding)
+				if code := h.adminCall("POST", "/v1/steps/"+key+"/resolve", res, &p); code != http.StatusConflict || p.Type != admin.ProblemStillLanding {
+					t.Fatalf("resolve not_executed inside the landing window: %d %s, want 409 %s", code, p.Type, admin.ProblemStillLanding)
 				}
 				res.Force = true
 			}
@@ -270,7 +271,7 @@ func TestStepsEmptyFilters(t *testing.T) {
 	h.post("/v1/invoices", `{"customer":"c1"}`)
 	for query, want := range map[string]int{"?status=&workflow=&hold=": 1, "?hold=none": 1, "?hold=needs_review": 0} {
 		var out struct {
-			Steps []StepView `json:"steps"`
+			Steps []admin.StepView `json:"steps"`
 		}
 		if code := h.adminCall("GET", "/v1/steps"+query, nil, &out); code != http.StatusOK || len(out.Steps) != want {
 			t.Errorf("%s: %d, %d steps; want 200, %d", query, code, len(out.Steps), want)

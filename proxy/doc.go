@@ -1,8 +1,10 @@
 // Package proxy is toolguard's forward proxy: it accepts HTTP and CONNECT
 // requests from agents, intercepts TLS for the hosts named in rules, and runs
 // every side-effecting call through the guard pipeline, which decides to
-// forward, replay, wait or block it. It also serves the admin API that
-// operators use to inspect the journal and resolve holds.
+// forward, replay, wait or block it. The admin API that operators use to
+// inspect the journal and resolve holds is package admin; the proxy answers
+// what only it knows (readiness, landing windows, credential scopes, next
+// safe actions) through the methods admin.Proxy names.
 //
 // # The guard pipeline
 //
@@ -21,7 +23,7 @@
 //
 // The package consumes the journal through one interface, journal.Store,
 // whatever its backend, and discovers nothing at run time; file
-// maintenance (backups) is the optional journal.Maintainer, passed in
-// Options and AdminOptions. It consumes rules through *rules.Set; neither
-// knows about this package.
+// maintenance (the size gauge) is the optional journal.Maintainer, passed
+// in Options. It consumes rules through *rules.Set; neither knows about
+// this package, and neither does admin.
 package proxy

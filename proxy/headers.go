@@ -3,11 +3,13 @@ package proxy
 import (
 	"net/http"
 	"strings"
+
+	"github.com/toolguard/toolguard/rules"
 )
 
 // Headers (contract, DESIGN.md "Headers").
 const (
-	HeaderWorkflow      = "Toolguard-Workflow"
+	HeaderWorkflow      = rules.HeaderWorkflow // part of the key's scope
 	HeaderPromptVersion = "Toolguard-Prompt-Version"
 	HeaderPolicyVersion = "Toolguard-Policy-Version"
 	HeaderKey           = "Toolguard-Key"

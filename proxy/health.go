@@ -25,14 +25,15 @@ type journalHealth struct {
 	log      *slog.Logger
 }
 
-// healthyJournal is a journal.Store whose Apply results feed a journalHealth.
-type healthyJournal struct {
+// healthRecordingStore is a journal.Store whose Apply results are recorded in a
+// journalHealth: every journal write of the proxy goes through it.
+type healthRecordingStore struct {
 	journal.Store
 	h *journalHealth
 }
 
 // Apply implements journal.Store, recording whether the journal could write.
-func (j healthyJournal) Apply(ctx context.Context, key string, m journal.Mutation) (journal.Step, error) {
+func (j healthRecordingStore) Apply(ctx context.Context, key string, m journal.Mutation) (journal.Step, error) {
 	var merr error
 	st, err := j.Store.Apply(ctx, key, func(cur *journal.Step) (journal.Change, error) {
 		ch, err := m(cur)
@@ -67,8 +68,8 @@ func (h *journalHealth) record(err, merr error) {
 // Ready reports whether the proxy can take guarded calls: false after a
 // journal write failed, until a later one succeeds or the journal answers
 // a probe (Store.Ping, at most once a second), so that readiness comes
-// back by itself when the disk or the database does, traffic or not. Pass
-// it as AdminOptions.Ready.
+// back by itself when the disk or the database does, traffic or not. The
+// admin API's /readyz asks it (admin.Proxy).
 func (s *Server) Ready() bool {
 	if s.health.failedAt.Load() == 0 {
 		return true

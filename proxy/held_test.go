@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+
+	"github.com/toolguard/toolguard/admin"
 )
 
 // holdForReview leaves a step of invoiceRoute held needs_review: the
@@ -79,7 +81,7 @@ func TestResolveNoteStaysWithOperators(t *testing.T) {
 	body := `{"customer":"c1","amount":10}`
 	key := holdForReview(t, h, body, HeaderWorkflow, "wf-1")
 	const note = "internal: checked the billing DB on host db-7"
-	res := Resolution{Outcome: "committed", OperationID: "inv_1", Note: note}
+	res := admin.Resolution{Outcome: "committed", OperationID: "inv_1", Note: note}
 	if code := h.adminCall("POST", "/v1/steps/"+key+"/resolve", res, nil); code != http.StatusOK {
 		t.Fatalf("resolve: %d", code)
 	}
@@ -98,7 +100,7 @@ func TestResolveNoteStaysWithOperators(t *testing.T) {
 	if strings.Contains(b, "db-7") {
 		t.Fatalf("the note reached the agent: %s", b)
 	}
-	var packet ResumePacket
+	var packet admin.ResumePacket
 	if code := h.adminCall("GET", "/v1/workflows/wf-1/resume", nil, &packet); code != http.StatusOK || len(packet.Steps) != 1 {
 		t.Fatalf("resume: %d %+v, want one step", code, packet)
 	}

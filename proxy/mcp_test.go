@@ -11,6 +11,7 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/toolguard/toolguard/admin"
 	"github.com/toolguard/toolguard/journal"
 	"github.com/toolguard/toolguard/mcp"
 )
@@ -206,7 +207,7 @@ func TestMCPApproval(t *testing.T) {
 			if n := p.tickets.closed.Load(); n != 0 {
 				t.Fatalf("tool ran %d times before approval", n)
 			}
-			if _, err := p.j.Apply(ctx, h.Key, ApproveMutation("")); err != nil {
+			if _, err := p.j.Apply(ctx, h.Key, admin.ApproveMutation("")); err != nil {
 				t.Fatal(err)
 			}
 			var results []*sdk.CallToolResult

@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -77,7 +78,7 @@ func TestReadyzFollowsJournalWrites(t *testing.T) {
 // A mutation's own refusal (a payload mismatch, a fenced write) is not a
 // journal failure.
 func TestJournalHealthClassifies(t *testing.T) {
-	mutErr := fmt.Errorf("approve: %w", errNotHeld)
+	mutErr := fmt.Errorf("approve: %w", errors.New("step is not held")) // a mutation's own refusal
 	tests := []struct {
 		name      string
 		err, merr error

@@ -1,9 +1,6 @@
 package proxy
 
 import (
-	"crypto/hmac"
-	"crypto/sha256"
-	"encoding/hex"
 	"net/http"
 	"sync"
 	"sync/atomic"
@@ -11,19 +8,6 @@ import (
 	"github.com/toolguard/toolguard/rules"
 	"github.com/toolguard/toolguard/verifiers"
 )
-
-// credentialMAC identifies a caller of an API by an HMAC of its credential
-// (rules.API.CallerCredential); "" when the API names no credential or the
-// request carries none. It is the scope of the caller's workflows.
-func (s *Server) credentialMAC(api *rules.API, h http.Header) string {
-	v := api.CallerCredential(h)
-	if v == "" {
-		return ""
-	}
-	m := hmac.New(sha256.New, s.opts.Secret)
-	m.Write([]byte("caller\x00" + api.Name + "\x00" + v))
-	return hex.EncodeToString(m.Sum(nil))
-}
 
 // parking holds verifications resumed after a restart until their
 // caller's credential is available again: it was held in memory only, so

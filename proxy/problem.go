@@ -28,24 +28,6 @@ const (
 	ProblemHeadersTooLarge = "urn:toolguard:headers-too-large"
 )
 
-// Problem types of the admin API (see adminError).
-const (
-	ProblemAdminBadRequest         = "urn:toolguard:admin:bad-request"
-	ProblemAdminUnauthorized       = "urn:toolguard:admin:unauthorized"
-	ProblemAdminForbidden          = "urn:toolguard:admin:forbidden"
-	ProblemAdminNotFound           = "urn:toolguard:admin:not-found"
-	ProblemAdminNotHeld            = "urn:toolguard:admin:not-held"
-	ProblemAdminStillLanding       = "urn:toolguard:admin:attempt-may-still-land"
-	ProblemAdminBadCheckpoint      = "urn:toolguard:admin:bad-checkpoint"
-	ProblemAdminCheckpointTooLarge = "urn:toolguard:admin:checkpoint-too-large"
-	ProblemAdminVersionMismatch    = "urn:toolguard:admin:version-mismatch"
-	ProblemAdminIfMatchRequired    = "urn:toolguard:admin:if-match-required"
-	ProblemAdminJournal            = "urn:toolguard:admin:journal"
-	ProblemAdminAmbiguousKey       = "urn:toolguard:admin:ambiguous-key"
-	ProblemAdminAmbiguousScope     = "urn:toolguard:admin:ambiguous-scope"
-	ProblemAdminNotSupported       = "urn:toolguard:admin:not-supported"
-)
-
 var problemInfo = map[string]struct {
 	status int
 	title  string
@@ -64,21 +46,6 @@ var problemInfo = map[string]struct {
 	ProblemUnavailable:         {http.StatusServiceUnavailable, "toolguard cannot take the call now"},
 	ProblemRetryBudget:         {http.StatusConflict, "Retry budget exhausted; held for review"},
 	ProblemHeadersTooLarge:     {http.StatusRequestHeaderFieldsTooLarge, "Request headers too large"},
-	// The admin API's titles are the status texts, as they always were.
-	ProblemAdminBadRequest:         {http.StatusBadRequest, "Bad Request"},
-	ProblemAdminUnauthorized:       {http.StatusUnauthorized, "Unauthorized"},
-	ProblemAdminForbidden:          {http.StatusForbidden, "Forbidden"},
-	ProblemAdminNotFound:           {http.StatusNotFound, "Not Found"},
-	ProblemAdminNotHeld:            {http.StatusConflict, "Conflict"},
-	ProblemAdminStillLanding:       {http.StatusConflict, "Conflict"},
-	ProblemAdminBadCheckpoint:      {http.StatusBadRequest, "Bad Request"},
-	ProblemAdminCheckpointTooLarge: {http.StatusRequestEntityTooLarge, "Request Entity Too Large"},
-	ProblemAdminVersionMismatch:    {http.StatusPreconditionFailed, "Precondition Failed"},
-	ProblemAdminIfMatchRequired:    {http.StatusPreconditionRequired, "Precondition Required"},
-	ProblemAdminJournal:            {http.StatusInternalServerError, "Internal Server Error"},
-	ProblemAdminAmbiguousKey:       {http.StatusConflict, "Conflict"},
-	ProblemAdminAmbiguousScope:     {http.StatusConflict, "Conflict"},
-	ProblemAdminNotSupported:       {http.StatusNotImplemented, "Not Implemented"},
 }
 
 // Problem is an RFC 9457 problem body.
@@ -111,7 +78,7 @@ func (p *Problem) response(req *http.Request) *http.Response {
 	return bodyResponse(req, p.Status, h, p.body())
 }
 
-// write renders p to an http.ResponseWriter (the admin API).
+// write renders p to an http.ResponseWriter.
 func (p *Problem) write(w http.ResponseWriter) {
 	w.Header().Set("Content-Type", "application/problem+json")
 	if p.RetryAfter > 0 {

@@ -17,6 +17,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/toolguard/toolguard/admin"
 	"github.com/toolguard/toolguard/journal"
 	"github.com/toolguard/toolguard/journal/bolt"
 	"github.com/toolguard/toolguard/rules"
@@ -125,7 +126,7 @@ type harness struct {
 	srv      *Server
 	j        *bolt.Journal
 	up       *testUpstream
-	admin    *Admin
+	admin    *admin.API
 	adminURL string
 	client   *http.Client
 	metrics  *Metrics
@@ -218,8 +219,8 @@ func startHarness(t *testing.T, cfg harnessConfig) *harness {
 	proxyHTTP := httptest.NewServer(h.srv.Handler())
 	t.Cleanup(proxyHTTP.Close)
 	t.Cleanup(h.srv.Close)
-	h.admin = NewAdmin(AdminOptions{Store: h.j, Token: harnessToken, AgentToken: harnessAgentToken, Logger: log, Metrics: h.metrics.Handler(),
-		Extra: h.srv.WorkflowAdmin(), Ready: h.srv.Ready, Settle: h.srv.Settle, AgentScope: h.srv.AgentScope})
+	h.admin = admin.New(admin.Options{Journal: h.j, Proxy: h.srv, Token: harnessToken, AgentToken: harnessAgentToken, Logger: log,
+		Metrics: h.metrics.Handler()})
 	adminHTTP := httptest.NewServer(h.admin)
 	t.Cleanup(adminHTTP.Close)
 	h.adminURL = adminHTTP.URL
@@ -306,10 +307,10 @@ func (h *harness) adminCall(method, path string, body, out any) int {
 }
 
 // steps lists the journal's steps through the admin API.
-func (h *harness) steps() []StepView {
+func (h *harness) steps() []admin.StepView {
 	h.t.Helper()
 	var out struct {
-		Steps []StepView `json:"steps"`
+		Steps []admin.StepView `json:"steps"`
 	}
 	if code := h.adminCall("GET", "/v1/steps", nil, &out); code != http.StatusOK {
 		h.t.Fatalf("GET /v1/steps: %d", code)

@@ -274,7 +274,7 @@ func New(opts Options) (*Server, error) {
 	s.metrics = opts.Metrics
 	s.metrics.precreateRoutes(opts.Rules)
 	s.health.metrics, s.health.log = opts.Metrics, s.log
-	s.journal = healthyJournal{Store: opts.Journal, h: &s.health}
+	s.journal = healthRecordingStore{Store: opts.Journal, h: &s.health}
 	s.metrics.watchState(s, opts.Journal, opts.Maintainer)
 	if opts.CA != nil {
 		s.certs = newCertCache(opts.CA, opts.CertCacheSize)

@@ -70,6 +70,6 @@ func (s *Server) landing(r *rules.Route) time.Duration {
 	return max(s.opts.UpstreamTimeout, lookupSettle(r))
 }
 
-// Settle is settle for the admin API (AdminOptions.Settle): until when
-// st's last attempt may still land, and now on the same clock.
+// Settle is settle for the admin API (admin.Proxy): until when st's last
+// attempt may still land, and now on the same clock.
 func (s *Server) Settle(st *journal.Step) (until, now time.Time) { return s.settle(st) }

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/toolguard/toolguard/admin"
 	"github.com/toolguard/toolguard/journal"
 )
 
@@ -51,7 +52,7 @@ func TestHeldStepShowsWholeRequest(t *testing.T) {
 			if r.StatusCode != http.StatusConflict || !strings.Contains(b, ProblemAwaitingApproval) {
 				t.Fatalf("call: %d %s, want 409 awaiting-approval", r.StatusCode, b)
 			}
-			var v StepView
+			var v admin.StepView
 			if code := h.adminCall("GET", "/v1/steps/"+r.Header.Get(HeaderKey), nil, &v); code != http.StatusOK {
 				t.Fatalf("step view: %d", code)
 			}

@@ -9,6 +9,7 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/toolguard/toolguard/admin"
 	"github.com/toolguard/toolguard/journal"
 	"github.com/toolguard/toolguard/policy"
 )
@@ -233,8 +234,8 @@ func TestWorkflowVersionChangeScopedByCaller(t *testing.T) {
 	// The operator sees both scopes of order-78: without ?scope= the id is
 	// ambiguous; a scope prefix selects one.
 	var conflict Problem
-	if code := h.adminCall("GET", "/v1/workflows/order-78", nil, &conflict); code != http.StatusConflict || conflict.Type != ProblemAdminAmbiguousScope {
-		t.Fatalf("GET without scope: %d %+v, want 409 %s", code, conflict, ProblemAdminAmbiguousScope)
+	if code := h.adminCall("GET", "/v1/workflows/order-78", nil, &conflict); code != http.StatusConflict || conflict.Type != admin.ProblemAmbiguousScope {
+		t.Fatalf("GET without scope: %d %+v, want 409 %s", code, conflict, admin.ProblemAmbiguousScope)
 	}
 	sts := h.steps()
 	scopes := map[string]bool{}
@@ -252,16 +253,16 @@ func TestWorkflowVersionChangeScopedByCaller(t *testing.T) {
 		if code := h.adminCall("GET", "/v1/workflows/order-78?scope="+scope[:12], nil, &w); code != http.StatusOK || w.Scope != scope {
 			t.Errorf("GET ?scope=%s: %d %+v", scope[:12], code, w)
 		}
-		var p ResumePacket
+		var p admin.ResumePacket
 		if code := h.adminCall("GET", "/v1/workflows/order-78/resume?scope="+scope[:12], nil, &p); code != http.StatusOK || p.Workflow.Scope != scope {
 			t.Errorf("resume ?scope=%s: %d %+v", scope[:12], code, p.Workflow)
 		}
-		cp := Checkpoint{Goal: "ship order 78"}
+		cp := admin.Checkpoint{Goal: "ship order 78"}
 		if code := h.adminCall("PUT", "/v1/workflows/order-78/checkpoint?scope="+scope[:12], cp, &w); code != http.StatusOK || w.Scope != scope {
 			t.Errorf("checkpoint ?scope=%s: %d %+v", scope[:12], code, w)
 		}
 	}
-	if code := h.adminCall("PUT", "/v1/workflows/order-78/checkpoint", Checkpoint{Goal: "x"}, nil); code != http.StatusConflict {
+	if code := h.adminCall("PUT", "/v1/workflows/order-78/checkpoint", admin.Checkpoint{Goal: "x"}, nil); code != http.StatusConflict {
 		t.Errorf("checkpoint without scope: %d, want 409", code)
 	}
 	// An id in one scope works as before, without ?scope=.

@@ -212,60 +212,6 @@ func TestResponseHashChange(t *testing.T) {
 	}
 }
 
-// TestOperatorChanges covers approve and resolve from every state.
-func TestOperatorChanges(t *testing.T) {
-	awaiting := stepIn(journal.StatusPrepared, func(s *journal.Step) { s.Hold, s.HoldReason = journal.HoldAwaitingApproval, ReasonApproval })
-	review := stepIn(journal.StatusStarted, func(s *journal.Step) { s.Hold, s.HoldReason = journal.HoldNeedsReview, ReasonOutcomeUnknown })
-	abandoned := stepIn(journal.StatusStarted, func(s *journal.Step) { s.Hold, s.HoldReason = journal.HoldNeedsReview, ReasonAbandoned })
-	notVisible := stepIn(journal.StatusCommitted, func(s *journal.Step) {
-		s.Hold, s.HoldReason, s.Response = journal.HoldNeedsReview, ReasonNotVisible, &journal.Response{Status: 201}
-	})
-	approved := stepIn(journal.StatusPrepared, func(s *journal.Step) { s.Decision = DecisionApproved })
-	tests := []struct {
-		name   string
-		cur    *journal.Step
-		op     func(*journal.Step) (journal.Change, error)
-		err    error
-		status journal.Status
-	}{
-		{name: "approve", cur: awaiting, op: func(c *journal.Step) (journal.Change, error) { return approveChange(c, "ok") }, status: journal.StatusPrepared},
-		{name: "approve again", cur: approved, op: func(c *journal.Step) (journal.Change, error) { return approveChange(c, "ok") }, err: journal.ErrNoChange},
-		{name: "approve a step under review", cur: review, op: func(c *journal.Step) (journal.Change, error) { return approveChange(c, "") }, err: errNotHeld},
-		{name: "approve a missing step", op: func(c *journal.Step) (journal.Change, error) { return approveChange(c, "") }, err: journal.ErrNotFound},
-		{name: "resolve committed", cur: review, op: resolveWith(DecisionResolvedCommitted), status: journal.StatusCommitted},
-		{name: "resolve an abandoned step committed", cur: abandoned, op: resolveWith(DecisionResolvedCommitted), status: journal.StatusCommitted},
-		{name: "resolve not executed", cur: review, op: resolveWith(DecisionResolvedNotExecuted), status: journal.StatusPrepared},
-		{name: "resolve a not-visible effect not executed", cur: notVisible, op: resolveWith(DecisionResolvedNotExecuted), status: journal.StatusPrepared},
-		{name: "resolve an approval committed", cur: awaiting, op: resolveWith(DecisionResolvedCommitted), status: journal.StatusCommitted},
-		{name: "resolve a step not held", cur: stepIn(journal.StatusStarted, nil), op: resolveWith(DecisionResolvedCommitted), err: errNotHeld},
-		{name: "resolve again", cur: stepIn(journal.StatusCommitted, func(s *journal.Step) { s.Decision = DecisionResolvedCommitted }), op: resolveWith(DecisionResolvedCommitted), err: journal.ErrNoChange},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			ch, err := tc.op(tc.cur)
-			if tc.err != nil {
-				if !errors.Is(err, tc.err) {
-					t.Fatalf("err = %v, want %v", err, tc.err)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			allowed(t, tc.cur, ch)
-			if ch.Step.Status != tc.status || ch.Step.Held() || !ch.Claim || ch.Step.ApprovedBodyHash == "" && tc.status == journal.StatusPrepared {
-				t.Fatalf("change = %+v", ch)
-			}
-		})
-	}
-}
-
-func resolveWith(decision string) func(*journal.Step) (journal.Change, error) {
-	return func(c *journal.Step) (journal.Change, error) {
-		return resolveChange(c, decision, Resolution{Outcome: decision, Note: "checked"})
-	}
-}
-
 func TestVerifyFinishChange(t *testing.T) {
 	pending := stepIn(journal.StatusCommitted, func(s *journal.Step) { s.VerifyBy, s.Response = testNow, &journal.Response{Status: 201} })
 	for _, visible := range []bool{true, false} {

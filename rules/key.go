@@ -13,6 +13,11 @@ import (
 	"github.com/tidwall/gjson"
 )
 
+// HeaderWorkflow is the request header that names the workflow a call
+// belongs to (Input.Workflow): part of its key's scope (contract,
+// DESIGN.md "Headers").
+const HeaderWorkflow = "Toolguard-Workflow"
+
 // Input is what Derive reads from one request.
 type Input struct {
 	// ContentType is the request's Content-Type header; see CanonicalBody
@@ -32,7 +37,7 @@ type Input struct {
 	// Credential is the raw value of the API's credential header. It is
 	// only ever used through an HMAC and never stored.
 	Credential string
-	// Workflow is the Toolguard-Workflow header; empty means none.
+	// Workflow is the HeaderWorkflow header; empty means none.
 	Workflow string
 	// Host is the request's host name; it is part of the key only when
 	// the route's key.scope names host.

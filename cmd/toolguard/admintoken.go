@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"strings"
 
+	"github.com/toolguard/toolguard/admin"
 	"github.com/toolguard/toolguard/config"
 	"github.com/toolguard/toolguard/proxy"
 )
@@ -34,7 +35,7 @@ func adminAuth(cfg *config.Config, log *slog.Logger, out serveOut) error {
 		return nil
 	}
 	path := absPath(cfg.GeneratedTokenPath())
-	token, created, err := proxy.LoadOrCreateToken(path)
+	token, created, err := admin.LoadOrCreateToken(path, proxy.WriteFileNew)
 	if err != nil {
 		return fmt.Errorf("admin API: no admin.token is configured and the generated one cannot be used: %w "+
 			"(or set TOOLGUARD_ADMIN_TOKEN / TOOLGUARD_ADMIN_TOKEN_FILE)", err)

@@ -9,10 +9,18 @@ import (
 	"strings"
 	"time"
 
+	"github.com/toolguard/toolguard/admin"
 	"github.com/toolguard/toolguard/config"
 	"github.com/toolguard/toolguard/journal"
 	"github.com/toolguard/toolguard/journal/postgres"
 	"github.com/toolguard/toolguard/proxy"
+)
+
+// The proxy answers what the admin API asks of it, and every journal
+// backend is what the admin API reads.
+var (
+	_ admin.Proxy   = (*proxy.Server)(nil)
+	_ admin.Journal = journal.Store(nil)
 )
 
 // openJournal opens the configured backend for writing, and returns it

@@ -8,9 +8,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/toolguard/toolguard/admin"
 	"github.com/toolguard/toolguard/journal"
 	"github.com/toolguard/toolguard/journal/bolt"
-	"github.com/toolguard/toolguard/proxy"
 )
 
 // stoppedJournal writes a journal holding steps with the given keys, held
@@ -130,12 +130,12 @@ func TestKeyPrefix(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer j.Close()
-	admin := httptest.NewServer(proxy.NewAdmin(proxy.AdminOptions{Store: j, InsecureNoAuth: true}))
-	defer admin.Close()
+	api := httptest.NewServer(admin.New(admin.Options{Journal: j, InsecureNoAuth: true}))
+	defer api.Close()
 
 	for _, src := range []struct{ name, flag, value string }{
 		{name: "offline", flag: "--journal", value: offline},
-		{name: "online", flag: "--admin", value: admin.URL},
+		{name: "online", flag: "--admin", value: api.URL},
 	} {
 		tests := []struct {
 			name       string
@@ -210,8 +210,8 @@ func TestAdminTokenFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer j.Close()
-	admin := httptest.NewServer(proxy.NewAdmin(proxy.AdminOptions{Store: j, Token: "s3cret"}))
-	defer admin.Close()
+	api := httptest.NewServer(admin.New(admin.Options{Journal: j, Token: "s3cret"}))
+	defer api.Close()
 	dir := t.TempDir()
 	write := func(name, content string) string {
 		p := filepath.Join(dir, name)
@@ -242,7 +242,7 @@ func TestAdminTokenFile(t *testing.T) {
 			for k, v := range tc.env {
 				t.Setenv(k, v)
 			}
-			code, stdout, stderr := cli(t, "journal", "ls", "--admin", admin.URL)
+			code, stdout, stderr := cli(t, "journal", "ls", "--admin", api.URL)
 			if code != tc.wantCode || !strings.Contains(stderr, tc.wantStderr) {
 				t.Errorf("exit code %d, want %d; stderr does not contain %q:\n%s", code, tc.wantCode, tc.wantStderr, stderr)
 			}

@@ -11,7 +11,6 @@ import (
 	"os"
 	"strings"
 
-	"github.com/toolguard/toolguard/proxy"
 	"github.com/toolguard/toolguard/rules"
 )
 
@@ -110,7 +109,7 @@ func explain(w io.Writer, set *rules.Set, journalPath, method string, u *url.URL
 		return nil
 	}
 	secret, note := explainSecret(journalPath)
-	in := rules.Input{ContentType: h.Get("Content-Type"), Body: body, RawQuery: u.RawQuery, PathValues: params, EscapedPath: u.EscapedPath(), Workflow: h.Get(proxy.HeaderWorkflow), Host: u.Host}
+	in := rules.Input{ContentType: h.Get("Content-Type"), Body: body, RawQuery: u.RawQuery, PathValues: params, EscapedPath: u.EscapedPath(), Workflow: h.Get(rules.HeaderWorkflow), Host: u.Host}
 	in.Credential = route.API.CallerCredential(h)
 	intent, err := (&rules.Deriver{Secret: secret}).Derive(route, in)
 	if err != nil {

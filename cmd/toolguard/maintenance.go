@@ -10,9 +10,9 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/toolguard/toolguard/admin"
 	"github.com/toolguard/toolguard/journal"
 	"github.com/toolguard/toolguard/journal/bolt"
-	"github.com/toolguard/toolguard/proxy"
 )
 
 // journalBackup writes a consistent copy of the journal to FILE: online
@@ -153,7 +153,11 @@ func copyJournal(ctx context.Context, src *sourceFlags, w io.Writer) (int64, err
 		defer j.Close()
 		return j.WriteTo(w)
 	}
-	body, err := src.client().stream(ctx, "/v1/journal/backup")
+	c, err := src.client()
+	if err != nil {
+		return 0, err
+	}
+	body, err := c.Backup(ctx)
 	if err != nil {
 		return 0, err
 	}
@@ -182,14 +186,16 @@ func journalCheck(ctx context.Context, args []string, stdout io.Writer) error {
 	if err := parseNoArgs(fs, args); err != nil {
 		return err
 	}
-	var report proxy.CheckReport
+	var report admin.CheckReport
 	if j, err := src.direct(ctx); err != nil {
 		return err
 	} else if j != nil {
 		problems := j.Check()
 		j.Close()
-		report = proxy.NewCheckReport(problems)
-	} else if err := src.client().do(ctx, "GET", "/v1/journal/check", nil, &report); err != nil {
+		report = admin.NewCheckReport(problems)
+	} else if c, err := src.client(); err != nil {
+		return err
+	} else if report, err = c.Check(ctx); err != nil {
 		return err
 	}
 	if asJSON {
@@ -221,9 +227,13 @@ func journalExport(ctx context.Context, args []string, stdout io.Writer) error {
 		return err
 	} else if j != nil {
 		defer j.Close()
-		return j.ForEach(func(st journal.Step) error { return jsonLine(stdout, proxy.ViewOf(&st)) })
+		return j.ForEach(func(st journal.Step) error { return jsonLine(stdout, admin.ViewOf(&st)) })
 	}
-	body, err := src.client().stream(ctx, "/v1/journal/export")
+	c, err := src.client()
+	if err != nil {
+		return err
+	}
+	body, err := c.Export(ctx)
 	if err != nil {
 		return err
 	}

@@ -8,9 +8,9 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/toolguard/toolguard/admin"
 	"github.com/toolguard/toolguard/journal"
 	"github.com/toolguard/toolguard/journal/bolt"
-	"github.com/toolguard/toolguard/proxy"
 )
 
 const reviewHelp = `Usage: toolguard review COMMAND
@@ -59,7 +59,7 @@ func reviewLs(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	defer s.close()
-	var held []proxy.StepView
+	var held []admin.StepView
 	for _, h := range []journal.Hold{journal.HoldNeedsReview, journal.HoldAwaitingApproval} {
 		steps, err := s.steps(ctx, journal.Filter{Hold: h, HoldSet: true, Limit: limit + 1})
 		if err != nil {
@@ -91,7 +91,7 @@ func reviewLs(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 // printShown prints, under review ls's table, what each held step would
 // send: its method and full target, and every body field with its value,
 // for the operator to read before approving.
-func printShown(w io.Writer, held []proxy.StepView) error {
+func printShown(w io.Writer, held []admin.StepView) error {
 	for _, st := range held {
 		if st.Target == "" && len(st.RequestFields) == 0 {
 			continue
@@ -119,11 +119,11 @@ func reviewApprove(ctx context.Context, args []string, stdout io.Writer) error {
 	if len(pos) != 1 {
 		return usagef("review approve: want exactly one KEY")
 	}
-	var st proxy.StepView
+	var st admin.StepView
 	if src.journal != "" {
-		st, err = applyOffline(ctx, src.journal, pos[0], proxy.ApproveMutation(note))
+		st, err = applyOffline(ctx, src.journal, pos[0], admin.ApproveMutation(note))
 	} else {
-		err = src.client().post(ctx, pos[0], "approve", map[string]string{"note": note}, &st)
+		st, err = approveOnline(ctx, &src, pos[0], note)
 	}
 	if err != nil {
 		return err
@@ -137,7 +137,7 @@ func reviewApprove(ctx context.Context, args []string, stdout io.Writer) error {
 
 func reviewResolve(ctx context.Context, args []string, stdout io.Writer) error {
 	var src sourceFlags
-	var res proxy.Resolution
+	var res admin.Resolution
 	var asJSON bool
 	fs := newFlags("review resolve", "review resolve KEY --outcome committed|not-executed [--operation-id ID] [--note T] [--force]", stdout)
 	src.register(fs)
@@ -160,15 +160,15 @@ func reviewResolve(ctx context.Context, args []string, stdout io.Writer) error {
 	default:
 		return usagef("review resolve: --outcome must be committed or not-executed (got %q)", res.Outcome)
 	}
-	var st proxy.StepView
+	var st admin.StepView
 	if src.journal != "" {
-		m, merr := proxy.ResolveMutation(res)
+		m, merr := admin.ResolveMutation(res)
 		if merr != nil {
 			return usagef("review resolve: %v", merr)
 		}
 		st, err = applyOffline(ctx, src.journal, pos[0], m)
 	} else {
-		err = src.client().post(ctx, pos[0], "resolve", res, &st)
+		st, err = resolveOnline(ctx, &src, pos[0], res)
 	}
 	if err != nil {
 		return err
@@ -180,20 +180,38 @@ func reviewResolve(ctx context.Context, args []string, stdout io.Writer) error {
 	return nil
 }
 
+// approveOnline approves through the running proxy's admin API.
+func approveOnline(ctx context.Context, src *sourceFlags, key, note string) (admin.StepView, error) {
+	c, err := src.client()
+	if err != nil {
+		return admin.StepView{}, err
+	}
+	return c.Approve(ctx, key, note)
+}
+
+// resolveOnline resolves through the running proxy's admin API.
+func resolveOnline(ctx context.Context, src *sourceFlags, key string, res admin.Resolution) (admin.StepView, error) {
+	c, err := src.client()
+	if err != nil {
+		return admin.StepView{}, err
+	}
+	return c.Resolve(ctx, key, res)
+}
+
 // applyOffline makes an operator decision on a stopped proxy's journal.
-func applyOffline(ctx context.Context, path, key string, m journal.Mutation) (proxy.StepView, error) {
+func applyOffline(ctx context.Context, path, key string, m journal.Mutation) (admin.StepView, error) {
 	j, err := bolt.Open(path, bolt.Options{Timeout: cliLockWait})
 	if err != nil {
-		return proxy.StepView{}, lockHint(err, path)
+		return admin.StepView{}, lockHint(err, path)
 	}
 	defer j.Close()
-	found, err := proxy.FindStep(j, key)
+	found, err := admin.FindStep(j, key)
 	if err != nil {
-		return proxy.StepView{}, fmt.Errorf("step %s: %w", key, err)
+		return admin.StepView{}, fmt.Errorf("step %s: %w", key, err)
 	}
 	st, err := j.Apply(ctx, found.Key, m)
 	if err != nil {
-		return proxy.StepView{}, err
+		return admin.StepView{}, err
 	}
-	return proxy.ViewOf(&st), nil
+	return admin.ViewOf(&st), nil
 }

@@ -17,6 +17,7 @@ import (
 
 	"golang.org/x/net/netutil"
 
+	"github.com/toolguard/toolguard/admin"
 	"github.com/toolguard/toolguard/config"
 	"github.com/toolguard/toolguard/console"
 	"github.com/toolguard/toolguard/internal/wire"
@@ -174,11 +175,10 @@ func serveWith(ctx context.Context, cfg config.Config, log *slog.Logger, out ser
 	} else if n > 0 {
 		log.Info("resumed pending verifications", "count", n)
 	}
-	admin := proxy.NewAdmin(proxy.AdminOptions{Store: j, Maintainer: maint, Token: cfg.Admin.Token, AgentToken: cfg.Admin.AgentToken,
-		InsecureNoAuth: cfg.Admin.InsecureNoAuth, Logger: log,
-		Metrics: metrics.Handler(), Extra: srv.WorkflowAdmin(), Ready: srv.Ready, Settle: srv.Settle, AgentScope: srv.AgentScope,
+	api := admin.New(admin.Options{Journal: j, Maintainer: maint, Proxy: srv, Token: cfg.Admin.Token, AgentToken: cfg.Admin.AgentToken,
+		InsecureNoAuth: cfg.Admin.InsecureNoAuth, Logger: log, Metrics: metrics.Handler(),
 		UI: console.Handler(console.Options{Version: version})})
-	proxyHTTP, adminHTTP := wire.HTTPServer(cfg, srv.Handler(), log), wire.HTTPServer(cfg, admin, log)
+	proxyHTTP, adminHTTP := wire.HTTPServer(cfg, srv.Handler(), log), wire.HTTPServer(cfg, api, log)
 	errc := make(chan error, 2)
 	go func() { errc <- serveOn(proxyHTTP, netutil.LimitListener(proxyLn, cfg.Limits.MaxConnections)) }()
 	go func() { errc <- serveOn(adminHTTP, adminLn) }()
@@ -202,7 +202,7 @@ func serveWith(ctx context.Context, cfg config.Config, log *slog.Logger, out ser
 	case err := <-errc:
 		return err
 	}
-	return shutdown(cfg, log, srv, admin, proxyHTTP, adminHTTP)
+	return shutdown(cfg, log, srv, api, proxyHTTP, adminHTTP)
 }
 
 // openBolt checks the journal read-only first (journal.check_on_start),
@@ -279,9 +279,9 @@ func serveOn(s *http.Server, ln net.Listener) error {
 // shutdown drains: readiness turns 503, new guarded calls are refused,
 // calls in flight get the drain timeout to finish and commit. A second
 // signal exits at once; the journal is consistent at every commit.
-func shutdown(cfg config.Config, log *slog.Logger, srv *proxy.Server, admin *proxy.Admin, servers ...*http.Server) error {
+func shutdown(cfg config.Config, log *slog.Logger, srv *proxy.Server, api *admin.API, servers ...*http.Server) error {
 	log.Info("shutting down: draining calls in flight", "drain_timeout", cfg.Shutdown.DrainTimeout)
-	admin.SetReady(false)
+	api.SetReady(false)
 	srv.SetDraining(true)
 	again := make(chan os.Signal, 1)
 	signal.Notify(again, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)

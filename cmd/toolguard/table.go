@@ -9,8 +9,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/toolguard/toolguard/admin"
 	"github.com/toolguard/toolguard/journal"
-	"github.com/toolguard/toolguard/proxy"
 )
 
 func printJSON(w io.Writer, v any) error {
@@ -27,7 +27,7 @@ func dash(s string) string {
 }
 
 // printSteps prints steps as a table with full keys.
-func printSteps(w io.Writer, steps []proxy.StepView) error {
+func printSteps(w io.Writer, steps []admin.StepView) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "KEY\tSTATUS\tHOLD\tAPI\tROUTE\tWORKFLOW\tATTEMPT\tOPERATION_ID\tUPDATED")
 	for _, s := range steps {
@@ -38,7 +38,7 @@ func printSteps(w io.Writer, steps []proxy.StepView) error {
 }
 
 // printStep prints one step as aligned fields.
-func printStep(w io.Writer, s proxy.StepView) error {
+func printStep(w io.Writer, s admin.StepView) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	row := func(k, v string) { fmt.Fprintf(tw, "%s:\t%s\n", k, dash(v)) }
 	row("key", s.Key)

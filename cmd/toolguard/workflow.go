@@ -2,17 +2,14 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
-	"net/url"
 	"text/tabwriter"
 	"time"
 
+	"github.com/toolguard/toolguard/admin"
 	"github.com/toolguard/toolguard/journal"
 	"github.com/toolguard/toolguard/journal/bolt"
-	"github.com/toolguard/toolguard/proxy"
-	"github.com/toolguard/toolguard/rules"
 )
 
 const workflowHelp = `Usage: toolguard workflow COMMAND
@@ -61,8 +58,12 @@ func runWorkflow(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		if src.journal != "" {
 			return resumeOffline(src.journal, rulesDir, pos[0], stdout)
 		}
-		var packet json.RawMessage
-		if err := src.client().do(ctx, "GET", "/v1/workflows/"+url.PathEscape(pos[0])+"/resume", nil, &packet); err != nil {
+		c, err := src.client()
+		if err != nil {
+			return err
+		}
+		packet, err := c.Resume(ctx, pos[0])
+		if err != nil {
 			return err
 		}
 		return printJSON(stdout, packet)
@@ -82,13 +83,13 @@ func workflowLs(ctx context.Context, src *sourceFlags, stdout io.Writer, asJSON 
 			return err
 		}
 	} else {
-		var out struct {
-			Workflows []journal.Workflow `json:"workflows"`
-		}
-		if err := src.client().do(ctx, "GET", "/v1/workflows", nil, &out); err != nil {
+		c, err := src.client()
+		if err != nil {
 			return err
 		}
-		list = out.Workflows
+		if list, err = c.Workflows(ctx); err != nil {
+			return err
+		}
 	}
 	if asJSON {
 		for i := range list {
@@ -112,10 +113,12 @@ func workflowShow(ctx context.Context, src *sourceFlags, id string, stdout io.Wr
 			return err
 		}
 		defer j.Close()
-		if w, err = proxy.PickWorkflow(j, id, ""); err != nil {
+		if w, err = admin.PickWorkflow(j, id, ""); err != nil {
 			return fmt.Errorf("workflow %s: %w", id, err)
 		}
-	} else if err := src.client().do(ctx, "GET", "/v1/workflows/"+url.PathEscape(id), nil, &w); err != nil {
+	} else if c, err := src.client(); err != nil {
+		return err
+	} else if w, err = c.Workflow(ctx, id); err != nil {
 		return err
 	}
 	if asJSON {
@@ -126,30 +129,6 @@ func workflowShow(ctx context.Context, src *sourceFlags, id string, stdout io.Wr
 		w.ID, w.Status, w.Version, w.Steps, w.Held, dash(w.CurrentRoute), dash(w.CurrentStep), dash(w.InputHash),
 		dash(w.PromptVersion), dash(w.PolicyVersion), dash(string(w.Checkpoint)), w.UpdatedAt.UTC().Format(time.RFC3339))
 	return tw.Flush()
-}
-
-// resumeOffline builds the resume packet from a stopped proxy's journal
-// and its rules.
-func resumeOffline(path, rulesDir, id string, stdout io.Writer) error {
-	set, err := rules.Load(rulesDir)
-	if err != nil {
-		return fmt.Errorf("workflow resume: load rules from %s: %w", rulesDir, err)
-	}
-	j, err := openReadOnly(path)
-	if err != nil {
-		return err
-	}
-	defer j.Close()
-	srv, err := proxy.New(proxy.Options{Journal: j, Rules: set})
-	if err != nil {
-		return err
-	}
-	defer srv.Close()
-	p, err := srv.ResumePacket(id, "")
-	if err != nil {
-		return fmt.Errorf("workflow %s: %w", id, err)
-	}
-	return printJSON(stdout, p)
 }
 
 func openReadOnly(path string) (*bolt.Journal, error) {

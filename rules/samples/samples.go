@@ -225,7 +225,7 @@ func Derive(set *rules.Set, s *Sample, d *rules.Deriver) (*rules.Route, *rules.I
 	for k, v := range s.Headers {
 		h.Set(k, v)
 	}
-	in := rules.Input{ContentType: contentType, Body: body, RawQuery: u.RawQuery, PathValues: params, EscapedPath: u.EscapedPath(), Workflow: h.Get("Toolguard-Workflow"), Host: u.Host}
+	in := rules.Input{ContentType: contentType, Body: body, RawQuery: u.RawQuery, PathValues: params, EscapedPath: u.EscapedPath(), Workflow: h.Get(rules.HeaderWorkflow), Host: u.Host}
 	in.Credential = route.API.CallerCredential(h)
 	it, err := d.Derive(route, in)
 	return route, it, err

@@ -1,4 +1,4 @@
-package proxy
+package admin
 
 import (
 	"net/http"
@@ -34,7 +34,7 @@ func TestMaintenanceWithoutMaintainer(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			a := NewAdmin(AdminOptions{Store: j, Maintainer: tc.mt, InsecureNoAuth: true})
+			a := New(Options{Journal: j, Maintainer: tc.mt, InsecureNoAuth: true})
 			rec := httptest.NewRecorder()
 			a.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, tc.path, nil))
 			if rec.Code != tc.status || !strings.Contains(rec.Body.String(), tc.body) {

@@ -1,4 +1,4 @@
-package proxy
+package admin
 
 import (
 	"context"
@@ -29,7 +29,7 @@ func TestAdminStepByKeyPrefix(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	srv := httptest.NewServer(NewAdmin(AdminOptions{Store: j, InsecureNoAuth: true}))
+	srv := httptest.NewServer(New(Options{Journal: j, InsecureNoAuth: true}))
 	defer srv.Close()
 
 	tests := []struct {

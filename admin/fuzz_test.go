@@ -1,13 +1,10 @@
-package proxy
+package admin
 
 import (
 	"bytes"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"testing"
-
-	"github.com/toolguard/toolguard/journal/bolt"
 )
 
 // FuzzAdminJSON sends arbitrary bodies to the admin API's JSON inputs
@@ -15,16 +12,8 @@ import (
 // 500, and never accept what does not validate. Seeds:
 // testdata/fuzz/FuzzAdminJSON.
 func FuzzAdminJSON(f *testing.F) {
-	j, err := bolt.Open(filepath.Join(f.TempDir(), "fuzz.db"), bolt.Options{})
-	if err != nil {
-		f.Fatal(err)
-	}
-	f.Cleanup(func() { j.Close() })
-	srv, err := New(Options{Journal: j})
-	if err != nil {
-		f.Fatal(err)
-	}
-	admin := NewAdmin(AdminOptions{Store: j, Maintainer: j, Extra: srv.WorkflowAdmin(), InsecureNoAuth: true})
+	j := openJournal(f)
+	admin := New(Options{Journal: j, Maintainer: j, Proxy: testProxy{}, InsecureNoAuth: true})
 	targets := []struct{ method, path string }{
 		{"PUT", "/v1/workflows/wf-fuzz/checkpoint"},
 		{"POST", "/v1/steps/k/resolve"},

@@ -1,4 +1,4 @@
-package proxy
+package admin
 
 import (
 	"context"
@@ -31,7 +31,7 @@ func TestListStepsCappedWithCursor(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	srv := httptest.NewServer(NewAdmin(AdminOptions{Store: j, InsecureNoAuth: true}))
+	srv := httptest.NewServer(New(Options{Journal: j, InsecureNoAuth: true}))
 	defer srv.Close()
 	list := func(query string) (steps []StepView, next string, status int) {
 		t.Helper()
@@ -84,5 +84,16 @@ func TestListStepsCappedWithCursor(t *testing.T) {
 	}
 	if _, _, status := list("cursor=-1"); status != http.StatusBadRequest {
 		t.Errorf("cursor=-1: status %d, want 400", status)
+	}
+	// The client follows the cursors up to the limit asked for.
+	c := &Client{BaseURL: srv.URL}
+	for _, limit := range []int{0, MaxListLimit + 10, 10} {
+		want := limit
+		if limit == 0 {
+			want = n
+		}
+		if steps, err := c.Steps(context.Background(), journal.Filter{Limit: limit}); err != nil || len(steps) != want {
+			t.Errorf("Client.Steps(limit %d): %d steps, %v; want %d", limit, len(steps), err, want)
+		}
 	}
 }

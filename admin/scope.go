@@ -1,13 +1,9 @@
-package proxy
+package admin
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/http"
-	"strings"
-
-	"github.com/toolguard/toolguard/rules"
 )
 
 // The agent token's scope.
@@ -29,62 +25,20 @@ const (
 	HeaderAgentCredentialHeader = "Toolguard-Credential-Header"
 )
 
-// errBadScope is an agent's scope that names no api, or a credential
-// header the api does not list.
-var errBadScope = errors.New("agent scope")
-
-// ScopeFunc computes the credential scope an agent's admin request
-// presents (see AdminOptions.AgentScope).
-type ScopeFunc func(r *http.Request) (string, error)
-
-// AgentScope is the credential scope r presents: "" when it presents none.
-func (s *Server) AgentScope(r *http.Request) (string, error) {
+// presentedScope is the credential scope an agent's request presents: ""
+// when it presents none. The proxy computes it (Proxy.CredentialScope); a
+// scope it cannot compute (an api the rules do not have, a header the api
+// does not take its credential in) is the caller's mistake.
+func (a *API) presentedScope(r *http.Request) (string, error) {
 	name, cred := r.Header.Get(HeaderAgentAPI), r.Header.Get(HeaderAgentCredential)
 	if name == "" && cred == "" {
 		return "", nil
 	}
-	api := s.apiNamed(name)
-	if api == nil {
-		return "", badRequest(fmt.Errorf("%w: %s %q names no api of the rules", errBadScope, HeaderAgentAPI, name))
+	scope, err := a.proxy.CredentialScope(name, r.Header.Get(HeaderAgentCredentialHeader), cred)
+	if err != nil {
+		return "", badRequest(fmt.Errorf("%w: %w", errBadScope, err))
 	}
-	headers := api.CredentialHeaders()
-	if len(headers) == 0 {
-		return "", nil
-	}
-	header := headers[0]
-	if h := r.Header.Get(HeaderAgentCredentialHeader); h != "" {
-		header = http.CanonicalHeaderKey(h)
-		if !contains(headers, header) {
-			return "", badRequest(fmt.Errorf("%w: api %s takes its credential in %s, not %s", errBadScope, name, strings.Join(headers, ", "), header))
-		}
-	}
-	return s.credentialMAC(api, http.Header{header: {cred}}), nil
-}
-
-// apiNamed is the API of that name: a rule file, an MCP server's, or the
-// unmatched policy's.
-func (s *Server) apiNamed(name string) *rules.API {
-	for _, a := range s.rules.APIs {
-		if a.Name == name {
-			return a
-		}
-	}
-	if ep := s.mcp.byName[name]; ep != nil {
-		return ep.api
-	}
-	if s.unmatched != nil && s.unmatched.Name == name {
-		return s.unmatched
-	}
-	return nil
-}
-
-func contains(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
+	return scope, nil
 }
 
 // scopeKey holds an agent request's scope in its context.

@@ -1,4 +1,4 @@
-package proxy
+package admin
 
 import (
 	"errors"
@@ -13,10 +13,6 @@ const MinKeyPrefix = 4
 
 // maxCandidates is how many keys an ambiguous prefix lists.
 const maxCandidates = 10
-
-// ErrAmbiguousKey means a key prefix starts more than one step's key; see
-// AmbiguousKeyError.
-var ErrAmbiguousKey = errors.New("ambiguous key prefix")
 
 // AmbiguousKeyError names the keys an abbreviated key could mean.
 type AmbiguousKeyError struct {
@@ -36,14 +32,6 @@ func (e *AmbiguousKeyError) Error() string {
 
 // Unwrap makes errors.Is(err, ErrAmbiguousKey) true.
 func (e *AmbiguousKeyError) Unwrap() error { return ErrAmbiguousKey }
-
-// KeyFinder is the part of a journal.Store that FindStep uses to expand an
-// abbreviated key.
-type KeyFinder interface {
-	Get(key string) (journal.Step, error)
-	// KeysWithPrefix returns at most limit keys that start with prefix.
-	KeysWithPrefix(prefix string, limit int) ([]string, error)
-}
 
 // FindStep returns the step whose key is key or, as git does with commit
 // ids, the one step whose key starts with key when key has at least

@@ -1,4 +1,4 @@
-package proxy
+package admin
 
 import (
 	"errors"
@@ -17,10 +17,6 @@ import (
 
 // scopeNone selects the scope of callers without a credential.
 const scopeNone = "none"
-
-// ErrAmbiguousScope means a workflow id (or a ?scope= prefix) matches the
-// records of more than one caller scope; see AmbiguousScopeError.
-var ErrAmbiguousScope = errors.New("ambiguous workflow scope")
 
 // AmbiguousScopeError names the scopes a workflow request could mean.
 type AmbiguousScopeError struct {
@@ -46,8 +42,8 @@ func (e *AmbiguousScopeError) Unwrap() error { return ErrAmbiguousScope }
 // PickWorkflow returns the record of workflow id that scope selects ("":
 // the id's only one), an error wrapping errNoWorkflow when none does, or an
 // *AmbiguousScopeError.
-func PickWorkflow(st journal.Store, id, scope string) (journal.Workflow, error) {
-	all, err := st.FindWorkflows(id)
+func PickWorkflow(j Workflows, id, scope string) (journal.Workflow, error) {
+	all, err := j.FindWorkflows(id)
 	if err != nil {
 		return journal.Workflow{}, err
 	}
@@ -80,9 +76,9 @@ func scopeNote(scope string) string {
 // checkpointScope is the scope a checkpoint PUT writes to: the selected
 // record's; for a new workflow, the ?scope= given in full (a credential
 // MAC) or none, else the empty scope.
-func checkpointScope(st journal.Store, r *http.Request) (string, error) {
+func checkpointScope(j Workflows, r *http.Request) (string, error) {
 	id, scope := r.PathValue("id"), workflowScopeParam(r)
-	w, err := PickWorkflow(st, id, scope)
+	w, err := PickWorkflow(j, id, scope)
 	switch {
 	case err == nil:
 		return w.Scope, nil

@@ -1,6 +1,7 @@
-package proxy
+package admin
 
 import (
+	"crypto/rand"
 	"encoding/base64"
 	"errors"
 	"fmt"
@@ -14,27 +15,32 @@ import (
 // found in a log or a paste is recognised (and secret scanners can match it).
 const operatorTokenPrefix = "tgop_"
 
+// CreateFile creates path with data and mode perm, failing with an error
+// wrapping fs.ErrExist when path exists, and leaving no partial file after
+// a crash: a temporary file in the same directory is written and fsynced,
+// then linked into place, and the directory is fsynced.
+type CreateFile func(path string, data []byte, perm os.FileMode) error
+
 // LoadOrCreateToken returns the operator token kept at path, creating it on
-// first use: 32 random bytes, base64url, with mode 0600. A file that exists
-// is never overwritten: it is created under a temporary name, fsynced and
-// linked into place, so two processes starting at once agree on one token
-// and a crash leaves no partial file. created reports that this call wrote
-// it. An existing file that is empty, or readable by others than its owner,
-// is an error.
-func LoadOrCreateToken(path string) (token string, created bool, err error) {
+// first use: 32 random bytes, base64url, with mode 0600, written by create.
+// A file that exists is never overwritten, so two processes starting at
+// once agree on one token. created reports that this call wrote it. An
+// existing file that is empty, or readable by others than its owner, is an
+// error.
+func LoadOrCreateToken(path string, create CreateFile) (token string, created bool, err error) {
 	token, err = ReadToken(path)
 	if !errors.Is(err, fs.ErrNotExist) {
 		return token, false, err
 	}
 	b := make([]byte, 32)
-	if _, err := randRead(b); err != nil {
+	if _, err := rand.Read(b); err != nil {
 		return "", false, fmt.Errorf("generate operator token: %w", err)
 	}
 	token = operatorTokenPrefix + base64.RawURLEncoding.EncodeToString(b)
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return "", false, fmt.Errorf("create operator token dir: %w", err)
 	}
-	switch err := writeFileNew(path, []byte(token+"\n"), 0o600); {
+	switch err := create(path, []byte(token+"\n"), 0o600); {
 	case errors.Is(err, fs.ErrExist): // another process was first: use its token
 		token, err = ReadToken(path)
 		return token, false, err
@@ -63,12 +69,4 @@ func ReadToken(path string) (string, error) {
 		return "", fmt.Errorf("read operator token %s: the file is empty; remove it to generate a new token", path)
 	}
 	return token, nil
-}
-
-// writeFileNew creates path with data and mode perm, failing with an error
-// wrapping fs.ErrExist when it exists: a temporary file in the same
-// directory is written and fsynced, then hard-linked to path (link never
-// replaces a file), and the directory is fsynced.
-func writeFileNew(path string, data []byte, perm os.FileMode) error {
-	return placeFile(path, data, perm, os.Link)
 }

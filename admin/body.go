@@ -1,9 +1,11 @@
-package proxy
+package admin
 
 import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
 
 	"github.com/toolguard/toolguard/rules"
 )
@@ -24,4 +26,23 @@ func decodeStrict(data []byte, v any) error {
 		return fmt.Errorf("decode body: %w", err)
 	}
 	return nil
+}
+
+// decodeOptional decodes a JSON body if there is one, refusing unknown
+// fields, duplicate members (decodeStrict) and bodies over max bytes.
+func decodeOptional(r *http.Request, v any, max int64) error {
+	if r.Body == nil || r.ContentLength == 0 {
+		return nil
+	}
+	data, err := io.ReadAll(io.LimitReader(r.Body, max+1))
+	if err != nil {
+		return fmt.Errorf("read body: %w", err)
+	}
+	if int64(len(data)) > max {
+		return fmt.Errorf("decode body: over %d bytes", max)
+	}
+	if len(bytes.TrimSpace(data)) == 0 {
+		return nil
+	}
+	return decodeStrict(data, v)
 }

@@ -1,29 +1,18 @@
-package proxy
+package admin
 
 import (
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/toolguard/toolguard/journal/bolt"
 )
 
 // Regression: resolve took {"outcome":"not_executed","outcome":"committed"}
 // and the last value won. Every admin body with a duplicate member, at any
 // depth, is now refused with a 400 problem, and nothing changes.
 func TestAdminBodiesRefuseDuplicateMembers(t *testing.T) {
-	j, err := bolt.Open(filepath.Join(t.TempDir(), "tg.db"), bolt.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { j.Close() })
-	srv, err := New(Options{Journal: j})
-	if err != nil {
-		t.Fatal(err)
-	}
-	admin := NewAdmin(AdminOptions{Store: j, Extra: srv.WorkflowAdmin(), InsecureNoAuth: true})
+	j := openJournal(t)
+	admin := New(Options{Journal: j, Proxy: testProxy{}, InsecureNoAuth: true})
 	tests := []struct{ name, method, path, body string }{
 		{name: "resolve outcome", method: "POST", path: "/v1/steps/k/resolve", body: `{"outcome":"not_executed","outcome":"committed"}`},
 		{name: "resolve note", method: "POST", path: "/v1/steps/k/resolve", body: `{"outcome":"committed","note":"a","note":"b"}`},

@@ -1,0 +1,65 @@
+package proxy
+
+import (
+	"github.com/toolguard/toolguard/journal"
+	"github.com/toolguard/toolguard/rules"
+)
+
+// NextAction says what is safe to do about st now, from the same recovery
+// table the proxy decides calls with (Decide); "" when nothing is left to
+// do. The admin API's resume packet (admin.Recovery) asks it for every
+// step of a workflow.
+func (s *Server) NextAction(st *journal.Step) string {
+	now := s.now()
+	route := s.routeOf(st.API, st.Route)
+	sit := Situation{Step: st, BodyHash: st.BodyHash, MaxAttempts: s.opts.MaxAttempts,
+		InFlight: s.flights.live(st.Key, now) != nil || inFlightElsewhere(st, s.journal.Epoch()), Settling: s.settling(st)}
+	if route != nil {
+		sit.Strategy, sit.Effect, sit.Approval = strategyOf(route), route.Effect, route.ApprovalRequired
+		sit.NativeExpired, sit.HasLookup = nativeExpired(route, st, now), route.Lookup != nil
+		sit.Backoff = backoff(st, now)
+	} else {
+		sit.Effect = rules.EffectIrreversible
+	}
+	name := st.Route
+	d := Decide(sit)
+	switch d.Action {
+	case ActionBlock, ActionHold:
+		switch d.Reason {
+		case ReasonApproval:
+			return "wait: approval of " + name + " pending"
+		case ReasonVersionChanged:
+			return "operator review needed: " + name + " held after a prompt/policy version change"
+		case ReasonNotVisible:
+			return "operator review needed: " + name + " effect not visible"
+		case ReasonRetryBudget:
+			return "operator review needed: " + name + " failed on every attempt"
+		case ReasonAbandoned:
+			return "operator review needed: " + name + " was interrupted and nobody retried it; outcome unknown"
+		}
+		return "operator review needed: " + name + " outcome unknown"
+	case ActionWait:
+		return "wait: " + name + " in flight"
+	case ActionSettle:
+		return "wait: " + name + " may still be landing at the provider"
+	case ActionLookup:
+		return "retry " + name + ": toolguard asks the provider first and does not re-send if it took effect"
+	case ActionForward:
+		switch {
+		case st.Status == journal.StatusStarted && sit.Strategy == StrategyNative:
+			return "retry " + name + ": provider dedupes on the key"
+		case st.Status == journal.StatusStarted:
+			return "retry " + name + ": reversible route, it will be re-sent"
+		case st.Status == journal.StatusFailed:
+			return "retry " + name + ": failed before taking effect, safe to retry"
+		}
+		return "retry " + name + ": approved, not sent yet"
+	}
+	if sit.Backoff {
+		return "wait: " + name + " failed, and the provider asked to wait before a retry (Retry-After)"
+	}
+	if st.Status == journal.StatusCommitted && !st.VerifyBy.IsZero() {
+		return "wait: verification of " + name + " pending"
+	}
+	return ""
+}
