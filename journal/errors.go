@@ -43,8 +43,6 @@ var (
 	// ErrPreconditionRequired means the workflow has a checkpoint and the
 	// caller named no version to replace.
 	ErrPreconditionRequired = errors.New("workflow has a checkpoint: name the version you read")
-	// ErrVersion is ErrVersionMismatch under the name the backends share.
-	ErrVersion = ErrVersionMismatch
 )
 
 // Reads.

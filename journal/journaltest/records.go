@@ -85,7 +85,7 @@ func testCheckpoints(t *testing.T, open Opener) {
 	stale := w1.Version - 1
 	_, err = s.PutCheckpoint("", "wf", &stale, cp)
 	var ve *journal.VersionError
-	if !errors.Is(err, journal.ErrVersion) || !errors.As(err, &ve) || ve.Current != w1.Version {
+	if !errors.Is(err, journal.ErrVersionMismatch) || !errors.As(err, &ve) || ve.Current != w1.Version {
 		t.Fatalf("stale If-Match: %v, want a VersionError naming version %d", err, w1.Version)
 	}
 	cp2 := json.RawMessage(`{"goal":"bill twice"}`)
@@ -99,8 +99,8 @@ func testCheckpoints(t *testing.T, open Opener) {
 	}
 	// A step of the workflow moves its version on: the old one is stale.
 	apply(t, s, "k", claim("k", "wf"))
-	if _, err := s.PutCheckpoint("", "wf", &w2.Version, cp); !errors.Is(err, journal.ErrVersion) {
-		t.Fatalf("checkpoint after a step changed the workflow: %v, want ErrVersion", err)
+	if _, err := s.PutCheckpoint("", "wf", &w2.Version, cp); !errors.Is(err, journal.ErrVersionMismatch) {
+		t.Fatalf("checkpoint after a step changed the workflow: %v, want ErrVersionMismatch", err)
 	}
 }
 
