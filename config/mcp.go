@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"net/url"
 	"strings"
+
+	"github.com/toolguard/toolguard/policy"
 )
 
 // MCP configures the MCP gateway endpoint and the policy for MCP tools no
@@ -16,7 +18,7 @@ type MCP struct {
 	// Unlisted. Empty = no gateway endpoint.
 	Servers List `yaml:"servers" env:"SERVERS"`
 	// Unlisted is the policy for tools no rule names.
-	Unlisted MCPUnlisted `yaml:"unlisted" env:"UNLISTED"`
+	Unlisted policy.Unlisted `yaml:"unlisted" env:"UNLISTED"`
 	// UnlistedCredential names the headers that carry the caller's
 	// credential on the guarded tools of a server without a rule file, as
 	// unmatched_credential does for REST calls.
@@ -75,42 +77,10 @@ func (m MCP) validate() error {
 	if err := checkCredential("mcp.unlisted_credential", m.UnlistedCredential); err != nil {
 		return err
 	}
-	if err := checkEnum("mcp.unlisted", mcpUnlistedEnum.valid(int(m.Unlisted)), m.Unlisted.String(), mcpUnlistedEnum); err != nil {
+	if err := checkEnum("mcp.unlisted", m.Unlisted.Valid(), m.Unlisted.String(), unlistedEnum); err != nil {
 		return err
 	}
 	return checkEnum("mcp.annotations", mcpAnnotationsEnum.valid(int(m.Annotations)), m.Annotations.String(), mcpAnnotationsEnum)
-}
-
-// MCPUnlisted is the policy for MCP tools no rule names. The zero value is
-// MCPUnlistedGuard.
-type MCPUnlisted int
-
-// MCPUnlisted policies.
-const (
-	MCPUnlistedGuard MCPUnlisted = iota // irreversible, keyed on the whole arguments
-	MCPUnlistedPass                     // passed through, never journaled
-)
-
-var mcpUnlistedEnum = enum{"policy", []string{"guard", "pass"}}
-
-// ParseMCPUnlisted parses "guard" or "pass".
-func ParseMCPUnlisted(s string) (MCPUnlisted, error) {
-	i, err := mcpUnlistedEnum.parse(s)
-	return MCPUnlisted(i), err
-}
-
-func (u MCPUnlisted) String() string { return mcpUnlistedEnum.String("MCPUnlisted", int(u)) }
-
-// MarshalText implements encoding.TextMarshaler.
-func (u MCPUnlisted) MarshalText() ([]byte, error) { return []byte(u.String()), nil }
-
-// UnmarshalText implements encoding.TextUnmarshaler with ParseMCPUnlisted.
-func (u *MCPUnlisted) UnmarshalText(text []byte) error {
-	v, err := ParseMCPUnlisted(string(text))
-	if err == nil {
-		*u = v
-	}
-	return err
 }
 
 // MCPAnnotations says what a server's tool annotations may do to the

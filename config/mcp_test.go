@@ -1,6 +1,10 @@
 package config
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/toolguard/toolguard/policy"
+)
 
 func TestMCPValidate(t *testing.T) {
 	tests := []struct {
@@ -36,7 +40,7 @@ func TestMCPEnv(t *testing.T) {
 		t.Fatal(err)
 	}
 	sv := c.MCP.ParsedServers()
-	if len(sv) != 2 || sv[1].Name != "b" || sv[1].URL.Host != "y" || c.MCP.Unlisted != MCPUnlistedPass || c.MCP.Annotations != MCPAnnotationsTrust {
+	if len(sv) != 2 || sv[1].Name != "b" || sv[1].URL.Host != "y" || c.MCP.Unlisted != policy.UnlistedPass || c.MCP.Annotations != MCPAnnotationsTrust {
 		t.Errorf("MCP = %+v, servers %+v", c.MCP, sv)
 	}
 	err = ApplyEnv(&c, []string{"TOOLGUARD_MCP_UNLISTED=maybe"})

@@ -262,6 +262,7 @@ func atLeast(field string, v, least int) error {
 // The policies' names, for checkEnum's messages.
 var (
 	unmatchedEnum = enum{"policy", policy.UnmatchedNames()}
+	unlistedEnum  = enum{"policy", policy.UnlistedNames()}
 	versionEnum   = enum{"policy", policy.VersionChangeNames()}
 )
 

@@ -1,6 +1,7 @@
 // Package policy holds the operator's choices that both the configuration
-// and the proxy speak of: what to do with calls no route matches, and with
-// a prompt or policy version change in the middle of a workflow. Each is a
+// and the proxy speak of: what to do with calls no route matches, with
+// calls to a described API that no route names, and with a prompt or
+// policy version change in the middle of a workflow. Each is a
 // typed enum with one definition here, so that config parses straight into
 // the values proxy.Options takes. It imports nothing of toolguard's.
 package policy
@@ -83,6 +84,46 @@ func (p *VersionChange) UnmarshalText(text []byte) error {
 	v, err := ParseVersionChange(string(text))
 	if err == nil {
 		*p = v
+	}
+	return err
+}
+
+// Unlisted is the policy for calls to a described API that no route or
+// tool of its rules names: MCP tools no rule names (mcp.unlisted), and
+// writes to a rule file's hosts that no route matches (a rule file's
+// unlisted). The zero value is UnlistedGuard.
+type Unlisted int
+
+// Unlisted policies.
+const (
+	UnlistedGuard Unlisted = iota // irreversible, keyed on the whole request or arguments
+	UnlistedPass                  // passed through, never journaled
+)
+
+var unlistedNames = []string{"guard", "pass"}
+
+// ParseUnlisted parses "guard" or "pass", in any case.
+func ParseUnlisted(s string) (Unlisted, error) {
+	i, err := parse(unlistedNames, s)
+	return Unlisted(i), err
+}
+
+func (u Unlisted) String() string { return name(unlistedNames, "Unlisted", int(u)) }
+
+// Valid reports whether u is one of the policies above.
+func (u Unlisted) Valid() bool { return u >= 0 && int(u) < len(unlistedNames) }
+
+// UnlistedNames lists the policies' names in order.
+func UnlistedNames() []string { return append([]string(nil), unlistedNames...) }
+
+// MarshalText implements encoding.TextMarshaler.
+func (u Unlisted) MarshalText() ([]byte, error) { return []byte(u.String()), nil }
+
+// UnmarshalText implements encoding.TextUnmarshaler with ParseUnlisted.
+func (u *Unlisted) UnmarshalText(text []byte) error {
+	v, err := ParseUnlisted(string(text))
+	if err == nil {
+		*u = v
 	}
 	return err
 }

@@ -27,16 +27,6 @@ type MCPServer struct {
 	API *rules.API
 }
 
-// MCPUnlisted is the policy for tools no rule names.
-type MCPUnlisted string
-
-const (
-	// MCPUnlistedGuard guards them as irreversible, keyed on the whole
-	// arguments (the default).
-	MCPUnlistedGuard MCPUnlisted = "guard"
-	// MCPUnlistedPass passes them through.
-	MCPUnlistedPass MCPUnlisted = "pass"
-)
 
 // mcpCall is the MCP side of a guarded call: the tools/call, and what the
 // server answered.

@@ -13,6 +13,7 @@ import (
 	"github.com/elazarl/goproxy"
 
 	"github.com/toolguard/toolguard/mcp"
+	"github.com/toolguard/toolguard/policy"
 	"github.com/toolguard/toolguard/rules"
 )
 
@@ -152,7 +153,7 @@ func (s *Server) mcpRoute(ep *mcpEndpoint, tool string) (*rules.Route, bool) {
 		return r, r.Effect != rules.EffectSafe
 	}
 	ann := ep.tools.get(tool)
-	guard := s.opts.MCPUnlisted != MCPUnlistedPass || ann.destructive()
+	guard := s.opts.MCPUnlisted != policy.UnlistedPass || ann.destructive()
 	if guard && s.opts.MCPTrustAnnotations && ann.readOnly() {
 		guard = false
 	}

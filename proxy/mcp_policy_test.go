@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolguard/toolguard/policy"
 )
 
 // Tools no rule names follow mcp.unlisted; the annotations of tools/list
@@ -13,20 +15,20 @@ import (
 func TestMCPUnlistedPolicy(t *testing.T) {
 	tests := []struct {
 		name     string
-		unlisted MCPUnlisted
+		unlisted policy.Unlisted
 		trust    bool
 		tool     string // find_ticket is readOnlyHint, purge_tickets destructiveHint
 		list     bool   // the agent lists the tools first
 		guarded  bool
 	}{
 		{name: "guard by default", tool: "find_ticket", list: true, guarded: true},
-		{name: "untrusted read-only hint does not loosen", unlisted: MCPUnlistedGuard, tool: "find_ticket", list: true, guarded: true},
-		{name: "trusted read-only hint loosens", unlisted: MCPUnlistedGuard, trust: true, tool: "find_ticket", list: true, guarded: false},
-		{name: "trusted, but never listed", unlisted: MCPUnlistedGuard, trust: true, tool: "find_ticket", guarded: true},
-		{name: "pass", unlisted: MCPUnlistedPass, tool: "find_ticket", list: true, guarded: false},
-		{name: "destructive hint tightens pass", unlisted: MCPUnlistedPass, tool: "purge_tickets", list: true, guarded: true},
-		{name: "trusted destructive hint tightens pass", unlisted: MCPUnlistedPass, trust: true, tool: "purge_tickets", list: true, guarded: true},
-		{name: "pass, never listed", unlisted: MCPUnlistedPass, tool: "purge_tickets", guarded: false},
+		{name: "untrusted read-only hint does not loosen", unlisted: policy.UnlistedGuard, tool: "find_ticket", list: true, guarded: true},
+		{name: "trusted read-only hint loosens", unlisted: policy.UnlistedGuard, trust: true, tool: "find_ticket", list: true, guarded: false},
+		{name: "trusted, but never listed", unlisted: policy.UnlistedGuard, trust: true, tool: "find_ticket", guarded: true},
+		{name: "pass", unlisted: policy.UnlistedPass, tool: "find_ticket", list: true, guarded: false},
+		{name: "destructive hint tightens pass", unlisted: policy.UnlistedPass, tool: "purge_tickets", list: true, guarded: true},
+		{name: "trusted destructive hint tightens pass", unlisted: policy.UnlistedPass, trust: true, tool: "purge_tickets", list: true, guarded: true},
+		{name: "pass, never listed", unlisted: policy.UnlistedPass, tool: "purge_tickets", guarded: false},
 	}
 	for _, w := range bothWays {
 		for _, tc := range tests {

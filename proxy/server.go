@@ -125,9 +125,9 @@ type Options struct {
 	Logger *slog.Logger
 	// MCPServers are served at /mcp/{name} on the proxy listener.
 	MCPServers []MCPServer
-	// MCPUnlisted is the policy for MCP tools no rule names (default
-	// guard).
-	MCPUnlisted MCPUnlisted
+	// MCPUnlisted is the policy for MCP tools no rule names; the zero value
+	// guards them.
+	MCPUnlisted policy.Unlisted
 	// MCPUnlistedCredential says where the callers of an MCP server without
 	// a rule file carry their credential.
 	MCPUnlistedCredential Credential
@@ -348,9 +348,6 @@ func setDefaults(o *Options) {
 	}
 	if o.BodyMinRate == 0 {
 		o.BodyMinRate = 1024
-	}
-	if o.MCPUnlisted == "" {
-		o.MCPUnlisted = MCPUnlistedGuard
 	}
 }
 

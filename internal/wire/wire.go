@@ -82,7 +82,7 @@ func Proxy(cfg config.Config, d Deps) (*proxy.Server, error) {
 		NoKeySummary:      cfg.Journal.KeySummary == config.KeySummaryOff,
 		Logger:            d.Logger,
 		MCPServers:        servers,
-		MCPUnlisted:       proxy.MCPUnlisted(cfg.MCP.Unlisted.String()),
+		MCPUnlisted:       cfg.MCP.Unlisted,
 
 		UnmatchedCredential:   credential(cfg.UnmatchedCredential),
 		MCPUnlistedCredential: credential(cfg.MCP.UnlistedCredential),
