@@ -10,7 +10,14 @@
 //   - kubernetes/ is an example of an agent with toolguard as a native
 //     sidecar: a Deployment (one replica, Recreate), the journal's
 //     PersistentVolumeClaim, the config and rule ConfigMaps, a NetworkPolicy
-//     and a maintenance pod; kubernetes/README.md explains them.
+//     and a maintenance pod; kubernetes/replicas/ is the variant for N
+//     replicas on one PostgreSQL journal; kubernetes/README.md explains
+//     them.
+//   - helm/toolguard is a Helm chart that renders both variants from
+//     values (journal.backend bolt or postgres, replicaCount, image, rule
+//     packs, config, Secrets, probes, resources, the agent container);
+//     its packs/ are copies of ../rules/packs. Its README.md has the
+//     values.
 //   - ../docs/operations.md is the operators' runbook.
 //
 // # Tests
@@ -22,5 +29,13 @@
 // lie on the right volumes, the probes hit /healthz and /readyz on the admin
 // port, tokens only ever come from a Secret, the agent is pointed at the
 // proxy and trusts its CA, the rule files parse, and the grace period
-// outlasts the drain timeout. They need no cluster and no Docker engine.
+// outlasts the drain timeout; for the replicas, rolling updates that keep
+// every pod until its successor is ready, a PodDisruptionBudget, and the
+// DSN, journal secret and CA from Secrets. The checks take parsed
+// documents, so that the Helm chart's renderings go through the same ones:
+// helm lint and helm template run with several value sets, and values the
+// chart must refuse (more than one replica on bbolt) must fail. They need
+// no cluster and no Docker engine; the chart's tests need helm
+// ($TOOLGUARD_HELM, ../bin/helm or PATH) and skip without it unless CI is
+// set.
 package deploy

@@ -9,12 +9,12 @@ import (
 	"testing"
 )
 
-// The runbook, the replicas guide and the Kubernetes README name commands,
-// metrics and hold reasons; these tests keep them in step with the source, which they read
-// as text (the proxy and cmd packages are not imported: deploy/ must not
-// depend on their internals).
+// The runbook, the replicas guide and the Kubernetes and Helm READMEs name
+// commands, metrics and hold reasons; these tests keep them in step with
+// the source, which they read as text (the proxy and cmd packages are not
+// imported: deploy/ must not depend on their internals).
 
-var runbooks = []string{"../docs/operations.md", "../docs/replicas.md", "kubernetes/README.md"}
+var runbooks = []string{"../docs/operations.md", "../docs/replicas.md", "kubernetes/README.md", "helm/toolguard/README.md"}
 
 func readFile(t *testing.T, path string) string {
 	t.Helper()

@@ -58,6 +58,13 @@ func loadFile(t *testing.T, f string) []manifest {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return parseManifests(t, f, data)
+}
+
+// parseManifests parses every YAML document of data, which came from
+// source (a file, or a rendering of the chart).
+func parseManifests(t *testing.T, source string, data []byte) []manifest {
+	t.Helper()
 	var out []manifest
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	for i := 0; ; i++ {
@@ -67,12 +74,12 @@ func loadFile(t *testing.T, f string) []manifest {
 			break
 		}
 		if err != nil {
-			t.Fatalf("%s: document %d: %v", f, i, err)
+			t.Fatalf("%s: document %d: %v", source, i, err)
 		}
 		if doc == nil { // an empty document, e.g. after a leading ---
 			continue
 		}
-		out = append(out, manifest{file: f, doc: doc})
+		out = append(out, manifest{file: source, doc: doc})
 	}
 	return out
 }
@@ -96,7 +103,13 @@ func findNamed(t *testing.T, ms []manifest, kind, name string) manifest {
 			return m
 		}
 	}
-	t.Fatalf("no %s named %q in %v", kind, name, manifestGlobs)
+	var files []string
+	for _, m := range ms {
+		if !slices.Contains(files, m.file) {
+			files = append(files, m.file)
+		}
+	}
+	t.Fatalf("no %s named %q in %v", kind, name, files)
 	return manifest{}
 }
 

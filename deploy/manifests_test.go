@@ -21,9 +21,12 @@ const (
 	agentName     = "agent"
 )
 
-// sidecar is the example workload and the configuration its toolguard
+// sidecar is the workload of one deployment (a kustomize variant, or a
+// rendering of the Helm chart) and the configuration its toolguard
 // container ends up with.
 type sidecar struct {
+	name      string // the deployment's, for messages
+	backend   string // the journal.backend it must end up with: bolt or postgres
 	ms        []manifest
 	workload  manifest
 	pod       map[string]any
@@ -35,12 +38,19 @@ type sidecar struct {
 	cfg config.Config
 	// cfgText is the config.yaml of the ConfigMap.
 	cfgText string
-	variant variant
 }
 
 func loadSidecar(t *testing.T, v variant) sidecar {
 	t.Helper()
-	s := sidecar{ms: loadVariant(t, v), variant: v}
+	return newSidecar(t, v.name, v.backend, loadVariant(t, v))
+}
+
+// newSidecar finds the workload with the toolguard and agent containers
+// among ms, the documents of the deployment called name, and builds the
+// configuration its toolguard ends up with.
+func newSidecar(t *testing.T, name, backend string, ms []manifest) sidecar {
+	t.Helper()
+	s := sidecar{ms: ms, name: name, backend: backend}
 	var found []manifest
 	for _, m := range s.ms {
 		pod := podSpecOf(m)
@@ -53,7 +63,7 @@ func loadSidecar(t *testing.T, v variant) sidecar {
 		}
 	}
 	if len(found) != 1 {
-		t.Fatalf("%s: want exactly one workload with containers %q and %q, found %v", v.dir, toolguardName, agentName, found)
+		t.Fatalf("%s: want exactly one workload with containers %q and %q, found %v", name, toolguardName, agentName, found)
 	}
 	s.workload = found[0]
 	s.pod = podSpecOf(s.workload)
@@ -128,7 +138,11 @@ func isLoopback(h string) bool {
 }
 
 func TestManifestsWellFormed(t *testing.T) {
-	for _, m := range loadManifests(t) {
+	testWellFormed(t, loadManifests(t))
+}
+
+func testWellFormed(t *testing.T, ms []manifest) {
+	for _, m := range ms {
 		t.Run(m.String(), func(t *testing.T) {
 			if str(m.doc["apiVersion"]) == "" || m.kind() == "" {
 				t.Errorf("lacks apiVersion or kind")
@@ -144,7 +158,7 @@ func TestToolguardSidecar(t *testing.T) {
 	forEachVariant(t, testSidecar)
 }
 
-// testSidecar checks what every variant's toolguard container must do.
+// testSidecar checks what every deployment's toolguard container must do.
 func testSidecar(t *testing.T, s sidecar) {
 	adminPort := port(t, s.cfg.Admin.Listen)
 
@@ -249,8 +263,8 @@ func testSidecar(t *testing.T, s sidecar) {
 	})
 
 	t.Run("journal backend", func(t *testing.T) {
-		if got := journalBackend(t, s); got != s.variant.backend {
-			t.Fatalf("toolguard's journal.backend is %q, want %q", got, s.variant.backend)
+		if got := journalBackend(t, s); got != s.backend {
+			t.Fatalf("toolguard's journal.backend is %q, want %q", got, s.backend)
 		}
 	})
 
@@ -269,13 +283,13 @@ func testSidecar(t *testing.T, s sidecar) {
 		}
 	})
 
-	switch s.variant.backend {
+	switch s.backend {
 	case "bolt":
 		testBoltJournal(t, s)
 	case "postgres":
 		testPostgresJournal(t, s)
 	default:
-		t.Fatalf("variant %s: unknown backend %q", s.variant.name, s.variant.backend)
+		t.Fatalf("%s: unknown backend %q", s.name, s.backend)
 	}
 }
 
@@ -472,7 +486,13 @@ func script(c container) string {
 }
 
 func TestNoLiteralTokens(t *testing.T) {
-	ms := loadManifests(t)
+	testNoLiteralTokens(t, loadManifests(t))
+	forEachVariant(t, testConfigHoldsNoSecrets)
+}
+
+// testNoLiteralTokens checks that no document carries a secret value: no
+// Secret with data, no env variable named like a secret with a literal.
+func testNoLiteralTokens(t *testing.T, ms []manifest) {
 	for _, m := range find(ms, "Secret") {
 		if m.doc["data"] != nil || m.doc["stringData"] != nil {
 			t.Errorf("%v carries secret values: create the Secret with kubectl, never in a file", m)
@@ -487,22 +507,29 @@ func TestNoLiteralTokens(t *testing.T) {
 			}
 		}
 	}
-	forEachVariant(t, func(t *testing.T, s sidecar) {
-		c, err := config.Parse(strings.NewReader(s.cfgText), config.Default())
-		if err != nil {
-			t.Fatal(err)
-		}
-		if c.Admin.Token != "" || c.Admin.AgentToken != "" {
-			t.Errorf("the ConfigMap's config.yaml holds a token: use the Secret's files")
-		}
-		if regexp.MustCompile(`(?m)^\s*dsn:\s*\S`).MatchString(s.cfgText) {
-			t.Errorf("the ConfigMap's config.yaml holds a journal.dsn, which may carry a password: use TOOLGUARD_JOURNAL_DSN from a Secret")
-		}
-	})
+}
+
+// testConfigHoldsNoSecrets checks that the sidecar's config.yaml, a
+// ConfigMap's, holds no token and no DSN.
+func testConfigHoldsNoSecrets(t *testing.T, s sidecar) {
+	c, err := config.Parse(strings.NewReader(s.cfgText), config.Default())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Admin.Token != "" || c.Admin.AgentToken != "" {
+		t.Errorf("the ConfigMap's config.yaml holds a token: use the Secret's files")
+	}
+	if regexp.MustCompile(`(?m)^\s*dsn:\s*\S`).MatchString(s.cfgText) {
+		t.Errorf("the ConfigMap's config.yaml holds a journal.dsn, which may carry a password: use TOOLGUARD_JOURNAL_DSN from a Secret")
+	}
 }
 
 func TestEveryContainerHardened(t *testing.T) {
-	for _, m := range loadManifests(t) {
+	testEveryContainerHardened(t, loadManifests(t))
+}
+
+func testEveryContainerHardened(t *testing.T, ms []manifest) {
+	for _, m := range ms {
 		pod := podSpecOf(m)
 		for _, c := range containers(pod) {
 			t.Run(m.String()+"/"+c.name(), func(t *testing.T) {
@@ -529,7 +556,11 @@ func TestEveryContainerHardened(t *testing.T) {
 }
 
 func TestClaimsExist(t *testing.T) {
-	ms := loadManifests(t)
+	testClaimsExist(t, loadManifests(t))
+}
+
+// testClaimsExist checks that every claim a pod mounts is among ms.
+func testClaimsExist(t *testing.T, ms []manifest) {
 	for _, m := range ms {
 		for _, v := range list(podSpecOf(m)["volumes"]) {
 			if claim := str(dig(v, "persistentVolumeClaim", "claimName")); claim != "" {
@@ -575,7 +606,8 @@ func testRuleFiles(t *testing.T, s sidecar) {
 // TestRuleFilesAreExamples checks that every rule file shipped under
 // deploy/ (in any ConfigMap, or as a file) is a byte-for-byte copy of the
 // file of the same name in examples/rules, whose samples
-// rules.TestShippedRules checks it against.
+// rules.TestShippedRules checks it against. The Helm chart's packs are
+// copies of rules/packs instead: TestChartPacksAreCopies checks them.
 //
 // Regression: the Kubernetes ConfigMap had its own copy of the Stripe
 // rules, keyed on metadata.order_id, which matches nothing in Stripe's
@@ -604,8 +636,14 @@ func TestRuleFilesAreExamples(t *testing.T) {
 		}
 	}
 	err := filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
+		if err != nil {
 			return err
+		}
+		if d.IsDir() && filepath.ToSlash(path) == chartPacksDir {
+			return filepath.SkipDir
+		}
+		if d.IsDir() {
+			return nil
 		}
 		if ext := filepath.Ext(path); ext != ".yaml" && ext != ".yml" {
 			return nil
@@ -669,22 +707,28 @@ func testNetworkPolicy(t *testing.T, s sidecar) {
 	}
 }
 
-// selectingPolicies returns the variant's NetworkPolicies whose
+// selectingPolicies returns the deployment's NetworkPolicies whose
 // podSelector matches the workload's pods.
 func selectingPolicies(s sidecar) []manifest {
-	labels := mapOf(dig(s.workload.doc, "spec", "template", "metadata", "labels"))
 	var out []manifest
 	for _, np := range find(s.ms, "NetworkPolicy") {
-		sel := mapOf(dig(np.doc, "spec", "podSelector", "matchLabels"))
-		match := len(sel) > 0
-		for k, v := range sel {
-			if str(labels[k]) != str(v) {
-				match = false
-			}
-		}
-		if match {
+		if selectsPods(s, dig(np.doc, "spec", "podSelector")) {
 			out = append(out, np)
 		}
 	}
 	return out
+}
+
+// selectsPods reports whether a label selector with matchLabels matches the
+// labels of the workload's pods. An empty selector matches nothing here.
+func selectsPods(s sidecar, selector any) bool {
+	labels := mapOf(dig(s.workload.doc, "spec", "template", "metadata", "labels"))
+	sel := mapOf(dig(selector, "matchLabels"))
+	match := len(sel) > 0
+	for k, v := range sel {
+		if str(labels[k]) != str(v) {
+			match = false
+		}
+	}
+	return match
 }

@@ -158,6 +158,21 @@ func testPostgresJournal(t *testing.T, s sidecar) {
 		}
 	})
 
+	t.Run("drains take one replica at a time", func(t *testing.T) {
+		var budgets []manifest
+		for _, pdb := range find(s.ms, "PodDisruptionBudget") {
+			if selectsPods(s, dig(pdb.doc, "spec", "selector")) {
+				budgets = append(budgets, pdb)
+			}
+		}
+		if len(budgets) != 1 {
+			t.Fatalf("want one PodDisruptionBudget selecting the pods, found %v: a node drain could stop every replica at once", budgets)
+		}
+		if n, ok := number(dig(budgets[0].doc, "spec", "maxUnavailable")); !ok || n < 1 {
+			t.Errorf("%v: maxUnavailable = %v, want >= 1 (a number: 0 or a minAvailable of every replica blocks node drains)", budgets[0], dig(budgets[0].doc, "spec", "maxUnavailable"))
+		}
+	})
+
 	t.Run("egress to PostgreSQL", func(t *testing.T) {
 		for _, np := range selectingPolicies(s) {
 			for _, rule := range list(dig(np.doc, "spec", "egress")) {
@@ -185,9 +200,15 @@ func TestMigrateJob(t *testing.T) {
 	if len(jobs) != 1 || jobs[0].kind() != "Job" {
 		t.Fatalf("migrate-job.yaml: want one Job, got %v", jobs)
 	}
-	cs := containers(podSpecOf(jobs[0]))
+	testMigrateJob(t, s, jobs[0])
+}
+
+// testMigrateJob checks a Job that migrates the journal of the replicas
+// of s.
+func testMigrateJob(t *testing.T, s sidecar, job manifest) {
+	cs := containers(podSpecOf(job))
 	if len(cs) != 1 {
-		t.Fatalf("%v: want one container, got %d", jobs[0], len(cs))
+		t.Fatalf("%v: want one container, got %d", job, len(cs))
 	}
 	c := cs[0]
 	if args := strList(c.m["args"]); !slices.Equal(args, []string{"journal", "migrate"}) {
@@ -201,7 +222,7 @@ func TestMigrateJob(t *testing.T) {
 	if !ok || jobName != name || jobKey != key {
 		t.Errorf("TOOLGUARD_JOURNAL_DSN from Secret %s key %s, the replicas' from %s key %s", jobName, jobKey, name, key)
 	}
-	if p := str(dig(podSpecOf(jobs[0]), "restartPolicy")); p != "Never" && p != "OnFailure" {
+	if p := str(dig(podSpecOf(job), "restartPolicy")); p != "Never" && p != "OnFailure" {
 		t.Errorf("restartPolicy %q: a Job's pod needs Never or OnFailure", p)
 	}
 }
