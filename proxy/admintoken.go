@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"crypto/rand"
 	"encoding/base64"
 	"errors"
 	"fmt"
@@ -8,6 +9,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/toolguard/toolguard/tlsca"
 )
 
 // operatorTokenPrefix starts every generated operator token, so that one
@@ -27,14 +30,14 @@ func LoadOrCreateToken(path string) (token string, created bool, err error) {
 		return token, false, err
 	}
 	b := make([]byte, 32)
-	if _, err := randRead(b); err != nil {
+	if _, err := rand.Read(b); err != nil {
 		return "", false, fmt.Errorf("generate operator token: %w", err)
 	}
 	token = operatorTokenPrefix + base64.RawURLEncoding.EncodeToString(b)
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return "", false, fmt.Errorf("create operator token dir: %w", err)
 	}
-	switch err := writeFileNew(path, []byte(token+"\n"), 0o600); {
+	switch err := tlsca.CreateFile(path, []byte(token+"\n"), 0o600); {
 	case errors.Is(err, fs.ErrExist): // another process was first: use its token
 		token, err = ReadToken(path)
 		return token, false, err
@@ -63,12 +66,4 @@ func ReadToken(path string) (string, error) {
 		return "", fmt.Errorf("read operator token %s: the file is empty; remove it to generate a new token", path)
 	}
 	return token, nil
-}
-
-// writeFileNew creates path with data and mode perm, failing with an error
-// wrapping fs.ErrExist when it exists: a temporary file in the same
-// directory is written and fsynced, then hard-linked to path (link never
-// replaces a file), and the directory is fsynced.
-func writeFileNew(path string, data []byte, perm os.FileMode) error {
-	return placeFile(path, data, perm, os.Link)
 }

@@ -15,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/toolguard/toolguard/egress"
 	"github.com/toolguard/toolguard/journal"
 	"github.com/toolguard/toolguard/rules"
 	"github.com/toolguard/toolguard/verifiers"
@@ -88,7 +89,7 @@ func (s *Server) forward(c *call, st journal.Step, fl *flight, d Decision) (*ans
 		outcome = OutcomeRecovered
 	}
 	switch {
-	case refusal(res.err) != nil:
+	case errors.Is(res.err, egress.ErrRefused):
 		s.metrics.reject("egress")
 		return s.problemWith(c, newProblem(ProblemRejected, st.Key, "nothing was sent: "+res.err.Error()), d), nil
 	case res.err != nil && !res.sent:

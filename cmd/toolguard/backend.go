@@ -13,6 +13,7 @@ import (
 	"github.com/toolguard/toolguard/journal"
 	"github.com/toolguard/toolguard/journal/postgres"
 	"github.com/toolguard/toolguard/proxy"
+	"github.com/toolguard/toolguard/tlsca"
 )
 
 // servedJournal is what serve needs of a journal, whatever its backend.
@@ -71,7 +72,7 @@ func openJournal(ctx context.Context, cfg config.Config, log *slog.Logger, metri
 // <path>.secret, created on first start.
 func loadSecret(cfg config.Config) ([]byte, error) {
 	if cfg.Journal.SecretFile == "" {
-		return proxy.LoadOrCreateSecret(secretPath(cfg.Journal.Path))
+		return tlsca.LoadOrCreateSecret(secretPath(cfg.Journal.Path))
 	}
 	b, err := os.ReadFile(cfg.Journal.SecretFile)
 	if err != nil {
