@@ -28,7 +28,8 @@ var (
 
 // Error is a connection the policy refused.
 type Error struct {
-	// Host is the target's host as the caller named it.
+	// Host is the target as the caller named it: its host when Addr is
+	// set, host:port when the target was refused by its name.
 	Host string
 	// Addr is the normalised address refused; the zero AddrPort when the
 	// target was refused by its name.

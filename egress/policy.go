@@ -139,7 +139,7 @@ func (k Kind) String() string {
 func (p *Policy) Check(kind Kind, hostport string) error {
 	host, port, _ := net.SplitHostPort(hostport)
 	if p.isSelf(hostport) {
-		return &Error{Host: host, Err: ErrSelf}
+		return &Error{Host: hostport, Err: ErrSelf}
 	}
 	named := p.rules != nil && p.rules.Intercepts(hostport)
 	switch {

@@ -49,12 +49,12 @@ func serveSim(t testing.TB, sim http.RoundTripper) *simUpstream {
 	}}
 	u.secure.StartTLS()
 	t.Cleanup(u.secure.Close)
-	u.plainPort = port(u.plain.Listener.Addr())
-	u.securePort = port(u.secure.Listener.Addr())
+	u.plainPort = listenerPort(u.plain.Listener.Addr())
+	u.securePort = listenerPort(u.secure.Listener.Addr())
 	return u
 }
 
-func port(a net.Addr) string { return strconv.Itoa(a.(*net.TCPAddr).Port) }
+func listenerPort(a net.Addr) string { return strconv.Itoa(a.(*net.TCPAddr).Port) }
 
 // options are opts with the simulator's resolver and roots.
 func (u *simUpstream) options(opts Options) Options {
