@@ -9,25 +9,22 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/toolguard/toolguard/tlsca"
 )
 
 // operatorTokenPrefix starts every generated operator token, so that one
 // found in a log or a paste is recognised (and secret scanners can match it).
 const operatorTokenPrefix = "tgop_"
 
-// CreateFile creates path with data and mode perm, failing with an error
-// wrapping fs.ErrExist when path exists, and leaving no partial file after
-// a crash: a temporary file in the same directory is written and fsynced,
-// then linked into place, and the directory is fsynced.
-type CreateFile func(path string, data []byte, perm os.FileMode) error
-
 // LoadOrCreateToken returns the operator token kept at path, creating it on
-// first use: 32 random bytes, base64url, with mode 0600, written by create.
+// first use: 32 random bytes, base64url, with mode 0600, created with
+// tlsca.CreateFile (no partial file after a crash).
 // A file that exists is never overwritten, so two processes starting at
 // once agree on one token. created reports that this call wrote it. An
 // existing file that is empty, or readable by others than its owner, is an
 // error.
-func LoadOrCreateToken(path string, create CreateFile) (token string, created bool, err error) {
+func LoadOrCreateToken(path string) (token string, created bool, err error) {
 	token, err = ReadToken(path)
 	if !errors.Is(err, fs.ErrNotExist) {
 		return token, false, err
@@ -40,7 +37,7 @@ func LoadOrCreateToken(path string, create CreateFile) (token string, created bo
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return "", false, fmt.Errorf("create operator token dir: %w", err)
 	}
-	switch err := create(path, []byte(token+"\n"), 0o600); {
+	switch err := tlsca.CreateFile(path, []byte(token+"\n"), 0o600); {
 	case errors.Is(err, fs.ErrExist): // another process was first: use its token
 		token, err = ReadToken(path)
 		return token, false, err

@@ -20,7 +20,7 @@ func TestLoadOrCreateToken(t *testing.T) {
 	for i := range n {
 		wg.Go(func() {
 			var err error
-			if tokens[i], created[i], err = LoadOrCreateToken(path, linkNew); err != nil {
+			if tokens[i], created[i], err = LoadOrCreateToken(path); err != nil {
 				t.Error(err)
 			}
 		})
@@ -42,7 +42,7 @@ func TestLoadOrCreateToken(t *testing.T) {
 	if err != nil || fi.Mode().Perm() != 0o600 {
 		t.Fatalf("token file: %v, %v; want mode 0600", fi.Mode(), err)
 	}
-	if again, made, err := LoadOrCreateToken(path, linkNew); err != nil || made || again != tokens[0] {
+	if again, made, err := LoadOrCreateToken(path); err != nil || made || again != tokens[0] {
 		t.Fatalf("second start: %q, created %v, %v; want the same token", again, made, err)
 	}
 	entries, _ := os.ReadDir(filepath.Dir(path))
@@ -51,41 +51,15 @@ func TestLoadOrCreateToken(t *testing.T) {
 	}
 
 	os.Chmod(path, 0o644)
-	if _, _, err := LoadOrCreateToken(path, linkNew); err == nil || !strings.Contains(err.Error(), "chmod 600") {
+	if _, _, err := LoadOrCreateToken(path); err == nil || !strings.Contains(err.Error(), "chmod 600") {
 		t.Errorf("world-readable token file: %v, want an error naming chmod 600", err)
 	}
 	os.WriteFile(path, []byte("\n"), 0o600)
 	os.Chmod(path, 0o600)
-	if _, _, err := LoadOrCreateToken(path, linkNew); err == nil || !strings.Contains(err.Error(), "empty") {
+	if _, _, err := LoadOrCreateToken(path); err == nil || !strings.Contains(err.Error(), "empty") {
 		t.Errorf("empty token file: %v, want an error", err)
 	}
 	if b, _ := os.ReadFile(path); string(b) != "\n" {
 		t.Errorf("the empty file was replaced: %q", b)
 	}
-}
-
-// linkNew is a CreateFile as serve passes one: a temporary file, fsynced,
-// hard-linked into place (a link never replaces a file).
-func linkNew(path string, data []byte, perm os.FileMode) error {
-	f, err := os.CreateTemp(filepath.Dir(path), ".token.tmp-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(f.Name())
-	if err := f.Chmod(perm); err != nil {
-		f.Close()
-		return err
-	}
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	return os.Link(f.Name(), path)
 }

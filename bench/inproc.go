@@ -24,6 +24,7 @@ import (
 	"github.com/toolguard/toolguard/journal/postgres"
 	"github.com/toolguard/toolguard/proxy"
 	"github.com/toolguard/toolguard/rules"
+	"github.com/toolguard/toolguard/tlsca"
 )
 
 // inproc is toolguard wired in this process by package wire, as
@@ -61,11 +62,11 @@ func startInproc(dir, rulesDir, upstreamCAFile, dsn string) (*inproc, error) {
 	if err != nil {
 		return nil, err
 	}
-	ca, _, err := proxy.LoadOrCreateCA(filepath.Join(dir, "ca"))
+	ca, _, err := tlsca.LoadOrCreate(filepath.Join(dir, "ca"))
 	if err != nil {
 		return nil, err
 	}
-	secret, err := proxy.LoadOrCreateSecret(cfg.Journal.Path + ".secret")
+	secret, err := tlsca.LoadOrCreateSecret(cfg.Journal.Path + ".secret")
 	if err != nil {
 		return nil, err
 	}

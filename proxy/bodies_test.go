@@ -47,7 +47,7 @@ func TestSlowBodyDoesNotStallOthers(t *testing.T) {
 	for _, mode := range []string{"plain", "intercepted"} {
 		t.Run(mode, func(t *testing.T) {
 			tools := newCounter(t, "tcp4", "127.0.0.1:0")
-			var upstream http.RoundTripper
+			var upstream TransportOptions
 			if mode == "intercepted" {
 				tools, upstream = newTLSCounter(t)
 			}

@@ -70,20 +70,23 @@ type testProxy struct {
 	baseURL string
 }
 
+// newTestProxy runs a proxy with one route of api.test, whose upstream is
+// the simulator tr (see serveSim).
 func newTestProxy(t *testing.T, route string, tr http.RoundTripper, opts Options) *testProxy {
 	t.Helper()
 	const host = "api.test:80"
-	api, err := rules.Parse("test.yaml", []byte("api: test\nhosts: [\"api.test\"]\ncredential: {header: Authorization}\nroutes:\n"+route))
+	return newSetProxy(t, "test.yaml", "api: test\nhosts: [\"api.test\"]\ncredential: {header: Authorization}\nroutes:\n"+route, host, tr, opts)
+}
+
+// newSetProxy is newTestProxy for the rule file text; the client's
+// requests go to http://host, on the simulator's port.
+func newSetProxy(t *testing.T, file, text, host string, tr http.RoundTripper, opts Options) *testProxy {
+	t.Helper()
+	up := serveSim(t, tr)
+	api, err := rules.Parse(file, []byte(up.at(text)))
 	if err != nil {
 		t.Fatal(err)
 	}
-	return newSetProxy(t, api, host, tr, opts)
-}
-
-// newSetProxy is newTestProxy for a parsed rule file; the client's
-// requests go to http://host.
-func newSetProxy(t *testing.T, api *rules.API, host string, tr http.RoundTripper, opts Options) *testProxy {
-	t.Helper()
 	set, err := rules.NewSet(api)
 	if err != nil {
 		t.Fatal(err)
@@ -101,7 +104,8 @@ func newSetProxy(t *testing.T, api *rules.API, host string, tr http.RoundTripper
 		}
 		j.Close()
 	})
-	opts.Rules, opts.Journal, opts.Transport, opts.Logger, opts.Secret = set, j, tr, log, []byte("0123456789abcdef0123456789abcdef")
+	opts = up.options(opts)
+	opts.Rules, opts.Journal, opts.Logger, opts.Secret = set, j, log, []byte("0123456789abcdef0123456789abcdef")
 	srv, err := New(opts)
 	if err != nil {
 		t.Fatal(err)
@@ -112,7 +116,7 @@ func newSetProxy(t *testing.T, api *rules.API, host string, tr http.RoundTripper
 	t.Cleanup(ts.Close)
 	t.Cleanup(srv.Close)
 	pu, _ := url.Parse(ts.URL)
-	return &testProxy{srv: srv, j: j, logs: logs, clock: clock, baseURL: "http://" + host,
+	return &testProxy{srv: srv, j: j, logs: logs, clock: clock, baseURL: up.at("http://" + host),
 		client: &http.Client{Transport: credentialed{&http.Transport{Proxy: http.ProxyURL(pu)}}}}
 }
 
@@ -274,7 +278,7 @@ func TestStaleVerifierIsFenced(t *testing.T) {
 		t.Fatal(err)
 	}
 	close(release)
-	p.srv.Close() // waits for the verifier to finish
+	p.srv.bgWork.Wait() // the verifier gets its late answer and finishes
 	st, _ := p.j.Get(key)
 	if st.Status == journal.StatusVerified {
 		t.Fatal("a stale verifier marked the step verified")

@@ -15,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/toolguard/toolguard/egress"
 	"github.com/toolguard/toolguard/journal"
 	"github.com/toolguard/toolguard/rules"
 	"github.com/toolguard/toolguard/verifiers"
@@ -93,7 +94,7 @@ func (r restCarrier) forwarded(c *call, rec journal.Step, res result, d Decision
 		outcome = OutcomeRecovered
 	}
 	switch {
-	case refusal(res.err) != nil:
+	case errors.Is(res.err, egress.ErrRefused):
 		s.metrics.reject("egress")
 		return s.problemWith(c, newProblem(ProblemRejected, rec.Key, "nothing was sent: "+res.err.Error()), d)
 	case res.err != nil && !res.sent:

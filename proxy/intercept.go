@@ -77,11 +77,9 @@ func (s *Server) tunnelHandler(target, scheme string) http.Handler {
 	h := s.Handler()
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method == http.MethodConnect {
-			why := "CONNECT inside a tunnel is not supported"
-			s.logRequest(r, slog.LevelInfo, OutcomeBlocked, http.StatusMethodNotAllowed, why)
-			p := newProblem(ProblemRejected, "", why)
+			p := newProblem(ProblemRejected, "", "CONNECT inside a tunnel is not supported")
 			p.Status = http.StatusMethodNotAllowed
-			p.write(w)
+			writeResponse(w, s.refuse(r, refusal{problem: p}))
 			return
 		}
 		if !r.URL.IsAbs() {

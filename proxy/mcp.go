@@ -27,7 +27,6 @@ type MCPServer struct {
 	API *rules.API
 }
 
-
 // mcpCall is the MCP side of a guarded call: the tools/call, and what the
 // server answered.
 type mcpCall struct {
@@ -120,7 +119,7 @@ func (s *Server) serveMCP(w http.ResponseWriter, r *http.Request) bool {
 	}
 	ep := s.mcp.byName[name]
 	if ep == nil {
-		writeResponse(w, newProblem(ProblemRejected, "", fmt.Sprintf("no MCP server %q is configured (mcp.servers)", name)).response(r))
+		writeResponse(w, s.refuse(r, refusal{problem: newProblem(ProblemRejected, "", fmt.Sprintf("no MCP server %q is configured (mcp.servers)", name))}))
 		return true
 	}
 	resp, listing := s.handleMCP(r, ep, ep.url)

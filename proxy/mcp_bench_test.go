@@ -16,7 +16,7 @@ import (
 )
 
 // BenchmarkMCPGuarded measures the proxy's own cost of a guarded
-// tools/call through the gateway (an in-memory server answers at once):
+// tools/call through the gateway (a loopback server answers at once):
 // parse, key, two journal commits, the server's answer classified and
 // stored, the answer rendered.
 func BenchmarkMCPGuarded(b *testing.B) {
@@ -35,8 +35,9 @@ func BenchmarkMCPGuarded(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	u, _ := url.Parse("http://tickets.test/mcp")
-	srv, err := New(Options{Journal: j, Transport: upstream, Secret: []byte("s"), MCPServers: []MCPServer{{Name: "tickets", URL: u, API: api}}})
+	up := serveSim(b, upstream)
+	u, _ := url.Parse(up.at("http://tickets.test/mcp"))
+	srv, err := New(up.options(Options{Journal: j, Secret: []byte("s"), MCPServers: []MCPServer{{Name: "tickets", URL: u, API: api}}}))
 	if err != nil {
 		b.Fatal(err)
 	}

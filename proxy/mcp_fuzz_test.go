@@ -45,8 +45,9 @@ func FuzzMCPGateway(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
-	u, _ := url.Parse("http://tickets.test/mcp")
-	srv, err := New(Options{Journal: j, Transport: upstream, Secret: []byte("s"), MCPServers: []MCPServer{{Name: "tickets", URL: u, API: api}}})
+	up := serveSim(f, upstream)
+	u, _ := url.Parse(up.at("http://tickets.test/mcp"))
+	srv, err := New(up.options(Options{Journal: j, Secret: []byte("s"), MCPServers: []MCPServer{{Name: "tickets", URL: u, API: api}}}))
 	if err != nil {
 		f.Fatal(err)
 	}

@@ -23,6 +23,7 @@ import (
 	"github.com/toolguard/toolguard/journal"
 	"github.com/toolguard/toolguard/journal/bolt"
 	"github.com/toolguard/toolguard/rules"
+	"github.com/toolguard/toolguard/tlsca"
 )
 
 // ticketServer is a real MCP server (the official Go SDK, Streamable HTTP
@@ -47,8 +48,8 @@ type ticketServer struct {
 
 	mu      sync.Mutex
 	tickets map[string]string // title → id
-	// tlsClient trusts the server's certificate; nil for plain HTTP.
-	tlsClient *http.Client
+	// roots trusts the server's certificate; nil for plain HTTP.
+	roots *x509.CertPool
 	// callHeaders are the headers of the last tools/call POST.
 	callHeaders http.Header
 }
@@ -191,7 +192,8 @@ func startTicketServer(t *testing.T, opts *sdk.StreamableHTTPOptions, useTLS boo
 	}))
 	if useTLS {
 		hs.StartTLS()
-		ts.tlsClient = hs.Client()
+		ts.roots = x509.NewCertPool()
+		ts.roots.AddCert(hs.Certificate())
 	} else {
 		hs.Start()
 	}
@@ -312,12 +314,12 @@ func newMCPProxy(t *testing.T, ts *ticketServer, opts Options) *mcpProxy {
 	opts.Rules = set
 	opts.MCPServers = append(opts.MCPServers, MCPServer{Name: "tickets", URL: ts.url, API: ticketRules(t, "")})
 	var roots *x509.CertPool
-	if ts.tlsClient != nil {
-		ca, err := CreateCA(t.TempDir())
+	if ts.roots != nil {
+		ca, err := tlsca.Create(t.TempDir())
 		if err != nil {
 			t.Fatal(err)
 		}
-		opts.CA, opts.Transport = ca, ts.tlsClient.Transport
+		opts.CA, opts.Transport.RootCAs = ca, ts.roots
 		roots = x509.NewCertPool()
 		roots.AddCert(ca.Cert)
 	}

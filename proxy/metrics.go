@@ -190,6 +190,19 @@ func (m *Metrics) reject(reason string) {
 	}
 }
 
+// refused counts a request refused before any route guarded it: under
+// requests{outcome="blocked"} with no api or route, and under
+// rejected{reason} when reason is set.
+func (m *Metrics) refused(reason string) {
+	if m == nil {
+		return
+	}
+	m.requests.WithLabelValues("", "", OutcomeBlocked).Inc()
+	if reason != "" {
+		m.rejected.WithLabelValues(reason).Inc()
+	}
+}
+
 func (m *Metrics) truncatedResponse() {
 	if m != nil {
 		m.truncated.Inc()

@@ -24,6 +24,7 @@ import (
 
 	"github.com/toolguard/toolguard/journal/bolt"
 	"github.com/toolguard/toolguard/rules"
+	"github.com/toolguard/toolguard/tlsca"
 )
 
 // fakeResolver answers lookups from a table; a name it does not hold is
@@ -74,22 +75,18 @@ func (c *counter) handler() http.Handler {
 	})
 }
 
-// newTLSCounter is newCounter serving HTTPS on 127.0.0.1, with an
-// upstream transport that trusts it.
-func newTLSCounter(t *testing.T) (*counter, *http.Transport) {
+// newTLSCounter is newCounter serving HTTPS on 127.0.0.1, with upstream
+// transport options that trust it.
+func newTLSCounter(t *testing.T) (*counter, TransportOptions) {
 	t.Helper()
 	c := &counter{}
 	ts := httptest.NewUnstartedServer(c.handler())
 	ts.StartTLS()
 	t.Cleanup(ts.Close)
 	c.ln = ts.Listener
-	tr, err := NewTransport(TransportOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	tr.TLSClientConfig.RootCAs = x509.NewCertPool()
-	tr.TLSClientConfig.RootCAs.AddCert(ts.Certificate())
-	return c, tr
+	roots := x509.NewCertPool()
+	roots.AddCert(ts.Certificate())
+	return c, TransportOptions{RootCAs: roots}
 }
 
 func (c *counter) port() int { return c.ln.Addr().(*net.TCPAddr).Port }
@@ -134,7 +131,7 @@ func startNetProxyOn(t *testing.T, opts Options, ruleFile string, mitm bool, wra
 	}
 	t.Cleanup(func() { j.Close() })
 	if mitm {
-		ca, err := CreateCA(t.TempDir())
+		ca, err := tlsca.Create(t.TempDir())
 		if err != nil {
 			t.Fatal(err)
 		}

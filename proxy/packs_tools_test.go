@@ -75,11 +75,12 @@ func (s *toolSim) calls(method string) []simCall {
 }
 
 // packProxy is a proxy loaded with one pack's rule file, sending upstream
-// (and looking up) through sim, on a settable clock.
+// (and looking up) to sim, on a settable clock.
 type packProxy struct {
 	j      *bolt.Journal
 	client *http.Client
 	clock  *fakeClock
+	up     *simUpstream
 }
 
 func startPackProxy(t *testing.T, pack string, sim http.RoundTripper) *packProxy {
@@ -89,7 +90,8 @@ func startPackProxy(t *testing.T, pack string, sim http.RoundTripper) *packProxy
 	if err != nil {
 		t.Fatal(err)
 	}
-	api, err := rules.Parse(file, data)
+	up := serveSim(t, sim)
+	api, err := rules.Parse(file, []byte(up.at(string(data))))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -109,7 +111,7 @@ func startPackProxy(t *testing.T, pack string, sim http.RoundTripper) *packProxy
 		}
 		j.Close()
 	})
-	srv, err := New(Options{Rules: set, Journal: j, Transport: sim, Logger: log, Secret: []byte("0123456789abcdef0123456789abcdef")})
+	srv, err := New(up.options(Options{Rules: set, Journal: j, Logger: log, Secret: []byte("0123456789abcdef0123456789abcdef")}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,13 +121,13 @@ func startPackProxy(t *testing.T, pack string, sim http.RoundTripper) *packProxy
 	t.Cleanup(ts.Close)
 	t.Cleanup(srv.Close)
 	pu, _ := url.Parse(ts.URL)
-	return &packProxy{j: j, clock: clock, client: &http.Client{Transport: &http.Transport{Proxy: http.ProxyURL(pu)}}}
+	return &packProxy{j: j, clock: clock, up: up, client: &http.Client{Transport: &http.Transport{Proxy: http.ProxyURL(pu)}}}
 }
 
 // send sends one call through the proxy (plain HTTP to the pack's host).
 func (p *packProxy) send(t *testing.T, method, rawURL, contentType, body string, header http.Header) (*http.Response, string) {
 	t.Helper()
-	req, err := http.NewRequest(method, rawURL, strings.NewReader(body))
+	req, err := http.NewRequest(method, p.up.at(rawURL), strings.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/toolguard/toolguard/journal"
 	"github.com/toolguard/toolguard/journal/bolt"
 	"github.com/toolguard/toolguard/rules"
+	"github.com/toolguard/toolguard/tlsca"
 )
 
 // The in-process test proxy: a real Server on 127.0.0.1 with a real bbolt
@@ -192,7 +193,7 @@ func startHarness(t *testing.T, cfg harnessConfig) *harness {
 			t.Logf("toolguard log:\n%s", h.logs.String())
 		}
 	})
-	ca, err := CreateCA(t.TempDir())
+	ca, err := tlsca.Create(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -211,7 +212,7 @@ func startHarness(t *testing.T, cfg harnessConfig) *harness {
 		port, _ := strconv.Atoi(u.Port())
 		opts.ConnectPorts = []int{port}
 	}
-	opts.Transport = &http.Transport{Proxy: nil, TLSClientConfig: &tls.Config{RootCAs: upstreamRoots}}
+	opts.Transport.RootCAs = upstreamRoots
 	h.srv, err = New(opts)
 	if err != nil {
 		t.Fatal(err)

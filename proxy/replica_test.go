@@ -37,9 +37,12 @@ func newReplica(t *testing.T, mem *memJournal, route string, tr http.RoundTrippe
 	return r
 }
 
-// newProxyOn runs a proxy on store with the clock now.
+// newProxyOn runs a proxy on store with the clock now, whose upstream is
+// the simulator tr (see serveSim).
 func newProxyOn(t *testing.T, store journal.Store, now func() time.Time, route string, tr http.RoundTripper, opts Options) *replica {
 	t.Helper()
+	up := serveSim(t, tr)
+	route = up.at(route)
 	// A route that starts with a credential: line replaces the file's
 	// default credential.
 	cred := "credential: {header: Authorization}\n"
@@ -56,7 +59,8 @@ func newProxyOn(t *testing.T, store journal.Store, now func() time.Time, route s
 	}
 	logs := &bytes.Buffer{}
 	log := slog.New(slog.NewTextHandler(lockedWriter{&sync.Mutex{}, logs}, nil))
-	opts.Rules, opts.Journal, opts.Transport, opts.Logger, opts.Secret = set, store, tr, log, []byte("0123456789abcdef0123456789abcdef")
+	opts = up.options(opts)
+	opts.Rules, opts.Journal, opts.Logger, opts.Secret = set, store, log, []byte("0123456789abcdef0123456789abcdef")
 	srv, err := New(opts)
 	if err != nil {
 		t.Fatal(err)
@@ -71,7 +75,7 @@ func newProxyOn(t *testing.T, store journal.Store, now func() time.Time, route s
 		}
 	})
 	pu, _ := url.Parse(ts.URL)
-	return &replica{srv: srv, store: store, logs: logs, baseURL: "http://api.test:80",
+	return &replica{srv: srv, store: store, logs: logs, baseURL: up.at("http://api.test:80"),
 		client: &http.Client{Transport: credentialed{&http.Transport{Proxy: http.ProxyURL(pu)}}}}
 }
 
@@ -227,7 +231,9 @@ func TestReplicaLapsedLeaseTakeover(t *testing.T) {
 			}
 			mem := newMemJournal(time.Now)
 			const lease = 30 * time.Millisecond
-			a := newReplica(t, mem, tc.route, tr, Options{Lease: lease, UpstreamTimeout: lease})
+			// a's call outlives its lease: it waits for the gate, however
+			// long, as a worker delayed past its lease.
+			a := newReplica(t, mem, tc.route, tr, Options{Lease: lease, UpstreamTimeout: time.Minute})
 			b := newReplica(t, mem, tc.route, tr, Options{Lease: lease, UpstreamTimeout: lease})
 			mem.renewFault = func(epoch uint64) error {
 				if epoch == a.j.epoch {
@@ -295,18 +301,24 @@ func TestCommitUnknownNeverSendsBlind(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			tr := &scriptedTransport{answers: []string{`{"id":"one"}`}}
-			mem := newMemJournal(time.Now)
+			clock := &fakeClock{t: time.Now()}
+			mem := newMemJournal(clock.now)
 			var faults atomic.Int64
 			mem.fault = func(key string, ch journal.Change) error {
 				if !ch.Claim || faults.Add(1) > 1 {
 					return nil
 				}
+				// The acknowledgement is lost for good: by the time the
+				// step is read again, every window of the claim (its
+				// lease, the upstream timeout, this process's flight) has
+				// passed.
+				clock.add(time.Hour)
 				if tc.stored {
 					return journal.ErrCommitUnknown
 				}
 				return errLostBeforeCommit
 			}
-			p := newReplica(t, mem, tc.route, tr, Options{UpstreamTimeout: time.Nanosecond})
+			p := newReplica(t, mem, tc.route, tr, Options{})
 			r := p.post(t, `{"n":1}`)
 			if r.resp.StatusCode != tc.status {
 				t.Fatalf("answer %d %s, want %d", r.resp.StatusCode, r.body, tc.status)

@@ -17,9 +17,11 @@ import (
 	"github.com/elazarl/goproxy"
 	"golang.org/x/sync/semaphore"
 
+	"github.com/toolguard/toolguard/egress"
 	"github.com/toolguard/toolguard/journal"
 	"github.com/toolguard/toolguard/policy"
 	"github.com/toolguard/toolguard/rules"
+	"github.com/toolguard/toolguard/tlsca"
 	"github.com/toolguard/toolguard/verifiers"
 )
 
@@ -33,9 +35,11 @@ type Options struct {
 	// Secret keys the credential HMAC in idempotency keys.
 	Secret []byte
 	// CA signs leaf certificates for intercepted hosts.
-	CA *CA
-	// Transport sends upstream calls; nil means NewTransport's default.
-	Transport http.RoundTripper
+	CA *tlsca.CA
+	// Transport tunes the transport of upstream calls (roots, idle
+	// connections). The proxy always builds that transport itself, around
+	// the egress policy's Dial, which no option replaces.
+	Transport TransportOptions
 	// Unmatched is the policy for calls no route matches (zero:
 	// passthrough).
 	Unmatched policy.Unmatched
@@ -86,12 +90,12 @@ type Options struct {
 	// used (an unspecified address stands for every local address).
 	SelfAddrs []string
 	// EgressDeny are the destinations the proxy never dials (checked at
-	// dial time, after name resolution); nil means DefaultEgressDeny (the
+	// dial time, after name resolution); nil means egress.DefaultDeny (the
 	// cloud metadata addresses), empty means none.
 	EgressDeny []netip.Prefix
 	// Resolver resolves upstream names before the egress checks; nil
 	// means net.DefaultResolver.
-	Resolver Resolver
+	Resolver egress.Resolver
 	// BodyReadTimeout is the longest a guarded body read waits for the
 	// next bytes, and the allowance before BodyMinRate applies
 	// (default 10s); see bodies.go.
@@ -138,12 +142,14 @@ type Options struct {
 
 // Server is the guarded forward proxy.
 type Server struct {
-	opts     Options
-	rules    *rules.Set
-	journal  journal.Store
-	deriver  *rules.Deriver
-	certs    *certCache
-	upstream http.RoundTripper
+	opts    Options
+	rules   *rules.Set
+	journal journal.Store
+	deriver *rules.Deriver
+	certs   *tlsca.Cache
+	// upstream carries every upstream call; its connections are opened
+	// by egress.Dial.
+	upstream *http.Transport
 	goproxy  *goproxy.ProxyHttpServer
 	log      *slog.Logger
 	flights  *flights
@@ -158,7 +164,7 @@ type Server struct {
 	stopBg  context.CancelFunc
 	bgWork  sync.WaitGroup
 	metrics *Metrics
-	egress  *egress
+	egress  *egress.Policy
 	parked  parking
 	// verifying holds the keys this process verifies (see verifylease.go).
 	verifying localVerifications
@@ -251,7 +257,14 @@ func New(opts Options) (*Server, error) {
 		flights: newFlights(),
 		bodies:  semaphore.NewWeighted(opts.BodyBuffer),
 	}
-	s.egress = newEgress(opts)
+	s.egress = egress.New(egress.Config{
+		AllowHosts:   opts.AllowHosts,
+		ConnectPorts: opts.ConnectPorts,
+		SelfAddrs:    opts.SelfAddrs,
+		Deny:         opts.EgressDeny,
+		Rules:        opts.Rules,
+		Resolver:     opts.Resolver,
+	})
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
@@ -277,27 +290,15 @@ func New(opts Options) (*Server, error) {
 	s.journal = healthRecordingStore{Store: opts.Journal, h: &s.health}
 	s.metrics.watchState(s, opts.Journal, opts.Maintainer)
 	if opts.CA != nil {
-		s.certs = newCertCache(opts.CA, opts.CertCacheSize)
+		s.certs = tlsca.NewCache(opts.CA, opts.CertCacheSize)
 	}
-	s.upstream = opts.Transport
-	if s.upstream == nil {
-		t, err := NewTransport(TransportOptions{})
-		if err != nil {
-			return nil, err
-		}
-		s.upstream = t
+	// Every upstream connection goes through the egress policy's Dial: no
+	// option replaces the transport or its dialer.
+	t, err := newTransport(opts.Transport, s.egress.Dial)
+	if err != nil {
+		return nil, err
 	}
-	if t, ok := s.upstream.(*http.Transport); ok {
-		// Every connection goes through the dial-time egress checks. A
-		// transport of another kind dials on its own (tests).
-		inner := t.DialContext
-		if inner == nil {
-			inner = newDialer().DialContext
-		}
-		t = t.Clone()
-		t.DialContext = s.egress.dial(inner)
-		s.upstream = t
-	}
+	s.upstream = t
 	s.verifier = &verifiers.Client{Transport: s.upstream, MaxBody: opts.MaxStoredResponse}
 	s.goproxy = s.buildGoproxy()
 	return s, nil
@@ -393,18 +394,13 @@ func (s *Server) buildGoproxy() *goproxy.ProxyHttpServer {
 	p.Verbose = false
 	// goproxy's default transport skips TLS verification and honours
 	// HTTP_PROXY; ours does neither.
-	if t, ok := s.upstream.(*http.Transport); ok {
-		p.Tr = t
-	} else {
-		p.Tr = &http.Transport{Proxy: nil}
-	}
+	p.Tr = s.upstream
 	// NewProxyHttpServer installs a CONNECT dialer that reads HTTPS_PROXY
 	// from the environment: a sidecar would dial itself. Dial directly.
 	// Tunnels are dialled with the same egress checks as requests.
 	p.ConnectDial = nil
-	dial := s.egress.dial(newDialer().DialContext)
 	p.ConnectDialWithReq = func(req *http.Request, network, addr string) (net.Conn, error) {
-		c, err := dial(req.Context(), network, addr)
+		c, err := s.egress.Dial(req.Context(), network, addr)
 		if err != nil {
 			return nil, &tunnelDialError{err}
 		}
@@ -428,8 +424,7 @@ func (s *Server) serveNonProxy(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	why := "this is a forward proxy: send absolute-form requests (set HTTP_PROXY/HTTPS_PROXY)"
-	s.logRequest(r, slog.LevelInfo, OutcomeBlocked, http.StatusForbidden, why)
-	newProblem(ProblemRejected, "", why).write(w)
+	writeResponse(w, s.refuse(r, refusal{problem: newProblem(ProblemRejected, "", why)}))
 }
 
 // handleConnect intercepts TLS for hosts that rules describe (and for every
@@ -444,26 +439,17 @@ func (s *Server) handleConnect(host string, ctx *goproxy.ProxyCtx) (*goproxy.Con
 		// Answered by checkResponse inside the tunnel; nothing is dialed.
 		return s.intercept(), host
 	}
-	named := s.rules.Intercepts(host)
-	if s.egress.isSelf(host) || (!named && !s.egress.connectAllowed(host)) {
-		// goproxy writes ctx.Resp to the client when it rejects a CONNECT.
-		why := "toolguard does not tunnel to " + host + " (not named in rules, and not an allowed host and port)"
-		if s.egress.isSelf(host) {
-			why = "toolguard does not proxy requests to its own listeners"
-		}
-		ctx.Resp = newProblem(ProblemRejected, "", why).response(ctx.Req)
-		ctx.Resp.Header.Set(HeaderOutcome, OutcomeBlocked)
-		s.metrics.reject("egress")
-		s.logRequest(ctx.Req, slog.LevelInfo, OutcomeBlocked, http.StatusForbidden, why)
+	// goproxy writes ctx.Resp to the client when it rejects a CONNECT.
+	if err := s.egress.Check(egress.Tunnel, host); err != nil {
+		ctx.Resp = s.refuse(ctx.Req, egressRefusal(err))
 		return goproxy.RejectConnect, host
 	}
+	named := s.rules.Intercepts(host)
 	if s.certs == nil && !named && s.opts.Unmatched == policy.UnmatchedReject {
 		// Without a CA the requests inside cannot be seen, so none could
 		// be refused one by one.
 		why := "no rule names " + host + " and unmatched calls are rejected"
-		ctx.Resp = newProblem(ProblemRejected, "", why).response(ctx.Req)
-		s.metrics.reject("unmatched")
-		s.logRequest(ctx.Req, slog.LevelInfo, OutcomeBlocked, http.StatusForbidden, why)
+		ctx.Resp = s.refuse(ctx.Req, refusal{problem: newProblem(ProblemRejected, "", why), reason: "unmatched"})
 		return goproxy.RejectConnect, host
 	}
 	if s.certs == nil || (s.opts.Unmatched == policy.UnmatchedPassthrough && !s.rules.Intercepts(host)) {
@@ -487,7 +473,7 @@ func (s *Server) tlsConfigFor(host string, _ *goproxy.ProxyCtx) (*tls.Config, er
 			if sni == "" {
 				sni = name
 			}
-			return s.certs.get(sni)
+			return s.certs.Get(sni)
 		},
 	}, nil
 }
@@ -518,21 +504,16 @@ func (s *Server) handleRequest(req *http.Request, ctx *goproxy.ProxyCtx) (*http.
 	host := hostPort(req.URL)
 	if n := headerBytes(req); n > s.opts.MaxHeaderBytes {
 		ctx.UserData = &reqState{guarded: true}
-		s.metrics.request("", "", OutcomeBlocked)
-		s.metrics.reject("headers_too_large")
 		why := fmt.Sprintf("request headers are %d bytes; limits.max_header_bytes is %d", n, s.opts.MaxHeaderBytes)
-		resp := newProblem(ProblemHeadersTooLarge, "", why).response(req)
-		resp.Header.Set(HeaderOutcome, OutcomeBlocked)
-		s.logRequest(req, slog.LevelInfo, OutcomeBlocked, resp.StatusCode, why)
-		return req, resp
+		return req, s.refuse(req, refusal{problem: newProblem(ProblemHeadersTooLarge, "", why), reason: "headers_too_large"})
 	}
 	if isCheckHost(host) {
 		ctx.UserData = &reqState{guarded: true}
 		return req, s.checkResponse(req)
 	}
-	if refused := s.refuseEgress(req, host); refused != nil {
+	if err := s.egress.Check(egress.Request, host); err != nil {
 		ctx.UserData = &reqState{guarded: true}
-		return req, refused
+		return req, s.refuse(req, egressRefusal(err))
 	}
 	if api := s.rules.MCPEndpoint(host, req.URL.EscapedPath()); api != nil {
 		return s.handleMCPForward(req, ctx, api)
@@ -554,12 +535,8 @@ func (s *Server) handleRequest(req *http.Request, ctx *goproxy.ProxyCtx) (*http.
 			route = rules.FallbackOf(s.unmatched, req.Method, host, req.URL.Path)
 		case s.opts.Unmatched == policy.UnmatchedReject:
 			ctx.UserData = &reqState{guarded: true}
-			resp := newProblem(ProblemRejected, "", "no rule describes "+req.Method+" "+host+req.URL.Path+" and unmatched calls are rejected").response(req)
-			resp.Header.Set(HeaderOutcome, OutcomeBlocked)
-			s.metrics.request("", "", OutcomeBlocked)
-			s.metrics.reject("unmatched")
-			s.logRequest(req, slog.LevelInfo, OutcomeBlocked, resp.StatusCode, "unmatched call rejected")
-			return req, resp
+			p := newProblem(ProblemRejected, "", "no rule describes "+req.Method+" "+host+req.URL.Path+" and unmatched calls are rejected")
+			return req, s.refuse(req, refusal{problem: p, reason: "unmatched", why: "unmatched call rejected"})
 		}
 	}
 	switch {
@@ -596,26 +573,6 @@ func (s *Server) handleResponse(resp *http.Response, ctx *goproxy.ProxyCtx) *htt
 		s.metrics.passedThrough()
 		s.logRequest(ctx.Req, slog.LevelDebug, OutcomePassthrough, resp.StatusCode, why)
 	}
-	return resp
-}
-
-// refuseEgress answers requests the proxy must not carry: to its own
-// listeners, or to hosts outside the allowlist.
-func (s *Server) refuseEgress(req *http.Request, host string) *http.Response {
-	var why string
-	switch {
-	case s.egress.isSelf(host):
-		why = "toolguard does not proxy requests to its own listeners"
-	case !s.rules.Intercepts(host) && !s.egress.hostAllowed(host):
-		why = "toolguard does not proxy requests to " + host + ": not named in rules, and not on upstream.allow_hosts"
-	default:
-		return nil
-	}
-	s.metrics.request("", "", OutcomeBlocked)
-	s.metrics.reject("egress")
-	s.logRequest(req, slog.LevelInfo, OutcomeBlocked, http.StatusForbidden, why)
-	resp := newProblem(ProblemRejected, "", why).response(req)
-	resp.Header.Set(HeaderOutcome, OutcomeBlocked)
 	return resp
 }
 
@@ -673,26 +630,16 @@ type passthroughTripper struct{ s *Server }
 
 func (p passthroughTripper) RoundTrip(req *http.Request, ctx *goproxy.ProxyCtx) (*http.Response, error) {
 	resp, err := p.s.upstream.RoundTrip(req)
-	if r := refusal(err); r != nil {
-		return p.s.refuseDial(req, ctx, r), nil
+	if r := refusedByEgress(err); r != nil {
+		// The same answer as a request aimed at a refused address
+		// literally.
+		ctx.UserData = &reqState{guarded: true}
+		return p.s.refuse(req, egressRefusal(r)), nil
 	}
 	if err != nil {
 		return newProblem(ProblemUpstreamUnreachable, "", fmt.Sprintf("passthrough to %s failed: %v", req.URL.Host, err)).response(req), nil
 	}
 	return resp, nil
-}
-
-// refuseDial answers a request whose connection the egress checks refused:
-// 403 rejected, the same answer as a request aimed at a refused address
-// literally, and its decision line.
-func (s *Server) refuseDial(req *http.Request, ctx *goproxy.ProxyCtx, r *egressError) *http.Response {
-	ctx.UserData = &reqState{guarded: true}
-	s.metrics.request("", "", OutcomeBlocked)
-	s.metrics.reject("egress")
-	s.logRequest(req, slog.LevelInfo, OutcomeBlocked, http.StatusForbidden, r.Error())
-	resp := newProblem(ProblemRejected, "", r.Error()).response(req)
-	resp.Header.Set(HeaderOutcome, OutcomeBlocked)
-	return resp
 }
 
 type discardLogger struct{}

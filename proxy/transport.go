@@ -11,28 +11,35 @@ import (
 	"time"
 )
 
-// TransportOptions tune the upstream transport.
+// TransportOptions tune the transport of upstream calls. They cannot
+// replace its dialer: every upstream connection is opened by the egress
+// policy's Dial (see New).
 type TransportOptions struct {
-	// CAFile adds PEM roots to the system pool; empty adds none.
+	// CAFile adds PEM roots to the roots upstream certificates are
+	// verified against; empty adds none.
 	CAFile string
+	// RootCAs, when set, are the roots upstream certificates are verified
+	// against instead of the system's (CAFile is added to a copy); nil
+	// means the system roots, so SSL_CERT_FILE works.
+	RootCAs *x509.CertPool
 	// MaxIdleConnsPerHost bounds idle keep-alive connections per upstream;
 	// zero means 256 (Go's default of 2 costs a TLS handshake per request).
 	MaxIdleConnsPerHost int
-	// DialContext, when set, replaces the default dialer (tests). The
-	// proxy wraps whichever dialer the transport has with its dial-time
-	// egress checks (see dial.go).
-	DialContext func(ctx context.Context, network, addr string) (net.Conn, error)
 }
 
-// NewTransport returns the transport toolguard uses for upstream calls.
-// Unlike goproxy's default it never reads HTTP_PROXY/HTTPS_PROXY (the
-// sidecar inherits them, and honouring them would loop through itself),
-// verifies upstream certificates against the system roots (so SSL_CERT_FILE
-// works) plus CAFile, keeps many idle connections per host, and does not ask
-// for compression on the client's behalf.
-func NewTransport(o TransportOptions) (*http.Transport, error) {
-	roots, err := x509.SystemCertPool()
-	if err != nil || roots == nil {
+// newTransport returns the transport toolguard uses for upstream calls,
+// connecting with dial. Unlike goproxy's default it never reads
+// HTTP_PROXY/HTTPS_PROXY (the sidecar inherits them, and honouring them
+// would loop through itself), verifies upstream certificates, keeps many
+// idle connections per host, and does not ask for compression on the
+// client's behalf.
+func newTransport(o TransportOptions, dial func(ctx context.Context, network, addr string) (net.Conn, error)) (*http.Transport, error) {
+	var roots *x509.CertPool
+	if o.RootCAs != nil {
+		roots = o.RootCAs.Clone()
+	} else if sys, err := x509.SystemCertPool(); err == nil && sys != nil {
+		roots = sys
+	} else {
 		roots = x509.NewCertPool()
 	}
 	if o.CAFile != "" {
@@ -47,11 +54,7 @@ func NewTransport(o TransportOptions) (*http.Transport, error) {
 	if o.MaxIdleConnsPerHost <= 0 {
 		o.MaxIdleConnsPerHost = 256
 	}
-	dial := o.DialContext
-	if dial == nil {
-		dial = newDialer().DialContext
-	}
-	t := &http.Transport{
+	return &http.Transport{
 		Proxy:                 nil,
 		DialContext:           dial,
 		TLSClientConfig:       &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12},
@@ -62,6 +65,5 @@ func NewTransport(o TransportOptions) (*http.Transport, error) {
 		ExpectContinueTimeout: time.Second,
 		DisableCompression:    true,
 		ForceAttemptHTTP2:     true,
-	}
-	return t, nil
+	}, nil
 }

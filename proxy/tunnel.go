@@ -39,16 +39,15 @@ func (s *Server) tunnelFailed(w io.Writer, ctx *goproxy.ProxyCtx, err error) {
 	if !errors.As(err, &de) {
 		return
 	}
-	p := newProblem(ProblemUpstreamUnreachable, "", "cannot open a tunnel to "+ctx.Req.Host+": "+de.err.Error())
-	outcome := OutcomePassthrough
-	if r := refusal(err); r != nil {
-		p = newProblem(ProblemRejected, "", r.Error())
-		outcome = OutcomeBlocked
-		s.metrics.reject("egress")
+	var resp *http.Response
+	if r := refusedByEgress(err); r != nil {
+		resp = s.refuse(ctx.Req, egressRefusal(r))
+	} else {
+		p := newProblem(ProblemUpstreamUnreachable, "", "cannot open a tunnel to "+ctx.Req.Host+": "+de.err.Error())
+		s.logRequest(ctx.Req, slog.LevelInfo, OutcomePassthrough, p.Status, p.Detail)
+		resp = p.response(ctx.Req)
+		resp.Header.Set(HeaderOutcome, OutcomePassthrough)
 	}
-	s.logRequest(ctx.Req, slog.LevelInfo, outcome, p.Status, p.Detail)
-	resp := p.response(ctx.Req)
-	resp.Header.Set(HeaderOutcome, outcome)
 	resp.Close = true
 	resp.Write(w)
 }

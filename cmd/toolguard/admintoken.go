@@ -8,7 +8,6 @@ import (
 
 	"github.com/toolguard/toolguard/admin"
 	"github.com/toolguard/toolguard/config"
-	"github.com/toolguard/toolguard/proxy"
 )
 
 // serveOut is where serve writes what is not a log line: the addresses
@@ -35,7 +34,7 @@ func adminAuth(cfg *config.Config, log *slog.Logger, out serveOut) error {
 		return nil
 	}
 	path := absPath(cfg.GeneratedTokenPath())
-	token, created, err := admin.LoadOrCreateToken(path, proxy.WriteFileNew)
+	token, created, err := admin.LoadOrCreateToken(path)
 	if err != nil {
 		return fmt.Errorf("admin API: no admin.token is configured and the generated one cannot be used: %w "+
 			"(or set TOOLGUARD_ADMIN_TOKEN / TOOLGUARD_ADMIN_TOKEN_FILE)", err)

@@ -14,6 +14,7 @@ import (
 	"github.com/toolguard/toolguard/journal"
 	"github.com/toolguard/toolguard/journal/postgres"
 	"github.com/toolguard/toolguard/proxy"
+	"github.com/toolguard/toolguard/tlsca"
 )
 
 // The proxy answers what the admin API asks of it, and every journal
@@ -72,7 +73,7 @@ func openPostgres(ctx context.Context, cfg config.Config, log *slog.Logger, metr
 // <path>.secret, created on first start.
 func loadSecret(cfg config.Config) ([]byte, error) {
 	if cfg.Journal.SecretFile == "" {
-		return proxy.LoadOrCreateSecret(secretPath(cfg.Journal.Path))
+		return tlsca.LoadOrCreateSecret(secretPath(cfg.Journal.Path))
 	}
 	b, err := os.ReadFile(cfg.Journal.SecretFile)
 	if err != nil {

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/toolguard/toolguard/proxy"
+	"github.com/toolguard/toolguard/tlsca"
 )
 
 const caHelp = `Usage: toolguard ca init [--dir DIR]
@@ -28,7 +28,7 @@ func runCA(args []string, stdout, stderr io.Writer) error {
 	if err := parseNoArgs(fs, rest); err != nil {
 		return err
 	}
-	ca, created, err := proxy.LoadOrCreateCA(dir)
+	ca, created, err := tlsca.LoadOrCreate(dir)
 	if err != nil {
 		return err
 	}

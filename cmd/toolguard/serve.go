@@ -25,6 +25,7 @@ import (
 	"github.com/toolguard/toolguard/journal/bolt"
 	"github.com/toolguard/toolguard/proxy"
 	"github.com/toolguard/toolguard/rules"
+	"github.com/toolguard/toolguard/tlsca"
 )
 
 // serveFlags are the flags of serve; only the ones set override the
@@ -133,7 +134,7 @@ func serveWith(ctx context.Context, cfg config.Config, log *slog.Logger, out ser
 	for _, w := range set.Warnings() {
 		log.Warn("rule file: " + w)
 	}
-	ca, created, err := proxy.LoadOrCreateCA(cfg.CA.Dir)
+	ca, created, err := tlsca.LoadOrCreate(cfg.CA.Dir)
 	if err != nil {
 		return err
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/toolguard/toolguard/journal"
 	"github.com/toolguard/toolguard/proxy"
 	"github.com/toolguard/toolguard/rules"
+	"github.com/toolguard/toolguard/tlsca"
 )
 
 // Deps are what the proxy needs besides its configuration.
@@ -24,7 +25,7 @@ type Deps struct {
 	// size gauge); nil for a backend without a file.
 	Maintainer journal.Maintainer
 	Secret     []byte
-	CA         *proxy.CA
+	CA         *tlsca.CA
 	Metrics    *proxy.Metrics
 	Logger     *slog.Logger
 	// SelfAddrs are toolguard's own listen addresses, refused as targets.
@@ -33,10 +34,6 @@ type Deps struct {
 
 // Proxy maps the configuration onto the proxy's options and builds it.
 func Proxy(cfg config.Config, d Deps) (*proxy.Server, error) {
-	transport, err := proxy.NewTransport(proxy.TransportOptions{CAFile: cfg.Upstream.CAFile, MaxIdleConnsPerHost: cfg.Upstream.MaxIdleConnsPerHost})
-	if err != nil {
-		return nil, err
-	}
 	servers, err := MCPServers(cfg, d.Rules)
 	if err != nil {
 		return nil, err
@@ -54,7 +51,8 @@ func Proxy(cfg config.Config, d Deps) (*proxy.Server, error) {
 		minRate = -1 // configured 0: no minimum rate
 	}
 	return proxy.New(proxy.Options{
-		Rules: d.Rules, Journal: d.Journal, Maintainer: d.Maintainer, Secret: d.Secret, CA: d.CA, Transport: transport,
+		Rules: d.Rules, Journal: d.Journal, Maintainer: d.Maintainer, Secret: d.Secret, CA: d.CA,
+		Transport:         proxy.TransportOptions{CAFile: cfg.Upstream.CAFile, MaxIdleConnsPerHost: cfg.Upstream.MaxIdleConnsPerHost},
 		Unmatched:         cfg.Unmatched,
 		AllowHosts:        cfg.Upstream.AllowHosts,
 		ConnectPorts:      ports,

@@ -1,4 +1,4 @@
-package proxy
+package tlsca
 
 import (
 	"fmt"
@@ -6,11 +6,22 @@ import (
 	"path/filepath"
 )
 
-// writeFileAtomic writes data to path with mode perm: a temporary file in the
-// same directory is written and fsynced, renamed over path, and the directory
-// is fsynced, so a crash leaves either the old file or the new one.
-func writeFileAtomic(path string, data []byte, perm os.FileMode) error {
+// WriteFile writes data to path with mode perm, replacing any file there:
+// a temporary file in the same directory is written and fsynced, renamed
+// over path, and the directory is fsynced, so a crash leaves either the old
+// file or the new one.
+func WriteFile(path string, data []byte, perm os.FileMode) error {
 	return placeFile(path, data, perm, os.Rename)
+}
+
+// CreateFile creates path with data and mode perm, failing with an error
+// wrapping fs.ErrExist when it exists: a temporary file in the same
+// directory is written and fsynced, then hard-linked to path (link never
+// replaces a file), and the directory is fsynced. Of processes creating
+// one file at once, exactly one succeeds, and no one sees it partly
+// written.
+func CreateFile(path string, data []byte, perm os.FileMode) error {
+	return placeFile(path, data, perm, os.Link)
 }
 
 // placeFile writes data with mode perm to a fsynced temporary file beside
@@ -57,32 +68,4 @@ func syncDir(dir string) error {
 		return fmt.Errorf("sync dir %s: %w", dir, err)
 	}
 	return nil
-}
-
-// LoadOrCreateSecret returns the per-install HMAC secret kept at path,
-// creating 32 random bytes with mode 0600 on first use. The secret keys the
-// credential part of every idempotency key, so it must survive restarts and
-// never leave the machine.
-func LoadOrCreateSecret(path string) ([]byte, error) {
-	b, err := os.ReadFile(path)
-	if err == nil {
-		if len(b) < 32 {
-			return nil, fmt.Errorf("read secret %s: %d bytes, want at least 32", path, len(b))
-		}
-		return b, nil
-	}
-	if !os.IsNotExist(err) {
-		return nil, fmt.Errorf("read secret %s: %w", path, err)
-	}
-	b = make([]byte, 32)
-	if _, err := randRead(b); err != nil {
-		return nil, fmt.Errorf("generate secret: %w", err)
-	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return nil, fmt.Errorf("create secret dir: %w", err)
-	}
-	if err := writeFileAtomic(path, b, 0o600); err != nil {
-		return nil, err
-	}
-	return b, nil
 }

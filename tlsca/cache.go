@@ -1,4 +1,4 @@
-package proxy
+package tlsca
 
 import (
 	"container/list"
@@ -7,9 +7,9 @@ import (
 	"time"
 )
 
-// certCache is a bounded LRU of leaf certificates by host name. Concurrent
-// misses for one host sign once.
-type certCache struct {
+// Cache is a bounded LRU of leaf certificates by host name, safe for
+// concurrent use. Concurrent misses for one host sign once.
+type Cache struct {
 	ca  *CA
 	max int
 
@@ -30,15 +30,18 @@ type certCall struct {
 	err  error
 }
 
-func newCertCache(ca *CA, max int) *certCache {
+// NewCache returns a cache of at most max leaves signed by ca; max <= 0
+// means 1024.
+func NewCache(ca *CA, max int) *Cache {
 	if max <= 0 {
 		max = 1024
 	}
-	return &certCache{ca: ca, max: max, entries: map[string]*list.Element{}, order: list.New(), pending: map[string]*certCall{}}
+	return &Cache{ca: ca, max: max, entries: map[string]*list.Element{}, order: list.New(), pending: map[string]*certCall{}}
 }
 
-// get returns a valid certificate for host, signing one on a miss.
-func (c *certCache) get(host string) (*tls.Certificate, error) {
+// Get returns a certificate for host valid for at least another hour,
+// signing one on a miss.
+func (c *Cache) Get(host string) (*tls.Certificate, error) {
 	c.mu.Lock()
 	if el, ok := c.entries[host]; ok {
 		e := el.Value.(*certEntry)

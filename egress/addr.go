@@ -1,4 +1,4 @@
-package proxy
+package egress
 
 import (
 	"net/netip"
@@ -6,17 +6,7 @@ import (
 	"strings"
 )
 
-// Address spellings.
-//
-// The egress checks compare addresses, and one address has many
-// spellings: an IPv6 zone (::1%lo), an IPv4-mapped (::ffff:127.0.0.1) or
-// IPv4-compatible (::127.0.0.1) IPv6 address, and the legacy IPv4 forms
-// that inet_aton accepts and the system resolver (glibc getaddrinfo, used
-// by Go's cgo resolver) resolves: 2130706433, 0x7f.1, 017700000001, 127.1.
-// netip.Prefix.Contains is false for every zoned address, so an
-// unnormalised check is bypassed by a zone. Every address is normalised by
-// normalizeAddr before it is checked, and the normalised address is the
-// one dialled.
+// Address spellings: see the package comment.
 
 // thisHostV4 is 0.0.0.0/8, "this host on this network" (RFC 1122 3.2.1.3):
 // a connection to it reaches this machine, as one to :: does.

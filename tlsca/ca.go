@@ -1,4 +1,4 @@
-package proxy
+package tlsca
 
 import (
 	"crypto"
@@ -10,7 +10,6 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
-	"errors"
 	"fmt"
 	"math/big"
 	"net"
@@ -18,8 +17,6 @@ import (
 	"path/filepath"
 	"time"
 )
-
-var randRead = rand.Read
 
 // CA is the certificate authority that signs the leaf certificates toolguard
 // presents to agents for intercepted hosts. Agents trust CertFile.
@@ -33,39 +30,41 @@ type CA struct {
 
 // CA file names inside the CA directory (contract).
 const (
-	CACertName = "ca.pem"
-	CAKeyName  = "ca-key.pem"
+	CertName = "ca.pem"
+	KeyName  = "ca-key.pem"
 )
 
-// LoadOrCreateCA loads ca.pem and ca-key.pem from dir, creating an ECDSA
+// LoadOrCreate loads ca.pem and ca-key.pem from dir, creating an ECDSA
 // P-256 CA there on first use (the key with mode 0600). created reports
-// whether a new CA was made.
-func LoadOrCreateCA(dir string) (ca *CA, created bool, err error) {
-	certPath := filepath.Join(dir, CACertName)
-	keyPath := filepath.Join(dir, CAKeyName)
+// whether a new CA was made. A directory with only one of the two files is
+// an error (ErrIncomplete), and neither is replaced.
+func LoadOrCreate(dir string) (ca *CA, created bool, err error) {
+	certPath := filepath.Join(dir, CertName)
+	keyPath := filepath.Join(dir, KeyName)
 	_, errCert := os.Stat(certPath)
 	_, errKey := os.Stat(keyPath)
 	switch {
 	case errCert == nil && errKey == nil:
-		ca, err := LoadCA(dir)
+		ca, err := Load(dir)
 		return ca, false, err
 	case os.IsNotExist(errCert) && os.IsNotExist(errKey):
-		ca, err := CreateCA(dir)
+		ca, err := Create(dir)
 		return ca, err == nil, err
 	case errCert != nil && !os.IsNotExist(errCert):
 		return nil, false, fmt.Errorf("stat %s: %w", certPath, errCert)
 	case errKey != nil && !os.IsNotExist(errKey):
 		return nil, false, fmt.Errorf("stat %s: %w", keyPath, errKey)
 	default:
-		return nil, false, fmt.Errorf("load CA from %s: found only one of %s and %s; restore the other or remove both to create a new CA", dir, CACertName, CAKeyName)
+		return nil, false, fmt.Errorf("load CA from %s: %w; restore the other or remove both to create a new CA", dir, ErrIncomplete)
 	}
 }
 
-// CreateCA writes a new CA to dir. It refuses to overwrite an existing one.
-func CreateCA(dir string) (*CA, error) {
-	certPath := filepath.Join(dir, CACertName)
+// Create writes a new CA to dir: ca-key.pem with mode 0600, then ca.pem.
+// It refuses to replace an existing one (ErrExists).
+func Create(dir string) (*CA, error) {
+	certPath := filepath.Join(dir, CertName)
 	if _, err := os.Stat(certPath); err == nil {
-		return nil, fmt.Errorf("create CA: %s already exists", certPath)
+		return nil, fmt.Errorf("create CA: %s %w", certPath, ErrExists)
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("create CA dir %s: %w", dir, err)
@@ -94,20 +93,20 @@ func CreateCA(dir string) (*CA, error) {
 		return nil, fmt.Errorf("encode CA key: %w", err)
 	}
 	keyPEM := pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER})
-	if err := writeFileAtomic(filepath.Join(dir, CAKeyName), keyPEM, 0o600); err != nil {
+	if err := WriteFile(filepath.Join(dir, KeyName), keyPEM, 0o600); err != nil {
 		return nil, err
 	}
 	certPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
-	if err := writeFileAtomic(certPath, certPEM, 0o644); err != nil {
+	if err := WriteFile(certPath, certPEM, 0o644); err != nil {
 		return nil, err
 	}
-	return LoadCA(dir)
+	return Load(dir)
 }
 
-// LoadCA reads an existing CA from dir.
-func LoadCA(dir string) (*CA, error) {
-	certPath := filepath.Join(dir, CACertName)
-	pair, err := tls.LoadX509KeyPair(certPath, filepath.Join(dir, CAKeyName))
+// Load reads an existing CA from dir.
+func Load(dir string) (*CA, error) {
+	certPath := filepath.Join(dir, CertName)
+	pair, err := tls.LoadX509KeyPair(certPath, filepath.Join(dir, KeyName))
 	if err != nil {
 		return nil, fmt.Errorf("load CA from %s: %w", dir, err)
 	}
@@ -116,11 +115,11 @@ func LoadCA(dir string) (*CA, error) {
 		return nil, fmt.Errorf("parse CA certificate %s: %w", certPath, err)
 	}
 	if !cert.IsCA {
-		return nil, fmt.Errorf("load CA: %s is not a CA certificate", certPath)
+		return nil, fmt.Errorf("load CA %s: %w", certPath, ErrNotCA)
 	}
 	signer, ok := pair.PrivateKey.(crypto.Signer)
 	if !ok {
-		return nil, errors.New("load CA: private key cannot sign")
+		return nil, fmt.Errorf("load CA %s: %w", dir, ErrKeyCannotSign)
 	}
 	return &CA{Cert: cert, Key: signer, CertFile: certPath, certDER: cert.Raw}, nil
 }
