@@ -21,7 +21,11 @@
 //
 // # Dependencies
 //
-// The package consumes the journal through one interface, journal.Store,
+// Every upstream connection is opened by egress.Dial (the egress policy,
+// checked at dial time on every address a name resolves to), through a
+// transport the proxy always builds itself; certificates for intercepted
+// hosts come from tlsca. The package consumes the journal through one
+// interface, journal.Store,
 // whatever its backend, and discovers nothing at run time; file
 // maintenance (the size gauge) is the optional journal.Maintainer, passed
 // in Options. It consumes rules through *rules.Set; neither knows about

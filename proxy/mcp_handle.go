@@ -224,7 +224,7 @@ func (s *Server) handleMCPForward(req *http.Request, ctx *goproxy.ProxyCtx, api 
 	ep := s.mcp.forAPI(api)
 	resp, listing := s.handleMCP(req, ep, nil)
 	if resp != nil {
-		ctx.UserData = &reqState{guarded: true}
+		ctx.UserData = &reqState{decided: true}
 		return req, resp
 	}
 	stripToolguardHeaders(req.Header)

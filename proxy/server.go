@@ -482,7 +482,9 @@ func (s *Server) tlsConfigFor(host string, _ *goproxy.ProxyCtx) (*tls.Config, er
 // once the request's decision line is written and its answer stamped. A
 // request without one passed through.
 type reqState struct {
-	guarded bool
+	// decided: the request's decision line is written (guarded, refused
+	// or intercepted); a passed-through request has none yet.
+	decided bool
 	// why says why an unguarded request passed through, for the log; ""
 	// means no route matched.
 	why string
@@ -495,7 +497,7 @@ type reqState struct {
 // decided reports whether ctx's request has had its decision line.
 func decided(ctx *goproxy.ProxyCtx) bool {
 	st, ok := ctx.UserData.(*reqState)
-	return ok && st.guarded
+	return ok && st.decided
 }
 
 // handleRequest routes each proxied request: guarded, passed through or
@@ -503,16 +505,16 @@ func decided(ctx *goproxy.ProxyCtx) bool {
 func (s *Server) handleRequest(req *http.Request, ctx *goproxy.ProxyCtx) (*http.Request, *http.Response) {
 	host := hostPort(req.URL)
 	if n := headerBytes(req); n > s.opts.MaxHeaderBytes {
-		ctx.UserData = &reqState{guarded: true}
+		ctx.UserData = &reqState{decided: true}
 		why := fmt.Sprintf("request headers are %d bytes; limits.max_header_bytes is %d", n, s.opts.MaxHeaderBytes)
 		return req, s.refuse(req, refusal{problem: newProblem(ProblemHeadersTooLarge, "", why), reason: "headers_too_large"})
 	}
 	if isCheckHost(host) {
-		ctx.UserData = &reqState{guarded: true}
+		ctx.UserData = &reqState{decided: true}
 		return req, s.checkResponse(req)
 	}
 	if err := s.egress.Check(egress.Request, host); err != nil {
-		ctx.UserData = &reqState{guarded: true}
+		ctx.UserData = &reqState{decided: true}
 		return req, s.refuse(req, egressRefusal(err))
 	}
 	if api := s.rules.MCPEndpoint(host, req.URL.EscapedPath()); api != nil {
@@ -523,7 +525,7 @@ func (s *Server) handleRequest(req *http.Request, ctx *goproxy.ProxyCtx) (*http.
 	if route.IsGraphQLEndpoint() {
 		var resp *http.Response
 		if route, why, resp = s.selectGraphQL(req, route); resp != nil {
-			ctx.UserData = &reqState{guarded: true}
+			ctx.UserData = &reqState{decided: true}
 			return req, resp
 		}
 	}
@@ -534,7 +536,7 @@ func (s *Server) handleRequest(req *http.Request, ctx *goproxy.ProxyCtx) (*http.
 		case s.opts.Unmatched == policy.UnmatchedGuard && isMutation(req.Method):
 			route = rules.FallbackOf(s.unmatched, req.Method, host, req.URL.Path)
 		case s.opts.Unmatched == policy.UnmatchedReject:
-			ctx.UserData = &reqState{guarded: true}
+			ctx.UserData = &reqState{decided: true}
 			p := newProblem(ProblemRejected, "", "no rule describes "+req.Method+" "+host+req.URL.Path+" and unmatched calls are rejected")
 			return req, s.refuse(req, refusal{problem: p, reason: "unmatched", why: "unmatched call rejected"})
 		}
@@ -553,7 +555,7 @@ func (s *Server) handleRequest(req *http.Request, ctx *goproxy.ProxyCtx) (*http.
 		ctx.RoundTripper = passthroughTripper{s}
 		return req, nil
 	}
-	ctx.UserData = &reqState{guarded: true}
+	ctx.UserData = &reqState{decided: true}
 	return req, s.guard(req, route, params)
 }
 
@@ -633,7 +635,7 @@ func (p passthroughTripper) RoundTrip(req *http.Request, ctx *goproxy.ProxyCtx) 
 	if r := refusedByEgress(err); r != nil {
 		// The same answer as a request aimed at a refused address
 		// literally.
-		ctx.UserData = &reqState{guarded: true}
+		ctx.UserData = &reqState{decided: true}
 		return p.s.refuse(req, egressRefusal(r)), nil
 	}
 	if err != nil {
