@@ -1,0 +1,154 @@
+package notify
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sync"
+)
+
+// Cursors keep, by name, the seq of the last journal event a webhook's
+// worker handled. *FileCursors is the bbolt journal's; the PostgreSQL
+// journal's are a table of its database (postgres.Journal.Cursors).
+type Cursors interface {
+	// Load returns the seq stored under name; ok is false when none is.
+	Load(ctx context.Context, name string) (seq uint64, ok bool, err error)
+	// Store sets name to next, durably, if it still holds prev, and
+	// reports whether it did: a compare-and-set. prev 0 also matches a
+	// name that holds nothing, which Store then creates. Storing the
+	// value a name already holds succeeds and changes nothing.
+	Store(ctx context.Context, name string, prev, next uint64) (stored bool, err error)
+}
+
+// FileCursors keep cursors in a small JSON file, replaced whole on every
+// Store: written to a temporary file beside it, fsynced, renamed over it,
+// and the directory fsynced, so a crash leaves the old cursors or the new
+// ones. It serves one process: the one that holds the bbolt journal's
+// lock (serve keeps it at <journal.path>.notify).
+type FileCursors struct {
+	path   string
+	mu     sync.Mutex
+	loaded bool
+	seqs   map[string]uint64
+}
+
+// NewFileCursors returns the cursors kept at path; the file is read on
+// first use and created by the first Store.
+func NewFileCursors(path string) *FileCursors { return &FileCursors{path: path} }
+
+// cursorFile is the file's content.
+type cursorFile struct {
+	Cursors map[string]uint64 `json:"cursors"`
+}
+
+var _ Cursors = (*FileCursors)(nil)
+
+// Load implements Cursors.
+func (f *FileCursors) Load(_ context.Context, name string) (uint64, bool, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.read(); err != nil {
+		return 0, false, err
+	}
+	seq, ok := f.seqs[name]
+	return seq, ok, nil
+}
+
+// Store implements Cursors.
+func (f *FileCursors) Store(_ context.Context, name string, prev, next uint64) (bool, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.read(); err != nil {
+		return false, err
+	}
+	cur, ok := f.seqs[name]
+	switch {
+	case cur != prev:
+		return false, nil
+	case ok && cur == next:
+		return true, nil
+	}
+	seqs := make(map[string]uint64, len(f.seqs)+1)
+	for k, v := range f.seqs {
+		seqs[k] = v
+	}
+	seqs[name] = next
+	data, err := json.Marshal(cursorFile{Cursors: seqs})
+	if err != nil {
+		return false, fmt.Errorf("encode notification cursors: %w", err)
+	}
+	if err := writeFileAtomic(f.path, data, 0o600); err != nil {
+		return false, fmt.Errorf("store notification cursor %s: %w", name, err)
+	}
+	f.seqs = seqs
+	return true, nil
+}
+
+// read loads the file once; a missing file holds no cursors.
+func (f *FileCursors) read() error {
+	if f.loaded {
+		return nil
+	}
+	data, err := os.ReadFile(f.path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		f.seqs, f.loaded = map[string]uint64{}, true
+		return nil
+	case err != nil:
+		return fmt.Errorf("read notification cursors: %w", err)
+	}
+	var cf cursorFile
+	if err := json.Unmarshal(data, &cf); err != nil {
+		return fmt.Errorf("read notification cursors %s: %w (remove the file to start every webhook from the journal's end)", f.path, err)
+	}
+	if cf.Cursors == nil {
+		cf.Cursors = map[string]uint64{}
+	}
+	f.seqs, f.loaded = cf.Cursors, true
+	return nil
+}
+
+// writeFileAtomic writes data to path with mode perm: a temporary file in
+// the same directory is written and fsynced, renamed over path, and the
+// directory is fsynced, so a crash leaves either the old file or the new
+// one.
+func writeFileAtomic(path string, data []byte, perm os.FileMode) error {
+	dir := filepath.Dir(path)
+	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return fmt.Errorf("create temp file for %s: %w", path, err)
+	}
+	tmp := f.Name()
+	defer os.Remove(tmp) // no-op after the rename
+	if err := f.Chmod(perm); err != nil {
+		f.Close()
+		return fmt.Errorf("chmod %s: %w", tmp, err)
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return fmt.Errorf("write %s: %w", tmp, err)
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return fmt.Errorf("sync %s: %w", tmp, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("close %s: %w", tmp, err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return fmt.Errorf("rename %s: %w", tmp, err)
+	}
+	d, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("open dir %s: %w", dir, err)
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil {
+		return fmt.Errorf("sync dir %s: %w", dir, err)
+	}
+	return nil
+}
