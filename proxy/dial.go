@@ -29,6 +29,10 @@ type Resolver interface {
 // dialFunc is the shape of http.Transport.DialContext.
 type dialFunc func(ctx context.Context, network, addr string) (net.Conn, error)
 
+// ErrEgressRefused is wrapped by the errors of dials the egress checks
+// refused (see EgressDial).
+var ErrEgressRefused = errors.New("egress refused")
+
 // egressError is a dial toolguard refused: the address is one of its own
 // listeners or inside egress.deny. Nothing was sent.
 type egressError struct {
@@ -42,6 +46,18 @@ func (e *egressError) Error() string {
 		return fmt.Sprintf("refused to connect to %s: %s", e.addr, e.why)
 	}
 	return fmt.Sprintf("refused to connect to %s (%s): %s", e.host, e.addr, e.why)
+}
+
+// Unwrap makes errors.Is(err, ErrEgressRefused) true.
+func (e *egressError) Unwrap() error { return ErrEgressRefused }
+
+// EgressDial connects as the proxy's upstream connections do, through the
+// dial-time egress checks: never to one of toolguard's own listeners nor
+// into egress.deny, whatever the name resolves to. A refusal wraps
+// ErrEgressRefused. Components that call out on the operator's behalf
+// (hold notifications) dial with it.
+func (s *Server) EgressDial(ctx context.Context, network, addr string) (net.Conn, error) {
+	return s.egress.dial(newDialer().DialContext)(ctx, network, addr)
 }
 
 // refusal returns the egress refusal err holds, or nil.
