@@ -12,6 +12,7 @@ import (
 	"github.com/toolguard/toolguard/config"
 	"github.com/toolguard/toolguard/journal"
 	"github.com/toolguard/toolguard/journal/postgres"
+	"github.com/toolguard/toolguard/notify"
 	"github.com/toolguard/toolguard/proxy"
 )
 
@@ -35,35 +36,49 @@ var (
 	_ servedJournal = (*postgres.Journal)(nil)
 )
 
+// notifyBackend is what hold notifications need of the journal's
+// backend: where their cursors are kept, and how replicas share the work
+// (nil: one process per journal).
+type notifyBackend struct {
+	cursors   notify.Cursors
+	exclusive func(ctx context.Context, name string, fn func(context.Context) error) (bool, error)
+}
+
+var _ notify.Cursors = (*postgres.Cursors)(nil)
+
 // openJournal opens the configured backend for writing.
-func openJournal(ctx context.Context, cfg config.Config, log *slog.Logger, metrics *proxy.Metrics, secret []byte) (servedJournal, error) {
+func openJournal(ctx context.Context, cfg config.Config, log *slog.Logger, metrics *proxy.Metrics, secret []byte) (servedJournal, notifyBackend, error) {
 	if cfg.Journal.Backend != config.BackendPostgres {
 		j, err := openBolt(cfg, log, metrics)
 		if err != nil {
-			return nil, err
+			return nil, notifyBackend{}, err
 		}
-		return j, nil
+		// bbolt has one writer process: the cursors live in a file beside
+		// the journal, and no lock is needed.
+		return j, notifyBackend{cursors: notify.NewFileCursors(notifyCursorsPath(cfg.Journal.Path))}, nil
 	}
 	octx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	j, err := postgres.Open(octx, postgres.Options{DSN: cfg.Journal.DSN, Secret: secret, Logger: log,
 		OnCommit: metrics.ObserveCommit})
 	if errors.Is(err, postgres.ErrDSN) {
-		return nil, &config.Error{Field: "journal.dsn", Msg: err.Error()}
+		return nil, notifyBackend{}, &config.Error{Field: "journal.dsn", Msg: err.Error()}
 	}
 	if err != nil {
-		return nil, fmt.Errorf("open journal: %w", err)
+		return nil, notifyBackend{}, fmt.Errorf("open journal: %w", err)
 	}
 	if cfg.Journal.CheckOnStart == config.CheckAlways {
 		started := time.Now()
 		if problems := j.Check(); len(problems) > 0 {
 			j.Close()
-			return nil, fmt.Errorf("journal %s fails its consistency check: %v (%d problems; run toolguard journal check --dsn ...)",
+			return nil, notifyBackend{}, fmt.Errorf("journal %s fails its consistency check: %v (%d problems; run toolguard journal check --dsn ...)",
 				j.Path(), problems[0], len(problems))
 		}
 		log.Info("journal checked", "journal", j.Path(), "duration", time.Since(started))
 	}
-	return j, nil
+	// Replicas share the cursors, and one of them delivers each webhook's
+	// events at a time.
+	return j, notifyBackend{cursors: j.Cursors(), exclusive: j.RunExclusive}, nil
 }
 
 // loadSecret returns the HMAC secret: journal.secret_file's when set (it

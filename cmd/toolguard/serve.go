@@ -143,7 +143,7 @@ func serveWith(ctx context.Context, cfg config.Config, log *slog.Logger, out ser
 		return err
 	}
 	metrics := proxy.NewMetrics()
-	j, err := openJournal(ctx, cfg, log, metrics, secret)
+	j, nb, err := openJournal(ctx, cfg, log, metrics, secret)
 	if err != nil {
 		return err
 	}
@@ -167,6 +167,15 @@ func serveWith(ctx context.Context, cfg config.Config, log *slog.Logger, out ser
 		return err
 	}
 	defer srv.Close()
+	// Before anything is served: a new webhook's cursor starts at the
+	// feed's end, before the first hold this process journals.
+	stopNotify, err := startNotify(ctx, cfg, j, nb, srv, metrics, log, adminLn.Addr().String())
+	if err != nil {
+		proxyLn.Close()
+		adminLn.Close()
+		return err
+	}
+	defer stopNotify() // before the journal closes
 	srv.StartSweeper(0)
 	srv.StartResolver(0)
 	if n, err := srv.ResumeVerifications(); err != nil {
