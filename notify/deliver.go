@@ -93,27 +93,40 @@ func (h *hook) pass(ctx context.Context) error {
 }
 
 // cursor loads the webhook's cursor, creating it at the feed's end when
-// there is none.
-func (h *hook) cursor(ctx context.Context) (uint64, error) {
+// there is none. At start, a cursor beyond the feed's end (a bbolt journal
+// restored from an older backup, or replaced by a new one, beside the
+// cursor file) is brought back to it, or the holds of the new journal's
+// first seqs would be skipped.
+func (h *hook) cursor(ctx context.Context, atStart bool) (uint64, error) {
 	seq, ok, err := h.n.opts.Cursors.Load(ctx, h.name)
 	if err != nil {
 		return 0, fmt.Errorf("load cursor of webhook %s: %w", h.label, err)
 	}
-	if ok {
+	if ok && !atStart {
 		return seq, nil
 	}
 	last, err := h.n.opts.Feed.LastSeq()
 	if err != nil {
 		return 0, fmt.Errorf("read the event feed's end: %w", err)
 	}
-	if _, err := h.n.opts.Cursors.Store(ctx, h.name, 0, last); err != nil {
+	if ok && seq <= last {
+		return seq, nil
+	}
+	if ok {
+		h.logger().Warn("notifications: the event feed ends before this webhook's cursor (a journal restored from a backup, or a new one); starting at the feed's end",
+			"cursor", seq, logSeq, last)
+	}
+	if _, err := h.n.opts.Cursors.Store(ctx, h.name, seq, last); err != nil {
 		return 0, fmt.Errorf("create cursor of webhook %s: %w", h.label, err)
 	}
-	// Another notifier may have created it first: read what won.
+	// Another notifier may have moved it first: read what won.
+	existed := ok
 	if seq, _, err = h.n.opts.Cursors.Load(ctx, h.name); err != nil {
 		return 0, fmt.Errorf("load cursor of webhook %s: %w", h.label, err)
 	}
-	h.logger().Info("notifications: new webhook starts at the event feed's end", logSeq, seq)
+	if !existed {
+		h.logger().Info("notifications: new webhook starts at the event feed's end", logSeq, seq)
+	}
 	return seq, nil
 }
 
@@ -121,7 +134,7 @@ func (h *hook) cursor(ctx context.Context) (uint64, error) {
 // moving the cursor past each one delivered (or given up) and past the
 // events that are not notified.
 func (h *hook) drain(ctx context.Context) error {
-	cur, err := h.cursor(ctx)
+	cur, err := h.cursor(ctx, false)
 	if err != nil {
 		return err
 	}

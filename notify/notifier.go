@@ -176,11 +176,13 @@ func cursorName(u string) string {
 
 // Init creates the cursor of every webhook that has none at the feed's
 // end: a webhook added to the configuration is told of the events from
-// then on, not of the journal's history. Call it before the proxy serves,
-// so that no hold journaled after the start can fall before a new cursor.
+// then on, not of the journal's history. A cursor beyond the feed's end
+// (the journal was replaced) is brought back to it. Call it before the
+// proxy serves, so that no hold journaled after the start can fall before
+// a new cursor.
 func (n *Notifier) Init(ctx context.Context) error {
 	for _, h := range n.hooks {
-		if _, err := h.cursor(ctx); err != nil {
+		if _, err := h.cursor(ctx, true); err != nil {
 			return err
 		}
 	}

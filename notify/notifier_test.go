@@ -535,3 +535,23 @@ func TestNewRefusesBadOptions(t *testing.T) {
 		})
 	}
 }
+
+// TestCursorBeyondFeed: a cursor beyond the feed's end at start (the
+// journal was replaced, the cursor file kept) comes back to the end, so
+// that the new journal's holds are delivered.
+func TestCursorBeyondFeed(t *testing.T) {
+	f := newFixture(t)
+	r := newReceiver(t, nil)
+	if _, err := f.cursors.Store(context.Background(), cursorName(r.URL), 0, 1000); err != nil {
+		t.Fatal(err)
+	}
+	f.feed.add(journal.EventHeld, "old", journal.HoldAwaitingApproval)
+	f.start(t, f.options(Webhook{URL: r.URL, Secret: testSecret}))
+	seq := f.feed.add(journal.EventHeld, "k1", journal.HoldAwaitingApproval)
+	if d := r.next(t); d.id != strconv.FormatUint(seq, 10) {
+		t.Fatalf("delivery %s, want the new hold %d", d.id, seq)
+	}
+	if !strings.Contains(f.logs.String(), "the event feed ends before this webhook's cursor") {
+		t.Errorf("the reset is not logged:\n%s", f.logs)
+	}
+}
