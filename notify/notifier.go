@@ -198,4 +198,5 @@ func (n *Notifier) Run(ctx context.Context) {
 		wg.Go(func() { h.run(ctx) })
 	}
 	wg.Wait()
+	n.client.CloseIdleConnections()
 }
