@@ -43,6 +43,7 @@ type Config struct {
 	Log       Log              `yaml:"log" envPrefix:"LOG_"`
 	Shutdown  Shutdown         `yaml:"shutdown" envPrefix:"SHUTDOWN_"`
 	MCP       MCP              `yaml:"mcp" envPrefix:"MCP_"`
+	Notify    Notify           `yaml:"notify" envPrefix:"NOTIFY_"`
 
 	// UnmatchedCredential names the headers that carry the caller's
 	// credential on calls the unmatched guard policy guards, the first one
@@ -262,6 +263,7 @@ func Default() Config {
 
 		UnmatchedCredential: List{"Authorization"},
 		MCP:                 MCP{UnlistedCredential: List{"Authorization"}},
+		Notify:              Notify{DeliveryAttempts: 20, Backoff: time.Second, MaxBackoff: 5 * time.Minute, DeliveryTimeout: 10 * time.Second},
 	}
 }
 
@@ -338,16 +340,20 @@ func Parse(r io.Reader, base Config) (Config, error) {
 	return c, nil
 }
 
-// LoadSecrets reads Admin.TokenFile into Admin.Token and
-// Admin.AgentTokenFile into Admin.AgentToken, dropping trailing newlines,
-// and clears the file fields, so a second call does nothing. A token given
-// both directly and as a file, an unreadable file, or an empty one is an
-// *Error naming the file.
+// LoadSecrets reads Admin.TokenFile into Admin.Token,
+// Admin.AgentTokenFile into Admin.AgentToken and each webhook's SecretFile
+// into its Secret, dropping trailing newlines, and clears the file fields,
+// so a second call does nothing. A secret given both directly and as a
+// file, an unreadable file, or an empty one (a webhook secret: one shorter
+// than 16 bytes) is an *Error naming the file.
 func (c *Config) LoadSecrets() error {
 	if err := loadSecret(&c.Admin.Token, &c.Admin.TokenFile, "admin.token"); err != nil {
 		return err
 	}
-	return loadSecret(&c.Admin.AgentToken, &c.Admin.AgentTokenFile, "admin.agent_token")
+	if err := loadSecret(&c.Admin.AgentToken, &c.Admin.AgentTokenFile, "admin.agent_token"); err != nil {
+		return err
+	}
+	return c.Notify.loadWebhookSecrets()
 }
 
 func loadSecret(token, file *string, field string) error {
@@ -373,8 +379,9 @@ func loadSecret(token, file *string, field string) error {
 	return nil
 }
 
-// Redacted returns a copy of c with the tokens replaced by "REDACTED", fit
-// for logging or printing.
+// Redacted returns a copy of c with the tokens and webhook secrets replaced
+// by "REDACTED" and the webhook URLs masked (RedactURL), fit for logging
+// or printing.
 func (c Config) Redacted() Config {
 	for _, s := range []*string{&c.Admin.Token, &c.Admin.AgentToken} {
 		if *s != "" {
@@ -382,6 +389,16 @@ func (c Config) Redacted() Config {
 		}
 	}
 	c.Journal.DSN = RedactDSN(c.Journal.DSN)
+	if c.Notify.Webhooks != nil {
+		hooks := append([]Webhook(nil), c.Notify.Webhooks...)
+		for i := range hooks {
+			hooks[i].URL = RedactURL(hooks[i].URL)
+			if hooks[i].Secret != "" {
+				hooks[i].Secret = "REDACTED"
+			}
+		}
+		c.Notify.Webhooks = hooks
+	}
 	return c
 }
 

@@ -1,11 +1,14 @@
 package config
 
 import (
+	"cmp"
 	"encoding"
 	"errors"
 	"fmt"
+	"maps"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -28,10 +31,52 @@ func ApplyEnv(c *Config, environ []string) error {
 		}
 	}
 	next := *c
+	if err := growLists(&next, vars); err != nil {
+		return err
+	}
 	if err := env.ParseWithOptions(&next, env.Options{Prefix: EnvPrefix, Environment: vars}); err != nil {
 		return envError(err, vars)
 	}
 	*c = next
+	return nil
+}
+
+// growLists makes room in each list of sections for the items the
+// environment adds (TOOLGUARD_NOTIFY_WEBHOOKS_<n>_URL beyond the file's
+// items), on a copy of the list: env itself adds only items numbered from
+// 0 in the environment. Added items must be numbered without gaps.
+func growLists(c *Config, vars map[string]string) error {
+	type named struct {
+		index int
+		name  string
+	}
+	found := map[string][]named{} // list path → the item variables set
+	fields := map[string][]int{}  // list path → its field in Config
+	for _, s := range itemSettings() {
+		fields[s.list] = s.listIndex
+		for name, v := range vars {
+			if i, ok := s.envIndex(name); ok && v != "" {
+				found[s.list] = append(found[s.list], named{i, name})
+			}
+		}
+	}
+	for list, vs := range found {
+		slices.SortFunc(vs, func(a, b named) int { return cmp.Or(cmp.Compare(a.index, b.index), strings.Compare(a.name, b.name)) })
+		v := reflect.ValueOf(c).Elem().FieldByIndex(fields[list])
+		n, top := v.Len(), vs[len(vs)-1]
+		if top.index < n {
+			continue
+		}
+		for i := n; i <= top.index; i++ {
+			if !slices.ContainsFunc(vs, func(x named) bool { return x.index == i }) {
+				return &Error{Field: top.name, Value: vars[top.name], Msg: fmt.Sprintf(
+					"no variable sets item %d of %s: number the items from 0 without gaps (the file has %d)", i, list, n)}
+			}
+		}
+		grown := reflect.MakeSlice(v.Type(), top.index+1, top.index+1)
+		reflect.Copy(grown, v)
+		v.Set(grown)
+	}
 	return nil
 }
 
@@ -47,8 +92,41 @@ func envError(err error, vars map[string]string) error {
 				return &Error{Field: s.env, Value: v, Msg: valueMsg(s.field.Type, v, pe.Err), Err: err}
 			}
 		}
+		for _, s := range itemSettings() {
+			if s.field.Name != pe.Name || s.field.Type != pe.Type {
+				continue
+			}
+			// env names the field, not the item: find the variable whose
+			// value does not parse.
+			for _, name := range slices.Sorted(maps.Keys(vars)) {
+				v := vars[name]
+				if _, ok := s.envIndex(name); ok && v != "" && parseAs(s.field.Type, v) != nil {
+					return &Error{Field: name, Value: v, Msg: valueMsg(s.field.Type, v, parseAs(s.field.Type, v)), Err: err}
+				}
+			}
+		}
 	}
 	return &Error{Msg: err.Error(), Err: err}
+}
+
+// parseAs parses text as a value of type t, as env does, and returns
+// its error.
+func parseAs(t reflect.Type, text string) error {
+	v := reflect.New(t)
+	switch {
+	case t == durationType:
+		_, err := time.ParseDuration(text)
+		return err
+	case v.Type().Implements(textUnmarshalerType):
+		return v.Interface().(encoding.TextUnmarshaler).UnmarshalText([]byte(text))
+	case t.Kind() == reflect.Int:
+		_, err := strconv.Atoi(text)
+		return err
+	case t.Kind() == reflect.Bool:
+		_, err := strconv.ParseBool(text)
+		return err
+	}
+	return nil
 }
 
 // valueMsg says why text is no value of type t; YAML and environment errors
@@ -91,8 +169,8 @@ func appendSettings(list []setting, t reflect.Type, path, envPrefix string, inde
 	for i := range t.NumField() {
 		f := t.Field(i)
 		name, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
-		if name == "-" || !f.IsExported() {
-			continue
+		if name == "-" || !f.IsExported() || isSectionList(f.Type) {
+			continue // a list's items are in itemSettings
 		}
 		idx := append(index[:len(index):len(index)], i)
 		if isSection(f.Type) {
@@ -108,6 +186,95 @@ func appendSettings(list []setting, t reflect.Type, path, envPrefix string, inde
 // isSection reports whether t is a group of settings rather than a value.
 func isSection(t reflect.Type) bool {
 	return t.Kind() == reflect.Struct && !reflect.PointerTo(t).Implements(textUnmarshalerType)
+}
+
+// isSectionList reports whether t is a list of groups of settings
+// (notify.webhooks), whose items' settings are itemSettings.
+func isSectionList(t reflect.Type) bool {
+	return t.Kind() == reflect.Slice && isSection(t.Elem())
+}
+
+// itemSetting is a leaf of the items of a list of sections, for every
+// item: notify.webhooks[<n>].url, TOOLGUARD_NOTIFY_WEBHOOKS_<n>_URL.
+type itemSetting struct {
+	list      string // yaml path of the list: "notify.webhooks"
+	envList   string // the items' environment prefix: "TOOLGUARD_NOTIFY_WEBHOOKS_"
+	name      string // yaml key within the item: "url"
+	envName   string // environment key within the item: "URL"
+	listIndex []int  // the list's field, for reflect.Value.FieldByIndex on a Config
+	field     reflect.StructField
+}
+
+// path is the yaml path of the setting of item i.
+func (s itemSetting) path(i int) string { return s.list + "[" + strconv.Itoa(i) + "]." + s.name }
+
+// env is the environment variable of the setting of item i.
+func (s itemSetting) env(i int) string { return s.envList + strconv.Itoa(i) + "_" + s.envName }
+
+// envIndex returns the item index of name when it is this setting's
+// variable for some item.
+func (s itemSetting) envIndex(name string) (int, bool) {
+	return cutIndex(name, s.envList, "_"+s.envName)
+}
+
+// pathIndex returns the item index of a yaml path of this setting.
+func (s itemSetting) pathIndex(path string) (int, bool) {
+	return cutIndex(path, s.list+"[", "]."+s.name)
+}
+
+// cutIndex returns the number between prefix and suffix in s, written
+// plainly.
+func cutIndex(s, prefix, suffix string) (int, bool) {
+	rest, ok := strings.CutPrefix(s, prefix)
+	if !ok {
+		return 0, false
+	}
+	num, ok := strings.CutSuffix(rest, suffix)
+	if !ok {
+		return 0, false
+	}
+	i, err := strconv.Atoi(num)
+	if err != nil || i < 0 || num != strconv.Itoa(i) {
+		return 0, false
+	}
+	return i, true
+}
+
+// itemSettings lists the leaves of the items of every list of sections
+// in Config, in declaration order.
+var itemSettings = sync.OnceValue(func() []itemSetting {
+	return appendItemSettings(nil, reflect.TypeFor[Config](), "", EnvPrefix, nil)
+})
+
+func appendItemSettings(list []itemSetting, t reflect.Type, path, envPrefix string, index []int) []itemSetting {
+	for i := range t.NumField() {
+		f := t.Field(i)
+		name, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+		if name == "-" || !f.IsExported() {
+			continue
+		}
+		idx := append(index[:len(index):len(index)], i)
+		switch {
+		case isSection(f.Type):
+			list = appendItemSettings(list, f.Type, joinPath(path, name), envPrefix+f.Tag.Get("envPrefix"), idx)
+		case isSectionList(f.Type):
+			item := f.Type.Elem()
+			for k := range item.NumField() {
+				g := item.Field(k)
+				key, _, _ := strings.Cut(g.Tag.Get("yaml"), ",")
+				if key == "-" || !g.IsExported() {
+					continue
+				}
+				if isSection(g.Type) || isSectionList(g.Type) {
+					panic("config: the items of " + joinPath(path, name) + " may hold values only")
+				}
+				envKey, _, _ := strings.Cut(g.Tag.Get("env"), ",")
+				list = append(list, itemSetting{list: joinPath(path, name), envList: envPrefix + f.Tag.Get("envPrefix"),
+					name: key, envName: envKey, listIndex: idx, field: g})
+			}
+		}
+	}
+	return list
 }
 
 func joinPath(path, name string) string {
@@ -146,10 +313,13 @@ func UnknownEnv(environ []string) []string {
 		byPath[EnvPrefix+strings.ToUpper(strings.ReplaceAll(s.path, ".", "_"))] = s.env
 	}
 	known = append(known, OtherEnv...)
+	isItem := func(name string) bool {
+		return slices.ContainsFunc(itemSettings(), func(s itemSetting) bool { _, ok := s.envIndex(name); return ok })
+	}
 	var warnings []string
 	for _, kv := range environ {
 		name, _, _ := strings.Cut(kv, "=")
-		if !strings.HasPrefix(name, EnvPrefix) || slices.Contains(known, name) {
+		if !strings.HasPrefix(name, EnvPrefix) || slices.Contains(known, name) || isItem(name) {
 			continue
 		}
 		w := name + " is not a toolguard setting and is ignored"

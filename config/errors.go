@@ -62,6 +62,14 @@ func fieldLabel(field string) string {
 			return s.env + " (" + s.path + ")"
 		}
 	}
+	for _, s := range itemSettings() {
+		if i, ok := s.pathIndex(field); ok {
+			return field + " (" + s.env(i) + ")"
+		}
+		if i, ok := s.envIndex(field); ok {
+			return field + " (" + s.path(i) + ")"
+		}
+	}
 	return field
 }
 

@@ -130,6 +130,9 @@ func (d *decoder) decodeValue(n ast.Node, v reflect.Value, path string) error {
 	if seq, ok := n.(*ast.SequenceNode); ok && t == listType {
 		return d.decodeList(seq, v, path)
 	}
+	if isSectionList(t) {
+		return d.decodeSectionList(n, v, path)
+	}
 	text, ok := scalarText(n)
 	if !ok {
 		if t == listType {
@@ -201,6 +204,41 @@ func (d *decoder) decodeList(seq *ast.SequenceNode, v reflect.Value, path string
 		list = append(list, text)
 	}
 	v.Set(reflect.ValueOf(list))
+	return nil
+}
+
+// decodeSectionList sets the list of sections v (notify.webhooks) to the
+// items of the sequence n, each a mapping of the item's settings decoded
+// as a section (strictly) at path[i]. An empty sequence sets nil.
+func (d *decoder) decodeSectionList(n ast.Node, v reflect.Value, path string) error {
+	seq, ok := n.(*ast.SequenceNode)
+	if !ok {
+		return errAt(n, path, "", "want a list of mappings (got "+kind(n)+")")
+	}
+	list := reflect.MakeSlice(v.Type(), 0, len(seq.Values))
+	for i, item := range seq.Values {
+		itemPath := path + "[" + strconv.Itoa(i) + "]"
+		item, err := d.resolve(item, itemPath)
+		if err != nil {
+			return err
+		}
+		if item.Type() == ast.NullType {
+			e := errAt(item, path, "", "empty list item")
+			if pos := entryPos(seq, i); pos != nil {
+				e.Line, e.Column = pos.Line, pos.Column
+			}
+			return e
+		}
+		elem := reflect.New(v.Type().Elem()).Elem()
+		if err := d.decodeSection(item, elem, itemPath); err != nil {
+			return err
+		}
+		list = reflect.Append(list, elem)
+	}
+	if list.Len() == 0 {
+		list = reflect.Zero(v.Type())
+	}
+	v.Set(list)
 	return nil
 }
 

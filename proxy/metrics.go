@@ -144,6 +144,10 @@ func (m *Metrics) Handler() http.Handler {
 	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{})
 }
 
+// Registerer is the registry the metrics are served from, for other
+// components' metrics (hold notifications) to join them on /metrics.
+func (m *Metrics) Registerer() prometheus.Registerer { return m.reg }
+
 // ObserveCommit records one group commit; pass it as bolt.Options.OnCommit
 // or postgres.Options.OnCommit.
 func (m *Metrics) ObserveCommit(d time.Duration, batch int) {

@@ -13,6 +13,7 @@ import (
 	"github.com/toolguard/toolguard/config"
 	"github.com/toolguard/toolguard/journal"
 	"github.com/toolguard/toolguard/journal/postgres"
+	"github.com/toolguard/toolguard/notify"
 	"github.com/toolguard/toolguard/proxy"
 	"github.com/toolguard/toolguard/tlsca"
 )
@@ -24,23 +25,37 @@ var (
 	_ admin.Journal = journal.Store(nil)
 )
 
+// notifyBackend is what hold notifications need of the journal's
+// backend: where their cursors are kept, and how replicas share the work
+// (nil: one process per journal).
+type notifyBackend struct {
+	cursors   notify.Cursors
+	exclusive func(ctx context.Context, name string, fn func(context.Context) error) (bool, error)
+}
+
+var _ notify.Cursors = (*postgres.Cursors)(nil)
+
 // openJournal opens the configured backend for writing, and returns it
-// with its file maintenance (online backups, the size gauge): bbolt's
-// journal file has one; a PostgreSQL journal has none (pg_dump backs it
-// up), so the Maintainer is nil.
-func openJournal(ctx context.Context, cfg config.Config, log *slog.Logger, metrics *proxy.Metrics, secret []byte) (journal.Store, journal.Maintainer, error) {
+// with its file maintenance (online backups, the size gauge) and what hold
+// notifications need of it. bbolt's journal file has a Maintainer; a
+// PostgreSQL journal has none (pg_dump backs it up), so it is nil there.
+func openJournal(ctx context.Context, cfg config.Config, log *slog.Logger, metrics *proxy.Metrics, secret []byte) (journal.Store, journal.Maintainer, notifyBackend, error) {
 	if cfg.Journal.Backend != config.BackendPostgres {
 		b, err := openBolt(cfg, log, metrics)
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, notifyBackend{}, err
 		}
-		return b, b, nil
+		// bbolt has one writer process: the cursors live in a file beside
+		// the journal, and no lock is needed.
+		return b, b, notifyBackend{cursors: notify.NewFileCursors(notifyCursorsPath(cfg.Journal.Path))}, nil
 	}
 	pg, err := openPostgres(ctx, cfg, log, metrics, secret)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, notifyBackend{}, err
 	}
-	return pg, nil, nil
+	// Replicas share the cursors, and one of them delivers each webhook's
+	// events at a time.
+	return pg, nil, notifyBackend{cursors: pg.Cursors(), exclusive: pg.RunExclusive}, nil
 }
 
 // openPostgres opens the PostgreSQL journal at journal.dsn for writing and,

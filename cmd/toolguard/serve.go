@@ -146,7 +146,7 @@ func serveWith(ctx context.Context, cfg config.Config, log *slog.Logger, out ser
 		return err
 	}
 	metrics := proxy.NewMetrics()
-	j, maint, err := openJournal(ctx, cfg, log, metrics, secret)
+	j, maint, nb, err := openJournal(ctx, cfg, log, metrics, secret)
 	if err != nil {
 		return err
 	}
@@ -169,6 +169,15 @@ func serveWith(ctx context.Context, cfg config.Config, log *slog.Logger, out ser
 		return err
 	}
 	defer srv.Close()
+	// Before anything is served: a new webhook's cursor starts at the
+	// feed's end, before the first hold this process journals.
+	stopNotify, err := startNotify(ctx, cfg, j, nb, srv, metrics, log, adminLn.Addr().String())
+	if err != nil {
+		proxyLn.Close()
+		adminLn.Close()
+		return err
+	}
+	defer stopNotify() // before the journal closes
 	srv.StartSweeper(0)
 	srv.StartResolver(0)
 	if n, err := srv.ResumeVerifications(); err != nil {

@@ -5,7 +5,8 @@
 //
 // # Schema
 //
-// The schema (tables steps, events, workflows, meta, sequence epochs) is
+// The schema (tables steps, events, workflows, meta, notify_cursors,
+// sequence epochs) is
 // toolguard's: numbered migrations embedded in the binary
 // (migrations/NNNN_name.sql), recorded in schema_version. A writable Open
 // migrates under a PostgreSQL advisory lock, so replicas starting together
@@ -70,6 +71,9 @@
 // removes with FOR UPDATE SKIP LOCKED, so replicas share the work. Work
 // that must run once across the replicas calls RunExclusive, which holds
 // a PostgreSQL advisory lock named after the work while it runs.
+// Hold notifications keep their cursors in notify_cursors (Cursors),
+// moved by compare-and-set, and deliver each webhook's events under
+// RunExclusive, so one replica delivers each event.
 //
 // # Faults
 //
