@@ -32,10 +32,11 @@ func (d *decoder) key(r *Route, e entry) {
 		if len(r.Key.Fields) == 0 && d.isEmptyList(fields) {
 			d.errorf(fields.val, "key.fields: empty (omit key.fields to key on the whole body)")
 		}
-	} else if hasIgnore {
+	}
+	if hasIgnore && (!hasFields || hasRef) {
 		r.Key.Ignore = d.simplePaths(ignore, "key.ignore")
 	}
-	if opt, ok := fs["optional"]; ok {
+	if opt, ok := fs["optional"]; ok && !hasRef {
 		r.Key.Optional = d.optional(r, opt, hasFields)
 	}
 	if sc, ok := fs["scope"]; ok {

@@ -63,10 +63,10 @@ func isNone(n ast.Node) bool {
 	return ok && s.Value == "none"
 }
 
-// nativeDefault gives a route that sets no native_idempotency (and does
-// not opt out) the file's.
+// nativeDefault gives a guarded route that sets no native_idempotency (and
+// does not opt out) the file's.
 func nativeDefault(r *Route) {
-	if r.NativeIdempotency == nil && !r.noNative {
+	if r.NativeIdempotency == nil && !r.noNative && r.Effect.Guarded() {
 		r.NativeIdempotency = r.API.NativeIdempotency
 	}
 }
