@@ -549,6 +549,16 @@ func (s *Server) handleRequest(req *http.Request, ctx *goproxy.ProxyCtx) (*http.
 			return req, resp
 		}
 	}
+	if route.Unlisted() && s.opts.Unmatched == policy.UnmatchedReject {
+		route = nil // reject refuses whatever no route lists, on every host
+	}
+	if route == nil && why == "" && s.opts.Unmatched != policy.UnmatchedReject && isMutation(req.Method) {
+		// A host a file of routes names follows the file's unlisted:
+		// (Match gave its route under guard); unmatched is for the others.
+		if api := s.rules.API(host); api != nil && api.MCP == nil {
+			why = "no route of " + api.Name + " matched: unlisted: pass"
+		}
+	}
 	if route == nil && why == "" {
 		// guard takes only mutations; reject refuses every method, reads
 		// included: a rule with effect: safe lets a read through.

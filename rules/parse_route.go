@@ -47,6 +47,10 @@ func (d *decoder) routes(api *API, e entry) {
 		if r == nil {
 			continue
 		}
+		if r.Name == UnlistedRoute {
+			d.errs.add(r.Pos, "name: %q names the route of the file's unlisted writes; choose another name", r.Name)
+			continue
+		}
 		if r.Name != "" {
 			if prev := names[r.Name]; prev != nil {
 				d.errs.add(r.Pos, "name: duplicate route name %q (also at %s)", r.Name, prev.Pos)
