@@ -36,8 +36,9 @@ type Options struct {
 	CA *CA
 	// Transport sends upstream calls; nil means NewTransport's default.
 	Transport http.RoundTripper
-	// Unmatched is the policy for calls no route matches (zero:
-	// passthrough).
+	// Unmatched is the policy for calls no route matches on hosts no
+	// rule file of routes names, and, when reject, on every host (zero:
+	// passthrough). A write to a named host follows its file's unlisted:.
 	Unmatched policy.Unmatched
 	// UnmatchedCredential says where the callers of calls that the
 	// unmatched guard policy guards carry their credential.
