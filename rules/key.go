@@ -338,7 +338,10 @@ func (s *deriveScratch) fields(m []byte, r *Route, mode keyMode, docb []byte) ([
 	k := &r.Key
 	switch mode {
 	case keyBody:
-		return s.strip.strip(m, docb, k.Ignore), false
+		s.strip.formArrays = true
+		m = s.strip.strip(m, docb, k.Ignore)
+		s.strip.formArrays = false
+		return m, false
 	case keyRequest, keyReferenceAbsent:
 		s.paths = append(append(s.paths[:0], k.Ignore...), r.API.volatile()...)
 		s.strip.formArrays = true

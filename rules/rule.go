@@ -194,7 +194,9 @@ type KeySpec struct {
 	// field counts as null in the key. It never names every field.
 	Optional []string
 	// Ignore paths are dotted keys with '\' escapes, array indices and '#'
-	// for every element (lines.#.trace).
+	// for every element (lines.#.trace). A last step NAME[] (escaped:
+	// NAME\[\]) also drops NAME[0], NAME[1]...: a form's two spellings
+	// of an array.
 	Ignore []string
 	// RawContent keys the body as bytes, whatever its type (key.content:
 	// sha256): the canonical body is {"content_sha256", "content_type",

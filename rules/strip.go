@@ -13,7 +13,8 @@ type stripper struct {
 	key   []byte   // decoded key scratch
 	// formArrays: a last path component NAME[] also names the members
 	// NAME[0], NAME[1], ...: the two ways a form spells an array
-	// (expand[]=a and expand[0]=a). Set for the volatile paths.
+	// (expand[]=a and expand[0]=a). Set for key.ignore and volatile
+	// paths, never for redact.
 	formArrays bool
 
 	// Redact mode (redact != nil): values are replaced by

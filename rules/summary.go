@@ -48,7 +48,7 @@ func summarize(r *Route, red []byte) []KeyField {
 	case keyRequest, keyReferenceAbsent:
 		return summarizeNames(red, append(slices.Clip(k.Ignore), r.API.volatile()...), true)
 	}
-	return summarizeNames(red, k.Ignore, false)
+	return summarizeNames(red, k.Ignore, true)
 }
 
 func summarizeFields(fields []string, red []byte) []KeyField {

@@ -303,3 +303,41 @@ func TestDeriveReference(t *testing.T) {
 		t.Errorf("a route without reference: error %v, want missing fields as before", err)
 	}
 }
+
+// A key.ignore (or volatile) path whose last step is NAME\[\] drops the
+// form array NAME[] in both spellings, expand[]=a and expand[0]=a (the
+// Stripe SDKs send the second), and nothing else.
+func TestIgnoreFormArrays(t *testing.T) {
+	r := routeByName(t, mustParse(t, `
+api: shop
+hosts: [shop.example]
+routes:
+  - name: confirm
+    match: POST /v1/confirm
+    effect: irreversible
+    key: {ignore: ['expand\[\]']}
+`), "confirm")
+	d := &Deriver{}
+	key := func(body string) string {
+		it, err := d.Derive(r, Input{ContentType: "application/x-www-form-urlencoded", Body: []byte(body)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return it.Key
+	}
+	base := key("a=1")
+	for body, same := range map[string]bool{
+		"a=1&expand[]=x":                  true,
+		"a=1&expand[0]=x&expand[1]=y":     true,
+		"a=1&expand[10]=x":                true,
+		"a=1&expand[a]=x":                 false,
+		"a=1&expand[0][b]=x":              false,
+		"a=1&expand=x":                    false,
+		"a=1&xexpand[0]=x":                false,
+		"a=1&expand%5B0%5D=x&expand[]=ok": true,
+	} {
+		if got := key(body) == base; got != same {
+			t.Errorf("%s: same key %v, want %v", body, got, same)
+		}
+	}
+}
