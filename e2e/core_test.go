@@ -41,7 +41,8 @@ func eventsOf(t *testing.T, p *proc) []map[string]any {
 
 func TestPassthroughStreams(t *testing.T) {
 	up := newUpstream(t, false)
-	p := newSetup(t, map[string]string{"billing.yaml": ruleFile(up.host(), invoiceRoute)}).start(t)
+	// unlisted: pass, so that writes no route lists pass through as well.
+	p := newSetup(t, map[string]string{"billing.yaml": ruleFile(up.host(), invoiceRoute) + "unlisted: pass\n"}).start(t)
 	c := p.client(t)
 	resp, body := do(t, c, mustRequest("GET", up.URL+"/v1/stream"))
 	if body != "chunk-0\nchunk-1\nchunk-2\n" {

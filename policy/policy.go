@@ -11,8 +11,10 @@ import (
 	"strings"
 )
 
-// Unmatched is the policy for calls that no rule route matches. The zero
-// value is UnmatchedPassthrough.
+// Unmatched is the policy for calls that no rule route matches, on hosts
+// that no rule file of routes names (a write to a named host follows the
+// file's unlisted: policy; reject still refuses it). The zero value is
+// UnmatchedPassthrough.
 type Unmatched int
 
 // Unmatched policies.

@@ -18,7 +18,9 @@ import (
 //   - a route with a lookup asks the provider: found records the effect
 //     (committed); absent marks the step failed and retryable, so that a
 //     later retry sends it; unknown holds it for review;
-//   - any other route holds it for review with the reason "abandoned".
+//   - any other route, and a route whose lookup reads a request value
+//     (a business reference) that the call did not carry, holds it for
+//     review with the reason "abandoned".
 //
 // Candidates are steps started, not held, untouched for Options.AbandonAfter
 // (never shorter than the lease plus the upstream timeout), whose last
@@ -117,7 +119,11 @@ func (s *Server) resolveAbandoned(r *resolver) int {
 func (s *Server) abandon(r *resolver, st journal.Step, now time.Time) bool {
 	route := s.routeOf(st.API, st.Route)
 	lookup, found, evidence := LookupNotAsked, (*lookupResult)(nil), ""
-	if route != nil && route.Lookup != nil {
+	absent := stepLookupAbsent(route, &st)
+	if len(absent) > 0 {
+		evidence = noLookupEvidence(absent) // held: the lookup cannot be made
+	}
+	if route != nil && route.Lookup != nil && len(absent) == 0 {
 		creds, ready, gaveUp := r.credentials(s, route, &st, now)
 		if !ready {
 			return false
@@ -166,6 +172,16 @@ func (s *Server) abandon(r *resolver, st journal.Step, now time.Time) bool {
 		s.startVerify(verification{route: route, step: got, vals: vals})
 	}
 	return true
+}
+
+// stepLookupAbsent lists the request values the route's lookup reads that
+// the step's stored recovery values lack (the request did not carry them):
+// nil when the lookup can be made, or there is none.
+func stepLookupAbsent(route *rules.Route, st *journal.Step) []string {
+	if route == nil || route.Lookup == nil {
+		return nil
+	}
+	return route.Lookup.AbsentRefs(rules.Values{Key: st.Key, Stored: st.RecoveryValues})
 }
 
 // backgroundLookup asks the provider whether an abandoned call took

@@ -168,6 +168,20 @@ func (s *Server) logDecision(c *call, a *answer) {
 		slog.Int(logStatus, a.resp.StatusCode),
 		slog.Int(logAttempt, a.attempt),
 		slog.Duration(logDuration, time.Since(c.start)),
-		slog.String(logWhy, a.decision.Why),
+		slog.String(logWhy, decisionWhy(c.route, a.decision)),
 	)
+}
+
+// decisionWhy is the why of a guarded call's decision line: for an
+// unlisted write, that no route matched, and what was decided past a new
+// intent's forward.
+func decisionWhy(r *rules.Route, d Decision) string {
+	if !r.Unlisted() {
+		return d.Why
+	}
+	why := "no route of " + r.API.Name + " matched: unlisted: guard"
+	if d.Action == ActionForward && !d.Recovered && d.Why == whyNewIntent {
+		return why
+	}
+	return why + "; " + d.Why
 }

@@ -88,6 +88,9 @@ const (
 	ReasonAbandoned = "abandoned"
 )
 
+// whyNewIntent is the why of a new intent's forward.
+const whyNewIntent = "new intent"
+
 // Situation is everything the recovery table looks at.
 type Situation struct {
 	// Step is the current record; nil for a new key.
@@ -139,7 +142,7 @@ func Decide(s Situation) Decision {
 		if s.Approval {
 			return Decision{Action: ActionHold, Hold: journal.HoldAwaitingApproval, Reason: ReasonApproval, Why: "route requires approval"}
 		}
-		return Decision{Action: ActionForward, Why: "new intent"}
+		return Decision{Action: ActionForward, Why: whyNewIntent}
 	}
 	if st.Held() {
 		return decideHeld(s)
@@ -233,11 +236,23 @@ func decideHeld(s Situation) Decision {
 
 // strategyOf reports how interrupted calls of r are resolved.
 func strategyOf(r *rules.Route) Strategy {
+	st, _ := recoveryOf(r, nil)
+	return st
+}
+
+// recoveryOf reports how an interrupted call of r is resolved, and whether
+// a lookup can tell, when absent lists the request values its lookup reads
+// that the call lacks (rules.Lookup.AbsentRefs): such a lookup cannot be
+// made, so the call has none. Without a lookup the native key's re-send
+// resolves the call inside its lifetime, and past it the step is held;
+// without either, Decide holds an irreversible call.
+func recoveryOf(r *rules.Route, absent []string) (strategy Strategy, hasLookup bool) {
+	hasLookup = r.Lookup != nil && len(absent) == 0
 	switch {
 	case r.NativeIdempotency != nil:
-		return StrategyNative
-	case r.Lookup != nil:
-		return StrategyLookup
+		return StrategyNative, hasLookup
+	case hasLookup:
+		return StrategyLookup, true
 	}
-	return StrategyNone
+	return StrategyNone, false
 }

@@ -114,3 +114,42 @@ func TestDecide(t *testing.T) {
 		})
 	}
 }
+
+// A started step whose route has a lookup that reads a business reference
+// the request did not carry (key.reference absent) has no lookup: inside
+// the native key's lifetime the re-send resolves it, past it (or without
+// a native key) an irreversible call is held; never a lookup made without
+// its reference. recoveryOf gives the Situation's strategy and lookup.
+func TestDecideWithoutReference(t *testing.T) {
+	native := &rules.NativeIdempotency{Header: "Idempotency-Key"}
+	lookup := &rules.Lookup{}
+	absent := []string{"body.metadata[order_id]"}
+	tests := []struct {
+		name          string
+		route         *rules.Route
+		absent        []string
+		nativeExpired bool
+		action        Action
+		reason        string
+	}{
+		{name: "native and lookup, reference present, inside ttl", route: &rules.Route{NativeIdempotency: native, Lookup: lookup}, action: ActionForward},
+		{name: "native and lookup, reference present, past ttl", route: &rules.Route{NativeIdempotency: native, Lookup: lookup}, nativeExpired: true, action: ActionLookup},
+		{name: "native and lookup, reference absent, inside ttl", route: &rules.Route{NativeIdempotency: native, Lookup: lookup}, absent: absent, action: ActionForward},
+		{name: "native and lookup, reference absent, past ttl", route: &rules.Route{NativeIdempotency: native, Lookup: lookup}, absent: absent, nativeExpired: true, action: ActionHold, reason: ReasonKeyExpired},
+		{name: "lookup only, reference present", route: &rules.Route{Lookup: lookup}, action: ActionLookup},
+		{name: "lookup only, reference absent", route: &rules.Route{Lookup: lookup}, absent: absent, action: ActionHold, reason: ReasonOutcomeUnknown},
+		{name: "native only, past ttl", route: &rules.Route{NativeIdempotency: native}, nativeExpired: true, action: ActionHold, reason: ReasonKeyExpired},
+		{name: "neither", route: &rules.Route{}, action: ActionHold, reason: ReasonOutcomeUnknown},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			strategy, hasLookup := recoveryOf(tc.route, tc.absent)
+			st := &journal.Step{Status: journal.StatusStarted, BodyHash: "b"}
+			got := Decide(Situation{Step: st, Strategy: strategy, HasLookup: hasLookup, Effect: rules.EffectIrreversible,
+				BodyHash: "b", NativeExpired: tc.nativeExpired, MaxAttempts: 3})
+			if got.Action != tc.action || got.Reason != tc.reason {
+				t.Fatalf("Decide = %+v, want %s %q", got, tc.action, tc.reason)
+			}
+		})
+	}
+}

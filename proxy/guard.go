@@ -253,11 +253,13 @@ func (s *Server) decide(c *call) (verdict, error) {
 	var mine *flight
 	// The claim's lease counts from before its statement goes out.
 	lease := newSendLease(time.Now(), s.lease())
+	absent := c.lookupAbsent()
+	strategy, hasLookup := recoveryOf(c.route, absent)
 	st, err := s.journal.Apply(c.in.Context(), key, func(cur *journal.Step) (journal.Change, error) {
 		out = verdict{}
 		sit := Situation{
 			Step:        cur,
-			Strategy:    strategyOf(c.route),
+			Strategy:    strategy,
 			Effect:      c.route.Effect,
 			Approval:    c.route.ApprovalRequired,
 			BodyHash:    c.intent.BodyHash,
@@ -271,8 +273,11 @@ func (s *Server) decide(c *call) (verdict, error) {
 			}
 			sit.Settling = s.settling(cur)
 			sit.NativeExpired = nativeExpired(c.route, cur, now)
-			sit.HasLookup = c.route.Lookup != nil
+			sit.HasLookup = hasLookup
 			sit.Backoff = backoff(cur, now)
+			if len(absent) > 0 && cur.Status == journal.StatusStarted {
+				c.lookupEvidence = noLookupEvidence(absent)
+			}
 		}
 		out.decision = Decide(sit)
 		if cur == nil {

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/toolguard/toolguard/journal"
@@ -89,6 +90,22 @@ func (r restCarrier) lookup(c *call, st *journal.Step) {
 	}
 	c.lookupEvidence = "lookup " + res.Evidence
 	s.log.Info("lookup", logKey, st.Key, logRoute, c.route.Name, "answer", c.lookup.String(), "evidence", res.Evidence)
+}
+
+// lookupAbsent lists the request values the route's lookup reads that the
+// call lacks (see rules.Lookup.AbsentRefs): nil when the lookup can be
+// made, or the route has none.
+func (c *call) lookupAbsent() []string {
+	if c.route.Lookup == nil || c.intent == nil {
+		return nil
+	}
+	return c.route.Lookup.AbsentRefs(rules.Values{Body: c.intent.Doc, Path: c.params})
+}
+
+// noLookupEvidence is the evidence of a recovery without the lookup that
+// the request's absent values would have made.
+func noLookupEvidence(absent []string) string {
+	return "no lookup: the request has no " + strings.Join(absent, ", ") + " for the lookup to search by"
 }
 
 // values are the template values for a step's lookups and probes.

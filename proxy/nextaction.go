@@ -15,8 +15,9 @@ func (s *Server) NextAction(st *journal.Step) string {
 	sit := Situation{Step: st, BodyHash: st.BodyHash, MaxAttempts: s.opts.MaxAttempts,
 		InFlight: s.flights.live(st.Key, now) != nil || inFlightElsewhere(st, s.journal.Epoch()), Settling: s.settling(st)}
 	if route != nil {
-		sit.Strategy, sit.Effect, sit.Approval = strategyOf(route), route.Effect, route.ApprovalRequired
-		sit.NativeExpired, sit.HasLookup = nativeExpired(route, st, now), route.Lookup != nil
+		sit.Strategy, sit.HasLookup = recoveryOf(route, stepLookupAbsent(route, st))
+		sit.Effect, sit.Approval = route.Effect, route.ApprovalRequired
+		sit.NativeExpired = nativeExpired(route, st, now)
 		sit.Backoff = backoff(st, now)
 	} else {
 		sit.Effect = rules.EffectIrreversible

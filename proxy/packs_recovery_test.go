@@ -208,3 +208,71 @@ func TestPacksNativeKeyReplacesSDKKey(t *testing.T) {
 		})
 	}
 }
+
+// A Stripe charge sent without metadata[order_id] cannot be looked up (the
+// pack's search needs it): its unknown outcome is resolved by the native
+// key's re-send inside the key's 24 hours, and held past them, or when
+// nobody retries; never by a search made without the reference. The step
+// says why.
+func TestStripeRecoveryWithoutReference(t *testing.T) {
+	const body = "amount=2000&currency=usd&source=tok_visa&description=no+order"
+	tests := []struct {
+		name       string
+		wait       time.Duration
+		abandon    bool // nobody retries: the resolver settles the step
+		wantStatus int
+		wantWrites int
+	}{
+		{name: "inside the key's lifetime, re-sent", wait: time.Hour, wantStatus: http.StatusGatewayTimeout, wantWrites: 2},
+		{name: "past the key's lifetime, held", wait: 25 * time.Hour, wantStatus: http.StatusConflict, wantWrites: 1},
+		{name: "abandoned, held", wait: 2 * time.Hour, abandon: true, wantWrites: 1},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			sim := &packSim{read: `{"object":"search_result","data":[],"has_more":false}`}
+			file, text := loadPack(t, "stripe")
+			p := newSetProxy(t, file, text, "api.stripe.com", sim, Options{})
+			send := func() (*http.Response, string) {
+				req, _ := http.NewRequest(http.MethodPost, p.baseURL+"/v1/charges", strings.NewReader(body))
+				req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+				req.Header.Set("Authorization", "Bearer test")
+				resp, err := p.client.Do(req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer resp.Body.Close()
+				b, _ := io.ReadAll(resp.Body)
+				return resp, string(b)
+			}
+			first, b := send()
+			if first.StatusCode != http.StatusGatewayTimeout {
+				t.Fatalf("first call: %d %s, want 504 outcome-unknown", first.StatusCode, b)
+			}
+			key := first.Header.Get(HeaderKey)
+			p.clock.add(tc.wait)
+			if tc.abandon {
+				if n := p.srv.resolveAbandoned(&resolver{waiting: map[string]parkedCred{}}); n != 1 {
+					t.Fatalf("resolver settled %d steps, want 1", n)
+				}
+			} else if r, b := send(); r.StatusCode != tc.wantStatus {
+				t.Fatalf("retry: %d %s, want %d", r.StatusCode, b, tc.wantStatus)
+			}
+			sim.mu.Lock()
+			writes, reads := sim.writes, len(sim.reads)
+			sim.mu.Unlock()
+			if writes != tc.wantWrites || reads != 0 {
+				t.Fatalf("upstream writes = %d, lookups = %d; want %d and none", writes, reads, tc.wantWrites)
+			}
+			st, err := p.j.Get(key)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.wantWrites == 2 {
+				return // re-sent: nothing held
+			}
+			if !st.Held() || !strings.Contains(st.LastError, "no lookup: the request has no body.metadata[order_id]") {
+				t.Errorf("step hold %s (%s), evidence %q; want held saying the reference was absent", st.Hold, st.HoldReason, st.LastError)
+			}
+		})
+	}
+}

@@ -10,7 +10,9 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -60,6 +62,7 @@ func newTestUpstream(t *testing.T, useTLS bool) *testUpstream {
 	}
 	mux.HandleFunc("/x/", extra)
 	mux.HandleFunc("POST /v1/customers", extra) // for the Stripe SDK, which wants /v1/ paths
+	mux.HandleFunc("/", extra)                  // any other path: a test's own provider
 	if useTLS {
 		u.Server = httptest.NewTLSServer(mux)
 	} else {
@@ -111,6 +114,13 @@ type harnessConfig struct {
 	// Credential is the rule file's credential setting; "" means
 	// {header: Authorization}, "-" leaves the field out.
 	Credential string
+	// Top holds more top-level fields of the rule file (unlisted:,
+	// native_idempotency:, volatile:), as YAML lines.
+	Top string
+	// Pack, when set, makes the rule file the pack rules/packs/<Pack>'s,
+	// its hosts the provider's (Routes, Errors, Credential and Top are
+	// not used).
+	Pack string
 	// Options are the proxy's options; journal, rules, CA, transport and
 	// logger are filled in.
 	Options Options
@@ -171,7 +181,11 @@ func startHarness(t *testing.T, cfg harnessConfig) *harness {
 	default:
 		cred = "credential: " + cfg.Credential + "\n"
 	}
-	api, err := rules.Parse("billing.yaml", []byte(fmt.Sprintf("version: v1\napi: billing\nhosts: [%q]\n%s%sroutes:\n%s", host, cred, errs, cfg.Routes)))
+	file, src := "billing.yaml", []byte(fmt.Sprintf("version: v1\napi: billing\nhosts: [%q]\n%s%s%sroutes:\n%s", host, cred, errs, cfg.Top, cfg.Routes))
+	if cfg.Pack != "" {
+		file, src = packAt(t, cfg.Pack, host)
+	}
+	api, err := rules.Parse(file, src)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -232,6 +246,22 @@ func startHarness(t *testing.T, cfg harnessConfig) *harness {
 	t.Cleanup(tr.CloseIdleConnections)
 	h.client = &http.Client{Transport: credentialed{tr}}
 	return h
+}
+
+// packAt reads the rule pack rules/packs/<name> with its hosts replaced by
+// host.
+func packAt(t *testing.T, name, host string) (string, []byte) {
+	t.Helper()
+	file := "../rules/packs/" + name + "/" + name + ".yaml"
+	src, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hosts := regexp.MustCompile(`(?m)^hosts: .*$`)
+	if !hosts.Match(src) {
+		t.Fatalf("%s has no hosts: line", file)
+	}
+	return file, hosts.ReplaceAll(src, []byte(fmt.Sprintf("hosts: [%q]", host)))
 }
 
 // do sends req through the proxy and reads the whole answer.

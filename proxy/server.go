@@ -40,8 +40,9 @@ type Options struct {
 	// connections). The proxy always builds that transport itself, around
 	// the egress policy's Dial, which no option replaces.
 	Transport TransportOptions
-	// Unmatched is the policy for calls no route matches (zero:
-	// passthrough).
+	// Unmatched is the policy for calls no route matches on hosts no
+	// rule file of routes names, and, when reject, on every host (zero:
+	// passthrough). A write to a named host follows its file's unlisted:.
 	Unmatched policy.Unmatched
 	// UnmatchedCredential says where the callers of calls that the
 	// unmatched guard policy guards carry their credential.
@@ -527,6 +528,16 @@ func (s *Server) handleRequest(req *http.Request, ctx *goproxy.ProxyCtx) (*http.
 		if route, why, resp = s.selectGraphQL(req, route); resp != nil {
 			ctx.UserData = &reqState{decided: true}
 			return req, resp
+		}
+	}
+	if route.Unlisted() && s.opts.Unmatched == policy.UnmatchedReject {
+		route = nil // reject refuses whatever no route lists, on every host
+	}
+	if route == nil && why == "" && s.opts.Unmatched != policy.UnmatchedReject && isMutation(req.Method) {
+		// A host a file of routes names follows the file's unlisted:
+		// (Match gave its route under guard); unmatched is for the others.
+		if api := s.rules.API(host); api != nil && api.MCP == nil {
+			why = "no route of " + api.Name + " matched: unlisted: pass"
 		}
 	}
 	if route == nil && why == "" {

@@ -14,6 +14,11 @@ import (
 	"github.com/toolguard/toolguard/policy"
 )
 
+// elsewhere is the host of rule files that do not name the provider, whose
+// calls then follow unmatched: (a write to a host a file names follows the
+// file's unlisted:).
+const elsewhere = "elsewhere.example"
+
 // unmatchedGuard guards calls no route describes, their callers' credential
 // in headers (nil: the default, Authorization).
 func unmatchedGuard(headers ...string) Options {
@@ -41,10 +46,10 @@ func TestTenantsGetTheirOwnAnswers(t *testing.T) {
 			cfg: harnessConfig{Routes: invoiceRoute, Credential: "{headers: [Authorization, X-Api-Key]}"},
 			a:   []string{"Authorization", "shared"}, b: []string{"Authorization", "", "X-Api-Key", "shared"}},
 		{name: "unmatched guard, Authorization", path: "/v1/emails",
-			cfg: harnessConfig{Routes: invoiceRoute, Options: unmatchedGuard()},
+			cfg: harnessConfig{Routes: invoiceRoute, RuleHost: elsewhere, ConnectToUpstream: true, Options: unmatchedGuard()},
 			a:   []string{"Authorization", "Bearer sk_a"}, b: []string{"Authorization", "Bearer sk_b"}},
 		{name: "unmatched guard, configured header", path: "/v1/emails",
-			cfg: harnessConfig{Routes: invoiceRoute, Options: unmatchedGuard("Authorization", "X-Api-Key")},
+			cfg: harnessConfig{Routes: invoiceRoute, RuleHost: elsewhere, ConnectToUpstream: true, Options: unmatchedGuard("Authorization", "X-Api-Key")},
 			a:   []string{"Authorization", "", "X-Api-Key", "key_a"}, b: []string{"Authorization", "", "X-Api-Key", "key_b"}},
 	}
 	for _, tc := range tests {
@@ -91,9 +96,9 @@ func TestMissingCredentialRefused(t *testing.T) {
 		{name: "none of the listed headers", path: "/v1/invoices",
 			cfg:     harnessConfig{Routes: invoiceRoute, Credential: "{headers: [Authorization, X-Api-Key]}"},
 			headers: []string{"Authorization", "", "Api-Key", "k"}, want: []string{"expected header Authorization or X-Api-Key"}},
-		{name: "unmatched guard default", cfg: harnessConfig{Routes: invoiceRoute, Options: unmatchedGuard()}, path: "/v1/emails",
+		{name: "unmatched guard default", cfg: harnessConfig{Routes: invoiceRoute, RuleHost: elsewhere, ConnectToUpstream: true, Options: unmatchedGuard()}, path: "/v1/emails",
 			headers: []string{"Authorization", ""}, want: []string{"route unmatched.POST ", "expected header Authorization"}},
-		{name: "unmatched guard configured", cfg: harnessConfig{Routes: invoiceRoute, Options: unmatchedGuard("X-Api-Key")}, path: "/v1/emails",
+		{name: "unmatched guard configured", cfg: harnessConfig{Routes: invoiceRoute, RuleHost: elsewhere, ConnectToUpstream: true, Options: unmatchedGuard("X-Api-Key")}, path: "/v1/emails",
 			want: []string{"expected header X-Api-Key"}},
 	}
 	for _, tc := range tests {
@@ -135,7 +140,7 @@ func TestCredentialNoneSharesOnPurpose(t *testing.T) {
 	}{
 		{name: "rule file", cfg: harnessConfig{Routes: invoiceRoute, Credential: "none"}, path: "/v1/invoices"},
 		{name: "unmatched guard", path: "/v1/emails",
-			cfg: harnessConfig{Routes: invoiceRoute, Options: Options{Unmatched: policy.UnmatchedGuard, UnmatchedCredential: Credential{None: true}}}},
+			cfg: harnessConfig{Routes: invoiceRoute, RuleHost: elsewhere, ConnectToUpstream: true, Options: Options{Unmatched: policy.UnmatchedGuard, UnmatchedCredential: Credential{None: true}}}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

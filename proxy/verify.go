@@ -186,6 +186,11 @@ func (s *Server) routeOf(api, name string) *rules.Route {
 				return r
 			}
 		}
+		if name == rules.UnlistedRoute {
+			// One route per method, alike but for the method, which
+			// recovery does not read.
+			return a.UnlistedRouteOf(http.MethodPost)
+		}
 	}
 	return nil
 }

@@ -16,7 +16,10 @@
 // Set.Match picks the API by host (exact host:port, then host on any port,
 // then the longest "*.domain"), then the most specific route pattern of the
 // request's method, with net/http ServeMux semantics. Patterns that
-// ServeMux would refuse as conflicting are load errors.
+// ServeMux would refuse as conflicting are load errors. A write that no
+// route of the host's file matches gets the file's route of unlisted
+// writes (UnlistedRoute) under unlisted: guard, the default; see
+// unlisted.go.
 //
 // # Keys
 //
@@ -38,8 +41,11 @@
 // Derive refuses, rather than keys, what could give two intents one key: a
 // body lacking a required key field (*MissingFieldsError; key.optional
 // names the fields a body may lack), a body that cannot be what its
-// Content-Type declares (JSON sent as a form), a body without a
-// Content-Type that is not JSON, and bytes that are not UTF-8. Package
+// Content-Type declares (JSON sent as a form), and JSON or form bytes that
+// are not UTF-8. A route with key.reference never refuses for a missing
+// field: without its reference it keys the whole request, less the file's
+// volatile fields, as an unlisted write does. A body of any other type,
+// or of none that is not JSON, is keyed by its content hash. Package
 // rules/samples tests a rule file against sample requests.
 //
 // Multipart bodies become an object of part name → text, or for a file

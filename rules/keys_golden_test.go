@@ -13,8 +13,10 @@ import (
 // key_differs_from pairs once shared a key (multipart filenames without
 // their directories, an array index read like an object member "0", an
 // escaped '/' in a {path...} value, a form read like JSON, integers beyond
-// 2^53, decimals rounded through float64, NFC and NFD text) and
-// same_key_as pairs that spell one intent twice, with keys.golden.
+// 2^53, decimals rounded through float64, NFC and NFD text, a body
+// without its reference that spells the reference's fields) and
+// same_key_as pairs that spell one intent twice (volatile fields of
+// unlisted writes and of a reference's fallback), with keys.golden.
 const keysDir = "testdata/keys"
 
 // TestKeyCollisions derives every sample of testdata/keys and checks its

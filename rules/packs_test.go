@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/toolguard/toolguard/rules"
@@ -149,8 +150,10 @@ func packGolden(t *testing.T, set *rules.Set, ss []samples.Sample, d *rules.Deri
 }
 
 // lookupURL is the route's lookup request for the sample, as it would be
-// sent: every reference it makes must have a value in every sample (a
-// lookup that cannot be expanded is unknown, and the step is held).
+// sent, or "none" naming the request values a sample without its business
+// reference lacks (recovery then has no lookup). Every other reference it
+// makes must have a value in every sample (a lookup that cannot be
+// expanded is unknown, and the step is held).
 func lookupURL(t *testing.T, set *rules.Set, s *samples.Sample, route *rules.Route, it *rules.Intent) string {
 	t.Helper()
 	u, err := url.Parse(s.URL)
@@ -158,8 +161,12 @@ func lookupURL(t *testing.T, set *rules.Set, s *samples.Sample, route *rules.Rou
 		t.Fatal(err)
 	}
 	_, params := set.Match(u.Host, s.Method, u.EscapedPath())
+	vals := rules.Values{Key: it.Key, Path: params, Body: it.Doc}
+	if absent := route.Lookup.AbsentRefs(vals); len(absent) > 0 {
+		return "none (the request has no " + strings.Join(absent, ", ") + ")"
+	}
 	l := route.Lookup.Request
-	got, err := l.URL.Expand(rules.Values{Key: it.Key, Path: params, Body: it.Doc}, true)
+	got, err := l.URL.Expand(vals, true)
 	if err != nil {
 		t.Errorf("%s: lookup of route %s: %v", s.Pos(), route.Name, err)
 	}

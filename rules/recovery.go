@@ -109,3 +109,31 @@ func (v Values) pathValue(name string) string {
 	}
 	return gjson.Parse(v.Stored["path."+name]).String()
 }
+
+// AbsentRefs lists, as "body.PATH", the {{body.PATH}} references of the
+// lookup's request that v lacks (missing, null or empty, as Expand sees
+// them): a lookup whose business reference the request did not carry
+// cannot be made, and recovery then has no lookup for the call (the
+// native key's re-send inside its lifetime, a hold past it). nil when v
+// holds every one, or when l is nil.
+func (l *Lookup) AbsentRefs(v Values) []string {
+	if l == nil {
+		return nil
+	}
+	var out []string
+	check := func(t *Template) {
+		if t == nil {
+			return
+		}
+		for _, p := range t.refs() {
+			if p.ref == refBody && p.value(v) == "" && !contains(out, "body."+p.text) {
+				out = append(out, "body."+p.text)
+			}
+		}
+	}
+	check(l.Request.URL)
+	if l.Request.Tool != nil {
+		l.Request.Tool.Arguments.each(check)
+	}
+	return out
+}

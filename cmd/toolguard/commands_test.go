@@ -101,7 +101,10 @@ func TestKeyExplain(t *testing.T) {
 		{name: "stripe_form", args: []string{"--url", "https://api.stripe.com/v1/payment_intents",
 			"--header", "Content-Type: application/x-www-form-urlencoded", "--header", "Authorization: Bearer sk_test_1",
 			"--body", "currency=eur&amount=100&customer=cus_1&description=order+77&metadata[order_id]=o77"}},
-		{name: "no_route", args: []string{"--url", "https://api.stripe.com/v1/charges", "--body", "amount=1"}},
+		{name: "no_route", args: []string{"--url", "https://api.example.org/v1/charges", "--body", "amount=1"}},
+		{name: "no_route_read", args: []string{"--url", "https://api.stripe.com/v1/charges", "--method", "GET"}},
+		{name: "unlisted", args: []string{"--url", "https://api.stripe.com/v1/charges", "--header", "Authorization: Bearer sk_test_1",
+			"--header", "Content-Type: application/x-www-form-urlencoded", "--body", "amount=1&expand[0]=customer"}},
 		{name: "no_secret", journal: "testdata/absent.db", args: append([]string{"--url", "http://127.0.0.1:9099/v1/invoices",
 			"--header", "Authorization: Bearer demo", "--body", "@testdata/invoice.json"}, jsonBody...)},
 	}

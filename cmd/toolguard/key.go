@@ -105,7 +105,7 @@ func explain(w io.Writer, set *rules.Set, journalPath, method string, u *url.URL
 		return nil
 	}
 	if route == nil {
-		fmt.Fprintf(w, "no route matches %s %s%s: the call passes through unguarded (unless unmatched is guard or reject)\n", method, u.Host, u.Path)
+		explainNoRoute(w, set, method, u)
 		return nil
 	}
 	secret, note := explainSecret(journalPath)
@@ -119,6 +119,9 @@ func explain(w io.Writer, set *rules.Set, journalPath, method string, u *url.URL
 	json.Indent(&pretty, intent.Material, "  ", "  ")
 	fmt.Fprintf(w, "route:     %s/%s (%s %s, %s)\n", route.API.Name, route.Name, route.Method, route.Pattern, route.Effect)
 	fmt.Fprintf(w, "defined:   %s\n", route.Pos)
+	if route.Unlisted() {
+		fmt.Fprintf(w, "why:       no route of %s matched: unlisted: guard (the whole request is the key)\n", route.API.Name)
+	}
 	fmt.Fprintf(w, "canonical: %s\n", pretty.String())
 	fmt.Fprintf(w, "body hash: %s\n", intent.BodyHash)
 	fmt.Fprintf(w, "key:       %s\n", intent.Key)
@@ -126,6 +129,27 @@ func explain(w io.Writer, set *rules.Set, journalPath, method string, u *url.URL
 		fmt.Fprintf(w, "note:      %s\n", note)
 	}
 	return nil
+}
+
+// explainNoRoute says why a call that no route matches is not guarded.
+func explainNoRoute(w io.Writer, set *rules.Set, method string, u *url.URL) {
+	api := set.API(u.Host)
+	switch {
+	case api == nil || api.MCP != nil:
+		fmt.Fprintf(w, "no route matches %s %s%s: the call passes through unguarded (unless unmatched is guard or reject)\n", method, u.Host, u.Path)
+	case !isWrite(method):
+		fmt.Fprintf(w, "no route of %s matches %s %s%s: a read passes through unguarded (unless unmatched is reject)\n", api.Name, method, u.Host, u.Path)
+	default:
+		fmt.Fprintf(w, "no route of %s matches %s %s%s, and its rule file says unlisted: pass: the call passes through unguarded (unless unmatched is reject)\n", api.Name, method, u.Host, u.Path)
+	}
+}
+
+func isWrite(method string) bool {
+	switch method {
+	case http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete:
+		return true
+	}
+	return false
 }
 
 // explainSecret reads the install's HMAC secret without creating one:

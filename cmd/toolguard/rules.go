@@ -126,7 +126,23 @@ func printRoutes(w io.Writer, set *rules.Set, path string) {
 		for _, name := range a.ToolNames() {
 			fmt.Fprintf(w, "  %s/%s\ttools/call %s\t%s\n", a.Name, name, a.MCP.Path, a.Tool(name).Effect)
 		}
+		if a.MCP == nil {
+			fmt.Fprintf(w, "  %s: unlisted: %s\n", a.Name, unlistedSummary(a))
+		}
 	}
+}
+
+// unlistedSummary says what happens to writes to a's hosts that no route
+// matches.
+func unlistedSummary(a *rules.API) string {
+	if a.Unlisted != rules.UnlistedGuard {
+		return a.Unlisted.String() + " (writes no route matches pass through unguarded)"
+	}
+	s := a.Unlisted.String() + " (writes no route matches are irreversible, keyed on the whole request"
+	if ni := a.NativeIdempotency; ni != nil {
+		s += ", the key sent as " + ni.Header
+	}
+	return s + ")"
 }
 
 // checkSamples keys every sample request and reports its problems on

@@ -246,7 +246,8 @@ func (rep *Report) checkPair(s *Sample, me derived, byName map[string]derived) {
 			rep.problem(s, "%s: no sample is named %q", rel.field, rel.name)
 		case me.route == nil || other.route == nil:
 			// not matched or not keyed: reported already
-		case other.route != me.route:
+		case other.route.API != me.route.API || other.route.Name != me.route.Name:
+			// (the routes of unlisted writes, one per method, are one)
 			rep.problem(s, "%s: sample %q is of route %s/%s, this one of %s/%s", rel.field, rel.name,
 				apiName(other.route), other.route.Name, apiName(me.route), me.route.Name)
 		case other.key == "" || me.key == "":
