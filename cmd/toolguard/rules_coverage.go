@@ -60,7 +60,11 @@ func runRulesCoverage(args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if len(c.Stale) > 0 {
+	switch len(c.Stale) {
+	case 0:
+	case 1:
+		return fmt.Errorf("rules coverage: route %s of %s matches no operation of %s", c.Stale[0].Route, file, spec)
+	default:
 		return fmt.Errorf("rules coverage: %d routes of %s match no operation of %s", len(c.Stale), file, spec)
 	}
 	return nil

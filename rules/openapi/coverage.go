@@ -104,8 +104,9 @@ type CoverageOptions struct {
 // made a concrete path (every {param} a placeholder that holds no '/')
 // and matched as the proxy matches a request.
 //
-// A route is stale when no operation has its method and a path template
-// that its pattern matches segment by segment: a literal against the same
+// A route is stale when no operation has its method (any method, for a
+// route of effect safe or none) and a path template that its pattern
+// matches segment by segment: a literal against the same
 // literal, a {x} wildcard against any segment ({y} or a literal), a
 // {x...} wildcard against the rest.
 func CoverageOf(spec []byte, api *rules.API, opts CoverageOptions) (*Coverage, error) {
@@ -258,12 +259,14 @@ func cover(set *rules.Set, api *rules.API, op *operation) []OperationCoverage {
 	for _, s := range op.at {
 		oc := OperationCoverage{Method: op.method, Path: s.base + op.path, OperationID: op.id}
 		host := concreteHost(s.host)
-		switch route, _ := set.Match(host, op.method, concretePath(s.base+op.path)); {
+		route, _ := set.Match(host, op.method, concretePath(s.base+op.path))
+		listed := route != nil && slices.Contains(api.Routes, route) // not the API's own route of unlisted writes
+		switch {
 		case !set.Intercepts(host):
 			oc.Handling = HandledOtherHost
-		case route == nil && unlistedPasses(api):
+		case !listed && unlistedPasses(api):
 			oc.Handling, oc.Effect = HandledPasses, "pass"
-		case route == nil:
+		case !listed:
 			oc.Handling, oc.Effect = HandledUnlisted, "guard"
 		case !route.Effect.Guarded():
 			oc.Handling, oc.Route, oc.Effect = HandledPasses, route.Name, route.Effect.String()
@@ -327,7 +330,9 @@ func staleRoutes(api *rules.API, ops []*operation) []StaleRoute {
 }
 
 func routeMatchesOperation(r *rules.Route, op *operation) bool {
-	if r.Method != op.method {
+	// A route that passes (a read sent by POST, as Slack's methods may be)
+	// matches the read the document describes with another method.
+	if r.Method != op.method && r.Effect.Guarded() {
 		return false
 	}
 	for _, s := range op.at {
