@@ -15,6 +15,9 @@ const (
 	bodyJSON bodyKind = iota + 1
 	bodyForm
 	bodyMultipart
+	// bodyRaw: bytes of any other type, keyed by their hash (see
+	// appendRawContent), never parsed.
+	bodyRaw
 )
 
 // classify decides how to read body from its declared content type, and
@@ -26,9 +29,10 @@ const (
 //     one key with an empty value, so it is refused;
 //   - multipart/form-data: parts (see canon.multipart);
 //   - no content type: JSON when the body starts (after white space) with
-//     '{' or '['; anything else is refused, since a form cannot be told
-//     from text;
-//   - any other type: refused.
+//     '{' or '['; anything else is raw (a form cannot be told from text);
+//   - any other type (application/octet-stream, text/plain, an image):
+//     raw, keyed by the hash of its bytes. A body is never refused for its
+//     type: a provider may take any.
 func classify(contentType string, body []byte) (bodyKind, error) {
 	mt, _, _ := strings.Cut(contentType, ";")
 	mt = strings.TrimSpace(mt)
@@ -46,11 +50,8 @@ func classify(contentType string, body []byte) (bodyKind, error) {
 		return bodyMultipart, nil
 	case mt == "" && looksJSON(body):
 		return bodyJSON, nil
-	case mt == "":
-		return 0, fmt.Errorf("%w: body without a content type is not JSON "+
-			"(send Content-Type: application/json or %s)", ErrInvalidBody, formType)
 	}
-	return 0, fmt.Errorf("%w: unsupported content type %q (want JSON, %s or %s)", ErrInvalidBody, mt, formType, multipartType)
+	return bodyRaw, nil
 }
 
 // formType is the media type of URL-encoded form bodies.
@@ -80,6 +81,8 @@ func (c *canon) body(dst []byte, contentType string, body []byte) ([]byte, error
 		return dst, err
 	}
 	switch kind {
+	case bodyRaw:
+		return appendRawContent(dst, contentType, body), nil
 	case bodyForm:
 		return c.form(dst, bstr(body), "form body")
 	case bodyMultipart:
@@ -94,7 +97,9 @@ func (c *canon) body(dst []byte, contentType string, body []byte) ([]byte, error
 
 // CanonicalBody appends the canonical JSON document of a request body to
 // dst, as Derive sees it: JSON canonicalized, a form as an object of sorted
-// keys, null for an empty body. Other content types give ErrInvalidBody.
+// keys, null for an empty body, a body of any other type (or of none that
+// is not JSON) as {"content_sha256", "content_type", "size"}. A body that
+// cannot be what its type declares gives ErrInvalidBody.
 func CanonicalBody(dst []byte, contentType string, body []byte) ([]byte, error) {
 	c := getCanon()
 	defer putCanon(c)
@@ -122,6 +127,8 @@ func SetBodyField(contentType string, body []byte, field, value string) ([]byte,
 		return setFormField(body, field, value)
 	case bodyMultipart:
 		return nil, fmt.Errorf("%w: set field %q: a multipart body takes no field (use native_idempotency.header)", ErrInvalidBody, field)
+	case bodyRaw:
+		return nil, fmt.Errorf("%w: set field %q: a body of type %q takes no field (use native_idempotency.header)", ErrInvalidBody, field, normalMediaType(contentType))
 	}
 	return setJSONField(body, field, value)
 }

@@ -162,12 +162,15 @@ func TestCanonicalBody(t *testing.T) {
 		{name: "form declared as json", contentType: "application/json", body: "client=a&item=z",
 			wantErr: "invalid JSON at offset 0: unexpected character 'c', want a value"},
 		{name: "untyped broken json", contentType: "", body: `{"a":`, wantErr: "invalid JSON at offset 5: unexpected end of input, want a value"},
+		// A body of any other type is keyed by its bytes, never refused.
 		{name: "json with a text type", contentType: "text/plain", body: `[1,2]`,
-			wantErr: `invalid body: unsupported content type "text/plain" (want JSON, application/x-www-form-urlencoded or multipart/form-data)`},
+			want: `{"content_sha256":"49a64717d5d4cb19952e6eac2946415cf6879adacf9908e7d872332d32c6e684","content_type":"text/plain","size":5}`},
 		{name: "empty body", contentType: "application/json", body: "", want: `null`},
 		{name: "empty body form", contentType: "application/x-www-form-urlencoded", body: "", want: `null`},
-		{name: "text", contentType: "text/plain", body: "hello", wantErr: `invalid body: unsupported content type "text/plain" (want JSON, application/x-www-form-urlencoded or multipart/form-data)`},
-		{name: "untyped text", contentType: "", body: "a=1", wantErr: "invalid body: body without a content type is not JSON (send Content-Type: application/json or application/x-www-form-urlencoded)"},
+		{name: "text", contentType: "text/plain; charset=UTF-8", body: "hello",
+			want: `{"content_sha256":"2cf24dba5fb0a30e26e83b2ac5b9e29e1b161e5c1fa7425e73043362938b9824","content_type":"text/plain; charset=UTF-8","size":5}`},
+		{name: "untyped text", contentType: "", body: "a=1",
+			want: `{"content_sha256":"c22fea5d7428e5cf47ef6354c97c9223c95d6dcdc3e0d2300ff79056b1ff3d85","content_type":"","size":3}`},
 		{name: "multipart", contentType: "multipart/form-data; boundary=x", body: "--x", wantErr: `invalid body: multipart body has no parts`},
 		{name: "json declared but broken", contentType: "application/json", body: "{", wantErr: "invalid JSON at offset 1: unexpected end of input, want an object key"},
 	}

@@ -17,12 +17,22 @@ import (
 // not count, a body is refused for missing key fields only when it lacks
 // them, the same members sent as a form and as JSON get different keys,
 // and an array read by a key field's '#' keys apart from an object with a
-// member "#" of the same value. Seeds: testdata/fuzz/FuzzDerive.
+// member "#" of the same value. A route with key.reference and the route
+// of unlisted writes never refuse for a missing field, and keying the
+// whole request they ignore the file's volatile fields. Seeds:
+// testdata/fuzz/FuzzDerive.
 func FuzzDerive(f *testing.F) {
 	api, err := Parse("fuzz.yaml", []byte(`api: fuzz
 hosts: [api.fuzz]
 credential: {header: Authorization}
+volatile: [vol, 'expand\[\]']
 routes:
+  - name: ref
+    match: POST /v1/refs
+    effect: irreversible
+    key:
+      reference: [ref]
+      fields: [a]
   - name: whole
     match: POST /v1/things/{id}
     effect: irreversible
@@ -44,12 +54,15 @@ routes:
 		if form {
 			ct = "application/x-www-form-urlencoded"
 		}
-		for _, r := range api.Routes {
-			in := Input{ContentType: ct, Body: body, Credential: cred, PathValues: map[string]string{"id": "7"}}
+		for _, r := range append(api.Routes, api.UnlistedRouteOf("POST")) {
+			in := Input{ContentType: ct, Body: body, Credential: cred, PathValues: map[string]string{"id": "7"}, EscapedPath: "/v1/x"}
 			it, err := d.Derive(r, in)
 			if err != nil {
 				if !errors.Is(err, ErrInvalidBody) {
 					t.Fatalf("Derive error %v does not wrap ErrInvalidBody", err)
+				}
+				if (r.Unlisted() || r.Key.Reference != nil) && errors.Is(err, ErrMissingField) {
+					t.Fatalf("route %s refused a body for a missing field: %v", r.Name, err)
 				}
 				checkMissing(t, r, ct, body, err)
 				continue
@@ -68,6 +81,7 @@ routes:
 			}
 			checkContainerKinds(t, d, r, in, v)
 			checkFormDiffers(t, d, r, in, it.Key)
+			checkVolatile(t, d, r, in, v, it)
 			v["trace"] = "changed"
 			re, _ := json.MarshalIndent(v, "", "  ")
 			again, err := d.Derive(r, Input{ContentType: ct, Body: re, Credential: cred, PathValues: map[string]string{"id": "7"}})
@@ -79,6 +93,21 @@ routes:
 			}
 		}
 	})
+}
+
+// checkVolatile changes the volatile member vol of a body keyed as a whole
+// request: the key must not change.
+func checkVolatile(t *testing.T, d *Deriver, r *Route, in Input, v map[string]any, it *Intent) {
+	if !bytes.Contains(it.Material, []byte(`"reference":null`)) && !r.Unlisted() {
+		return
+	}
+	alt := maps.Clone(v)
+	alt["vol"] = []any{"changed", len(v)}
+	in.Body, _ = json.Marshal(alt)
+	again, err := d.Derive(r, in)
+	if err == nil && again.Key != it.Key {
+		t.Fatalf("a changed volatile field changed the key:\n%s\n%s", it.Material, again.Material)
+	}
 }
 
 // checkMissing checks that a *MissingFieldsError names only required

@@ -127,6 +127,12 @@ func FuzzParse(f *testing.F) {
 			for _, r := range api.Routes {
 				set.Match(h, r.Method, r.Pattern)
 			}
+			if r, _ := set.Match(h, "DELETE", "/fuzz/unlisted"); r != nil && !r.Unlisted() && r.Method != "DELETE" {
+				t.Fatalf("DELETE matched route %s of method %s", r.Name, r.Method)
+			}
+			if r, _ := set.Match(h, "GET", "/fuzz/unlisted"); r.Unlisted() {
+				t.Fatalf("a read matched the route of unlisted writes")
+			}
 		}
 	})
 }

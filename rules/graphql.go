@@ -40,7 +40,9 @@ type GraphQLOperation struct {
 // "operationName", "variables"}) and returns:
 //   - the route whose graphql selector matches the operation;
 //   - else, for a mutation or subscription, the endpoint's route without
-//     a selector (nil when there is none: the call is unmatched);
+//     a selector; when there is none, a mutation gets the API's route of
+//     unlisted writes (nil under unlisted: pass, and for a subscription:
+//     the call is unmatched);
 //   - else (a query) nil with pass set: a query is never guarded unless a
 //     route selects it.
 //
@@ -66,6 +68,10 @@ func SelectGraphQL(r *Route, body []byte) (route *Route, pass bool, err error) {
 	}
 	if op.Type == "query" {
 		return nil, true, nil
+	}
+	if plain == nil && op.Type == "mutation" {
+		// A mutation no route describes is an unlisted write.
+		return r.API.UnlistedRouteOf(r.Method), false, nil
 	}
 	return plain, false, nil
 }

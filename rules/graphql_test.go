@@ -62,7 +62,7 @@ func TestSelectGraphQL(t *testing.T) {
 		{name: "a query passes", body: `{"query":"query { issues { nodes { id } } }"}`, wantPass: true},
 		{name: "a query with a mutation's root field passes", body: `{"query":"query Archive { issueCreate { id } }"}`, wantPass: true},
 		{name: "a query a route selects with type: query", body: `{"query":"{ exportData(all: true) { url } }"}`, wantRoute: "export"},
-		{name: "an unselected mutation is unmatched", body: `{"query":"mutation { teamCreate { id } }"}`},
+		{name: "an unselected mutation is an unlisted write", body: `{"query":"mutation { teamCreate { id } }"}`, wantRoute: UnlistedRoute},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -79,6 +79,16 @@ func TestSelectGraphQL(t *testing.T) {
 			}
 		})
 	}
+	t.Run("an unselected mutation is unmatched under unlisted: pass", func(t *testing.T) {
+		set, err := NewSet(mustParse(t, requestSideRules+"unlisted: pass\n"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		first, _ := set.Match("api.example.com", "POST", "/graphql")
+		if r, pass, err := SelectGraphQL(first, []byte(`{"query":"mutation { teamCreate { id } }"}`)); r != nil || pass || err != nil {
+			t.Errorf("SelectGraphQL() = %v, pass %v, error %v; want nil, false, nil", r, pass, err)
+		}
+	})
 	t.Run("two operations and no operationName", func(t *testing.T) {
 		r, pass, err := SelectGraphQL(first, []byte(`{"query":"query A { a } mutation B { b }"}`))
 		if !errors.Is(err, ErrInvalidBody) || r != nil || pass {

@@ -88,6 +88,8 @@ type deriveScratch struct {
 	mat   []byte
 	mac   []byte
 	names []string
+	paths []string // key.ignore and volatile, of a whole-request key
+	qbuf  []byte   // canonical query string, before volatile is dropped
 	// legacy writes the key material of the canonical form before this
 	// version (see LegacyKey).
 	legacy bool
@@ -155,7 +157,7 @@ func (d *Deriver) derive(s *deriveScratch, r *Route, in Input) (*Intent, error) 
 	} else {
 		it = newIntent(s.mat, s.doc, red, len(r.Redact) > 0)
 	}
-	it.Summary = summarize(&r.Key, red)
+	it.Summary = summarize(r, red)
 	return it, nil
 }
 
@@ -167,7 +169,7 @@ func (r *Route) apiName() string {
 }
 
 func (s *deriveScratch) release() {
-	if cap(s.doc) > 1<<20 || cap(s.mat) > 1<<20 || cap(s.tmp) > 1<<20 || cap(s.red) > 1<<20 {
+	if cap(s.doc) > 1<<20 || cap(s.mat) > 1<<20 || cap(s.tmp) > 1<<20 || cap(s.red) > 1<<20 || cap(s.qbuf) > 1<<20 {
 		return // don't pin huge buffers
 	}
 	s.src = nil
@@ -178,32 +180,46 @@ func (s *deriveScratch) release() {
 // sorted order; doc is the (redacted) canonical body.
 func (d *Deriver) material(s *deriveScratch, r *Route, in Input, doc []byte) ([]byte, error) {
 	api := r.apiName()
+	mode := r.keyMode(doc)
 	m := append(s.mat[:0], `{"api":`...)
 	m = appendString(m, api)
 	m = append(m, `,"fields":`...)
 	var missing bool
-	if m, missing = s.fields(m, &r.Key, doc); missing {
+	if m, missing = s.fields(m, r, mode, doc); missing {
 		return m, r.missingFields(doc)
 	}
 	if !s.legacy {
 		m = append(m, `,"media_type":`...)
 		m = appendString(m, mediaType(in.ContentType, in.Body))
 	}
+	if r.unlisted {
+		m = append(m, `,"method":`...)
+		m = appendString(m, r.Method)
+	}
 	m = append(m, `,"path":`...)
 	m = s.pathValues(m, r.keyPathValues(in))
 	if in.RawQuery != "" {
 		var err error
-		if m, err = s.query(m, in.RawQuery); err != nil {
+		if m, err = s.query(m, in.RawQuery, r.volatileQuery(mode)); err != nil {
 			return m, err
 		}
+	}
+	if mode == keyReferenceAbsent {
+		m = append(m, `,"reference":null`...)
 	}
 	m = append(m, `,"route":`...)
 	m = appendString(m, r.Name)
 	m = append(m, `,"scope":{`...)
+	m = d.scope(m, s, r, in)
+	return append(m, "}}"...), nil
+}
+
+// scope writes the members of the material's scope object.
+func (d *Deriver) scope(m []byte, s *deriveScratch, r *Route, in Input) []byte {
 	cred, wf := r.Key.scopes()
 	if cred {
 		m = append(m, `"credential":"`...)
-		m = d.appendMAC(m, s, api, in.Credential)
+		m = d.appendMAC(m, s, r.apiName(), in.Credential)
 		m = append(m, '"')
 	}
 	if r.Key.hasScope(ScopeHost) {
@@ -220,7 +236,62 @@ func (d *Deriver) material(s *deriveScratch, r *Route, in Input, doc []byte) ([]
 		m = append(m, `"workflow":`...)
 		m = appendString(m, in.Workflow)
 	}
-	return append(m, "}}"...), nil
+	return m
+}
+
+// keyMode says what of a request a route's key holds.
+type keyMode uint8
+
+const (
+	// keyFields: the selected fields (key.fields, or a reference and its
+	// fields).
+	keyFields keyMode = iota
+	// keyBody: the whole body less key.ignore.
+	keyBody
+	// keyRequest: the whole request, body and query less the file's
+	// volatile (and key.ignore): an unlisted write.
+	keyRequest
+	// keyReferenceAbsent: keyRequest for a route whose reference the body
+	// lacks.
+	keyReferenceAbsent
+)
+
+// keyMode is how r keys a request whose canonical body is doc.
+func (r *Route) keyMode(doc []byte) keyMode {
+	switch {
+	case r.unlisted:
+		return keyRequest
+	case len(r.Key.Reference) > 0:
+		if hasReferences(r.Key.Reference, doc) {
+			return keyFields
+		}
+		return keyReferenceAbsent
+	case len(r.Key.Fields) > 0:
+		return keyFields
+	}
+	return keyBody
+}
+
+// hasReferences reports whether doc holds every reference, each neither
+// null nor empty (such a value tells no intent apart).
+func hasReferences(refs []string, doc []byte) bool {
+	d := bstr(doc)
+	for _, p := range refs {
+		res := gjson.Get(d, p)
+		if !res.Exists() || res.Type == gjson.Null || (res.Type == gjson.String && res.Str == "") {
+			return false
+		}
+	}
+	return true
+}
+
+// volatileQuery is what mode drops of the query: the file's volatile
+// names, in a whole-request key only.
+func (r *Route) volatileQuery(mode keyMode) []string {
+	if (mode == keyRequest || mode == keyReferenceAbsent) && r.API != nil {
+		return r.API.Volatile
+	}
+	return nil
 }
 
 // scopes reports which scopes k names; nil Scope means both.
@@ -259,15 +330,24 @@ func mediaType(contentType string, body []byte) string {
 	return strings.ToLower(strings.TrimSpace(mt))
 }
 
-// fields writes the selected fields (an object of path → selection, see
-// fieldValue), or the whole document minus the ignored paths. It reports
-// whether a required field is missing.
-func (s *deriveScratch) fields(m []byte, k *KeySpec, docb []byte) ([]byte, bool) {
-	if len(k.Fields) == 0 {
+// fields writes what mode keys of the body: the selected fields (an
+// object of path → selection, see fieldValue), or the whole document
+// minus the ignored (and, for a whole request, volatile) paths. It
+// reports whether a required field is missing.
+func (s *deriveScratch) fields(m []byte, r *Route, mode keyMode, docb []byte) ([]byte, bool) {
+	k := &r.Key
+	switch mode {
+	case keyBody:
 		return s.strip.strip(m, docb, k.Ignore), false
+	case keyRequest, keyReferenceAbsent:
+		s.paths = append(append(s.paths[:0], k.Ignore...), r.API.volatile()...)
+		s.strip.formArrays = true
+		m = s.strip.strip(m, docb, s.paths)
+		s.strip.formArrays = false
+		return m, false
 	}
 	missing := false
-	names := append(s.names[:0], k.Fields...)
+	names := append(append(s.names[:0], k.Fields...), k.Reference...)
 	slices.SortFunc(names, func(a, b string) int { return compareKeys(sbytes(a), sbytes(b)) })
 	s.names = names
 	m = append(m, '{')
@@ -282,12 +362,20 @@ func (s *deriveScratch) fields(m []byte, k *KeySpec, docb []byte) ([]byte, bool)
 		m = appendString(m, p)
 		m = append(m, ':')
 		res := gjson.Get(doc, p)
-		if !res.Exists() && !slices.Contains(k.Optional, p) {
+		if !res.Exists() && k.Reference == nil && !slices.Contains(k.Optional, p) {
 			missing = true
 		}
 		m = s.selection(m, doc, p, res)
 	}
 	return append(m, '}'), missing
+}
+
+// volatile is the API's Volatile; nil for a nil API.
+func (a *API) volatile() []string {
+	if a == nil {
+		return nil
+	}
+	return a.Volatile
 }
 
 // selection writes what the key holds of field p: null when it is missing
@@ -358,15 +446,19 @@ func (s *deriveScratch) pathValues(m []byte, pv map[string]string) []byte {
 	return append(m, '}')
 }
 
-// query writes ,"query":{...} unless the query string has no pairs.
-func (s *deriveScratch) query(m []byte, raw string) ([]byte, error) {
+// query writes ,"query":{...} less the volatile names, unless the query
+// string has no pairs left.
+func (s *deriveScratch) query(m []byte, raw string, volatile []string) ([]byte, error) {
 	n := len(m)
+	var err error
+	if s.qbuf, err = s.canon.form(s.qbuf[:0], raw, "query string"); err != nil {
+		return m, err
+	}
 	m = append(m, `,"query":`...)
 	q := len(m)
-	m, err := s.canon.form(m, raw, "query string")
-	if err != nil {
-		return m[:n], err
-	}
+	s.strip.formArrays = true
+	m = s.strip.strip(m, s.qbuf, volatile)
+	s.strip.formArrays = false
 	if string(m[q:]) == "{}" {
 		m = m[:n]
 	}

@@ -120,7 +120,9 @@ func (s *Set) table(hostport string) *hostTable {
 //
 // Match returns the route and its wildcard values (nil when it has none),
 // or nil when no route matches. Routes with EffectSafe match too; the
-// caller passes them through.
+// caller passes them through. A write that no route of the host's API
+// matches gets the API's route of unlisted writes, with the path value
+// "path", when the API guards them (see UnlistedRouteOf); a read gets nil.
 func (s *Set) Match(host, method, path string) (*Route, map[string]string) {
 	t := s.table(host)
 	if t == nil {
@@ -132,7 +134,21 @@ func (s *Set) Match(host, method, path string) (*Route, map[string]string) {
 			return r, vals
 		}
 	}
+	if r := t.api.UnlistedRouteOf(method); r != nil {
+		if vals, ok := r.match(path); ok {
+			return r, vals
+		}
+	}
 	return nil, nil
+}
+
+// API returns the API that claims hostport, or nil when no API names its
+// host.
+func (s *Set) API(hostport string) *API {
+	if t := s.table(hostport); t != nil {
+		return t.api
+	}
+	return nil
 }
 
 // Intercepts reports whether some API names the host of hostport, so that

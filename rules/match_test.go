@@ -5,9 +5,12 @@ import (
 	"testing"
 )
 
+// The files of TestMatch pass unlisted writes through, so that a write no
+// route matches is told apart (TestMatchUnlisted guards them).
 const matchRules = `
 api: shop
 hosts: [shop.example.com, "*.shops.example.com", "127.0.0.1:9000", "[::1]:9000"]
+unlisted: pass
 routes:
   - {name: create_order, match: POST /v1/orders, effect: irreversible}
   - {name: refund, match: "POST /v1/orders/{order}/refunds", effect: irreversible}
@@ -23,6 +26,7 @@ routes:
 const mailRules = `
 api: mail
 hosts: [mail.example.com:8443, "*.example.com"]
+unlisted: pass
 routes:
   - {name: send, match: POST /send, effect: irreversible}
 `
@@ -30,6 +34,7 @@ routes:
 const mail2Rules = `
 api: mail_eu
 hosts: [mail.example.com, eu.shops.example.com]
+unlisted: pass
 routes:
   - {name: send_eu, match: POST /send, effect: irreversible}
 `

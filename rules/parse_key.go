@@ -6,18 +6,25 @@ import (
 	"github.com/toolguard/toolguard/internal/suggest"
 )
 
-// This file parses a route's key: fields, optional, ignore, scope and
-// content; and the lists of paths that key.fields, key.ignore and redact
-// take.
+// This file parses a route's key: reference, fields, optional, ignore,
+// scope and content; and the lists of paths that key.fields, key.ignore
+// and redact take.
 
 func (d *decoder) key(r *Route, e entry) {
-	fs, ok := d.mapping(e.val, "key", "fields", "optional", "ignore", "scope", "content")
+	fs, ok := d.mapping(e.val, "key", "reference", "fields", "optional", "ignore", "scope", "content")
 	if !ok {
 		return
 	}
 	fields, hasFields := fs["fields"]
 	ignore, hasIgnore := fs["ignore"]
-	if hasFields && hasIgnore {
+	ref, hasRef := fs["reference"]
+	if hasRef {
+		r.Key.Reference = d.paths(ref, "key.reference")
+		if len(r.Key.Reference) == 0 && d.isEmptyList(ref) {
+			d.errorf(ref.val, "key.reference: empty (omit key.reference when the route has no business reference)")
+		}
+	}
+	if hasFields && hasIgnore && !hasRef {
 		d.errorf(ignore.node, "key: fields and ignore are mutually exclusive (fields selects, ignore takes the whole body minus some paths)")
 	}
 	if hasFields {
@@ -25,10 +32,11 @@ func (d *decoder) key(r *Route, e entry) {
 		if len(r.Key.Fields) == 0 && d.isEmptyList(fields) {
 			d.errorf(fields.val, "key.fields: empty (omit key.fields to key on the whole body)")
 		}
-	} else if hasIgnore {
+	}
+	if hasIgnore && (!hasFields || hasRef) {
 		r.Key.Ignore = d.simplePaths(ignore, "key.ignore")
 	}
-	if opt, ok := fs["optional"]; ok {
+	if opt, ok := fs["optional"]; ok && !hasRef {
 		r.Key.Optional = d.optional(r, opt, hasFields)
 	}
 	if sc, ok := fs["scope"]; ok {
@@ -36,6 +44,41 @@ func (d *decoder) key(r *Route, e entry) {
 	}
 	if c, ok := fs["content"]; ok {
 		d.rawContent(r, c)
+	}
+	if hasRef {
+		d.checkReference(r, fs)
+	}
+}
+
+// checkReference checks a key with a reference: its fields are all
+// optional (so key.optional has nothing to say), it reads fields (so the
+// body cannot be keyed as bytes), and no reference is also a field, an
+// ignored path or a volatile one (it would be keyed and dropped at once).
+func (d *decoder) checkReference(r *Route, fs map[string]entry) {
+	if e, ok := fs["optional"]; ok {
+		d.errorf(e.node, "key.optional: with key.reference every key field is optional already")
+	}
+	if e, ok := fs["content"]; ok && r.Key.RawContent {
+		d.errorf(e.node, "key.content: a body keyed as bytes has no reference to read (drop key.reference or key.content)")
+	}
+	seq, _ := fs["reference"].val.(*ast.SequenceNode)
+	if seq == nil {
+		return // reported already
+	}
+	for i, n := range seq.Values {
+		s, ok := d.resolve(n).(*ast.StringNode)
+		if !ok || !contains(r.Key.Reference, s.Value) {
+			continue // reported already
+		}
+		at, ref := n, s.Value
+		switch {
+		case contains(r.Key.Fields, ref):
+			d.errorf(at, "key.reference[%d]: %q is also in key.fields (the reference is keyed already)", i, ref)
+		case samePathIn(ref, r.Key.Ignore):
+			d.errorf(at, "key.reference[%d]: %q is also in key.ignore", i, ref)
+		case samePathIn(ref, r.API.Volatile):
+			d.errorf(at, "key.reference[%d]: %q is also in the file's volatile", i, ref)
+		}
 	}
 }
 

@@ -13,7 +13,7 @@ import (
 
 // routesFile is a rule file of routes.
 var routesFile = fileKind{
-	fields: []string{"version", "api", "hosts", "credential", "errors", "routes"},
+	fields: []string{"version", "api", "hosts", "credential", "unlisted", "native_idempotency", "volatile", "errors", "routes"},
 }
 
 // api reads a rule file of routes.
@@ -26,6 +26,7 @@ func (d *decoder) api(n ast.Node) *API {
 	if e, ok := fs["errors"]; ok {
 		api.Errors = d.errorFormat(e)
 	}
+	d.fileWrites(api, fs)
 	if e, ok := d.require(n, "", fs, "routes"); ok {
 		d.routes(api, e)
 	}
@@ -81,6 +82,7 @@ func (d *decoder) route(api *API, n ast.Node) *Route {
 		d.effect(r, e)
 	}
 	d.routeOptional(r, fs)
+	nativeDefault(r)
 	d.checkRoute(r, fs)
 	return r
 }
@@ -93,7 +95,7 @@ func (d *decoder) routeOptional(r *Route, fs map[string]entry) {
 		d.key(r, e)
 	}
 	if e, ok := fs["native_idempotency"]; ok {
-		r.NativeIdempotency = d.nativeIdempotency(e)
+		d.routeNative(r, e)
 	}
 	if e, ok := fs["operation_id"]; ok {
 		r.OperationID = d.extractor(e, "operation_id")
@@ -187,7 +189,11 @@ func (d *decoder) checkRoute(r *Route, fs map[string]entry) {
 		d.errorf(c.node, "conditional: header %s is also native_idempotency.header", r.Conditional.Header)
 	}
 	if in, ok := fs["inject"]; ok && r.Inject != nil && r.NativeIdempotency != nil {
-		d.errorf(in.node, "inject: the route has native_idempotency; the provider already dedupes on the key (inject is for APIs without one)")
+		if _, own := fs["native_idempotency"]; own {
+			d.errorf(in.node, "inject: the route has native_idempotency; the provider already dedupes on the key (inject is for APIs without one)")
+		} else {
+			d.errorf(in.node, "inject: the file's native_idempotency applies to the route, so the provider already dedupes on the key (set native_idempotency: none on the route to inject instead)")
+		}
 	}
 	cred, _ := r.Key.scopes()
 	if sc, ok := fs["key"]; ok && cred && r.Key.Scope != nil && r.API.Credential == "" {

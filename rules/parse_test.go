@@ -100,7 +100,7 @@ func TestLoad(t *testing.T) {
 	for _, a := range set.APIs {
 		names = append(names, a.Name)
 	}
-	if got, want := strings.Join(names, ","), "shop_v2,mail,payments,requestside,responses"; got != want {
+	if got, want := strings.Join(names, ","), "shop_v2,mail,payments,requestside,responses,payments_v2"; got != want {
 		t.Errorf("APIs = %s, want %s", got, want)
 	}
 	if r, _ := set.Match("payments.example.com:443", "POST", "/v1/invoices"); r == nil || r.Name != "create_invoice" {
@@ -121,6 +121,13 @@ func dumpAPI(a *API) string {
 	if a.Errors != (ErrorFormat{}) {
 		p("errors %s template=%q", a.Errors.Style, a.Errors.Template)
 	}
+	p("unlisted %s", a.Unlisted)
+	if ni := a.NativeIdempotency; ni != nil {
+		p("native_idempotency header=%q ttl=%s", ni.Header, ni.TTL)
+	}
+	if a.Volatile != nil {
+		p("volatile %q", a.Volatile)
+	}
 	for _, r := range a.Routes {
 		p("route %s at %s", r.Name, r.Pos)
 		p("  match %s %s %v", r.Method, r.Pattern, wildcards(r.segs))
@@ -133,8 +140,14 @@ func dumpAPI(a *API) string {
 		if len(r.Key.Optional) > 0 {
 			p("  key optional=%q", r.Key.Optional)
 		}
+		if r.Key.Reference != nil {
+			p("  key reference=%q", r.Key.Reference)
+		}
 		if ni := r.NativeIdempotency; ni != nil {
 			p("  native_idempotency header=%q body=%q", ni.Header, ni.Body)
+		}
+		if r.noNative {
+			p("  native_idempotency none")
 		}
 		p("  operation_id %q", r.OperationID)
 		if l := r.Lookup; l != nil {

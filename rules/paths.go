@@ -165,3 +165,36 @@ func componentIndex(comp string) int {
 	}
 	return n
 }
+
+// samePathIn reports whether the gjson path p names the member that one of
+// the paths in the syntax of key.ignore names: compared component by
+// component, escapes removed.
+func samePathIn(p string, simple []string) bool {
+	want := unescapedPath(p)
+	for _, s := range simple {
+		if unescapedPath(s) == want {
+			return true
+		}
+	}
+	return false
+}
+
+// unescapedPath is p with its escapes removed and each unescaped '.'
+// (between components) made a NUL.
+func unescapedPath(p string) string {
+	var b strings.Builder
+	for i := 0; i < len(p); i++ {
+		switch p[i] {
+		case '\\':
+			if i+1 < len(p) {
+				i++
+				b.WriteByte(p[i])
+			}
+		case '.':
+			b.WriteByte(0)
+		default:
+			b.WriteByte(p[i])
+		}
+	}
+	return b.String()
+}

@@ -93,6 +93,19 @@ type API struct {
 	// MCP is set for a rule file that describes an MCP server's tools
 	// (see mcp.go); such an API has no Routes.
 	MCP *MCP
+	// Unlisted is the policy for writes to the API's hosts that no route
+	// matches (unlisted:); Parse sets UnlistedGuard for a file of routes
+	// unless it says pass. Its zero value passes them through: an MCP
+	// file, or an API built without Parse. See unlisted.go.
+	Unlisted UnlistedPolicy
+	// NativeIdempotency is the file's native_idempotency: sent on unlisted
+	// writes, and the default of every route that sets none (Parse copies
+	// it to them). nil: the file declares none.
+	NativeIdempotency *NativeIdempotency
+	// Volatile lists paths (in the syntax of KeySpec.Ignore) of body fields,
+	// and names of query parameters, that never take part in a whole-request
+	// key: that of an unlisted write and a key.reference fallback. nil: none.
+	Volatile []string
 	// File is the path the API was loaded from.
 	File string
 	// Pos is where the api name is declared, for messages.
@@ -101,6 +114,9 @@ type API struct {
 	hostPositions []Pos // of each Hosts entry
 	credentialSet bool  // the file has a credential field
 	keyPos        Pos   // of the api: key; the zero Pos when the file has none
+	// unlisted are the routes of unlisted writes, by method, when Unlisted
+	// is UnlistedGuard (see buildUnlisted).
+	unlisted map[string]*Route
 }
 
 // Route is one side-effecting operation of an API.
@@ -148,12 +164,27 @@ type Route struct {
 	segs         []segment         // Pattern, split; see match
 	matchPos     Pos               // of the match value
 	fixedPath    map[string]string // path values of a Fallback route
+	// unlisted marks the route of an API's unlisted writes: its key holds
+	// the method, and drops the file's volatile fields.
+	unlisted bool
+	// noNative is set by native_idempotency: none, so that the file's
+	// native_idempotency is not copied to the route.
+	noNative bool
 }
 
-// KeySpec says which parts of the body define the intent. Exactly one of
-// Fields and Ignore is used: Fields selects, Ignore (possibly empty) takes
-// the whole body minus those paths.
+// KeySpec says which parts of the body define the intent. Without
+// Reference, exactly one of Fields and Ignore is used: Fields selects,
+// Ignore (possibly empty) takes the whole body minus those paths. With
+// Reference, Fields are used when the body holds every reference, and
+// Ignore (with the API's Volatile) when it lacks one.
 type KeySpec struct {
+	// Reference lists business references (gjson paths, key.reference):
+	// when the body holds every one, the key is their values plus Fields,
+	// every field optional; when it lacks any, the key is the whole
+	// request, the body less Ignore and the API's Volatile, and its
+	// material says "reference": null. Such a route never refuses a body
+	// for a missing field. nil: the route has no reference.
+	Reference []string
 	// Fields are gjson paths into the canonical body. Each is required
 	// unless Optional names it: Derive refuses a body that lacks a
 	// required field (*MissingFieldsError) rather than key it as null. A

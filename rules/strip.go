@@ -1,11 +1,20 @@
 package rules
 
+import (
+	"bytes"
+	"strings"
+)
+
 // stripper removes the members and elements that key.ignore paths name from
 // a canonical JSON document or, in redact mode, replaces their values. Its
 // buffers are reused between calls.
 type stripper struct {
 	stack []string // remaining paths of every open level
 	key   []byte   // decoded key scratch
+	// formArrays: a last path component NAME[] also names the members
+	// NAME[0], NAME[1], ...: the two ways a form spells an array
+	// (expand[]=a and expand[0]=a). Set for the volatile paths.
+	formArrays bool
 
 	// Redact mode (redact != nil): values are replaced by
 	// "redacted:" + hex HMAC(redact, api + "\x00" + canonical value).
@@ -65,7 +74,7 @@ func (s *stripper) object(dst, v []byte, paths []string) []byte {
 		drop := false
 		for _, p := range paths {
 			comp, rest, more := nextComponent(p)
-			if componentIs(comp, s.key) {
+			if componentIs(comp, s.key) || (!more && s.formArrays && formArrayMember(comp, s.key)) {
 				if !more {
 					drop = true
 					break
@@ -179,4 +188,19 @@ func decodeCanonical(dst, s []byte) []byte {
 		dst = append(dst, b)
 	}
 	return dst
+}
+
+// formArrayMember reports whether the escaped path component comp, which
+// ends in an escaped "[]", names the decoded key as an indexed element:
+// comp NAME\[\] and key NAME[12].
+func formArrayMember(comp string, key []byte) bool {
+	base, ok := strings.CutSuffix(comp, `\[\]`)
+	if !ok || len(key) < 3 || key[len(key)-1] != ']' {
+		return false
+	}
+	open := bytes.LastIndexByte(key, '[')
+	if open < 0 || open+2 > len(key)-1 || componentIndex(string(key[open+1:len(key)-1])) < 0 {
+		return false
+	}
+	return componentIs(base, key[:open])
 }

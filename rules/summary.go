@@ -34,13 +34,21 @@ const (
 )
 
 // summarize returns the key summary of route r: the values of its key
-// fields, read from red (the canonical body with the route's redact paths
-// already replaced), or the top-level member names of a body keyed whole.
-func summarize(k *KeySpec, red []byte) []KeyField {
-	if len(k.Fields) > 0 {
-		return summarizeFields(k.Fields, red)
+// fields (a reference first), read from red (the canonical body with the
+// route's redact paths already replaced), or the top-level member names of
+// a body keyed whole.
+func summarize(r *Route, red []byte) []KeyField {
+	k := &r.Key
+	switch r.keyMode(red) {
+	case keyFields:
+		if k.Reference == nil {
+			return summarizeFields(k.Fields, red)
+		}
+		return summarizeFields(append(slices.Clip(k.Reference), k.Fields...), red)
+	case keyRequest, keyReferenceAbsent:
+		return summarizeNames(red, append(slices.Clip(k.Ignore), r.API.volatile()...), true)
 	}
-	return summarizeNames(red, k.Ignore)
+	return summarizeNames(red, k.Ignore, false)
 }
 
 func summarizeFields(fields []string, red []byte) []KeyField {
@@ -63,8 +71,8 @@ func summarizeFields(fields []string, red []byte) []KeyField {
 
 // summarizeNames keeps only the names of the document's top-level members,
 // in one string that the entries view, less those the key ignores whole
-// (they are not part of the intent).
-func summarizeNames(red []byte, ignore []string) []KeyField {
+// (they are not part of the intent); formArrays as in stripper.
+func summarizeNames(red []byte, ignore []string, formArrays bool) []KeyField {
 	res := gjson.Parse(bstr(red))
 	if !res.IsObject() {
 		return nil
@@ -73,7 +81,7 @@ func summarizeNames(red []byte, ignore []string) []KeyField {
 	buf := make([]byte, 0, 128)
 	omitted := false
 	res.ForEach(func(k, _ gjson.Result) bool {
-		if slices.Contains(ignore, k.Str) {
+		if ignoredName(ignore, k.Str, formArrays) {
 			return true
 		}
 		if len(buf)+len(k.Str) > SummaryMax {
@@ -152,4 +160,16 @@ func truncate(s string, max int) string {
 		cut--
 	}
 	return s[:cut] + "…"
+}
+
+// ignoredName reports whether one of the paths (in the syntax of
+// key.ignore) names the top-level member name whole.
+func ignoredName(paths []string, name string, formArrays bool) bool {
+	for _, p := range paths {
+		comp, _, more := nextComponent(p)
+		if !more && (componentIs(comp, sbytes(name)) || formArrays && formArrayMember(comp, sbytes(name))) {
+			return true
+		}
+	}
+	return false
 }

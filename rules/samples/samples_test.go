@@ -20,6 +20,7 @@ routes:
   - name: cancel
     match: DELETE /v1/orders/{id}
     effect: irreversible
+unlisted: pass
 `
 
 func TestCheckSamples(t *testing.T) {
