@@ -289,12 +289,7 @@ func cover(set *rules.Set, api *rules.API, op *operation) []OperationCoverage {
 // unlistedPasses reports whether the file's unlisted policy is pass:
 // writes to its hosts that no route matches go through unguarded. The
 // default, guard, keys them on the whole request.
-func unlistedPasses(api *rules.API) bool {
-	// TODO: return the parsed unlisted: policy once rules.API carries it;
-	// until then every file has the default, guard.
-	_ = api
-	return false
-}
+func unlistedPasses(api *rules.API) bool { return api.Unlisted == rules.UnlistedPass }
 
 // concreteHost makes a wildcard rule host ("*.example.com") a host that it
 // matches.
