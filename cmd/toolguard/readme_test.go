@@ -16,7 +16,7 @@ var commands = [][]string{
 	{"journal", "check"}, {"journal", "export"}, {"journal", "compact"}, {"journal", "migrate"},
 	{"review", "ls"}, {"review", "approve"}, {"review", "resolve"},
 	{"workflow", "ls"}, {"workflow", "show"}, {"workflow", "resume"},
-	{"rules", "check"}, {"rules", "init"}, {"key", "explain"}, {"ca", "init"}, {"version"},
+	{"rules", "check"}, {"rules", "init"}, {"rules", "coverage"}, {"key", "explain"}, {"ca", "init"}, {"version"},
 }
 
 // cliDoc is the document whose "## CLI" section lists every command line.

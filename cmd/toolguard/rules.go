@@ -23,6 +23,10 @@ Commands:
   init --from-openapi SPEC [--api NAME] [-o FILE] [--force]
                  write a starting rule file for the POST, PUT, PATCH and DELETE operations of an OpenAPI 3
                  document (YAML or JSON), with TODO(toolguard) comments where a human must decide
+  coverage --from-openapi SPEC [--server URL]... [--json | --markdown] FILE
+                 for every POST, PUT, PATCH and DELETE operation of the provider's OpenAPI document, print
+                 the route of the rule FILE that handles it, or "unlisted policy", or "passes"; list the
+                 routes that match no operation of the document (a typo or a stale path) and exit 1 if any
 `
 
 func runRules(args []string, stdout, stderr io.Writer) error {
@@ -30,8 +34,11 @@ func runRules(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if sub == "init" {
+	switch sub {
+	case "init":
 		return runRulesInit(rest, stdout)
+	case "coverage":
+		return runRulesCoverage(rest, stdout)
 	}
 	if sub != "check" {
 		return usagef("rules: unknown sub-command %q\n%s", sub, rulesHelp)

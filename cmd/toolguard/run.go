@@ -67,6 +67,7 @@ Usage:
   toolguard workflow resume ID [--json]
   toolguard rules check [DIR|FILE] [--sample FILE|DIR]
   toolguard rules init --from-openapi SPEC [--api NAME] [-o FILE] [--force]
+  toolguard rules coverage --from-openapi SPEC [--server URL]... [--json | --markdown] FILE
   toolguard key explain --method M --url URL [--header 'K: V'] [--body DATA|@FILE]
   toolguard ca init [--dir DIR]
   toolguard version
