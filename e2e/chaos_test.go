@@ -65,10 +65,16 @@ func TestChaosExactlyOnce(t *testing.T) {
 	}
 	done := make(chan struct{})
 	go func() { wg.Wait(); close(done) }()
-	kills := 0
+	// Kills for a bounded time, then the workers finish on a process left
+	// running, so that a loaded machine cannot starve an intent (see
+	// TestMCPChaosExactlyOnce).
+	kills, chaosEnd := 0, time.After(10*time.Second)
 	for running := true; running; {
 		select {
 		case <-done:
+			running = false
+		case <-chaosEnd:
+			<-done
 			running = false
 		case <-time.After(time.Duration(30+rand.IntN(90)) * time.Millisecond): // the chaos schedule
 			p.kill()
