@@ -43,6 +43,7 @@ type Config struct {
 	Log       Log              `yaml:"log" envPrefix:"LOG_"`
 	Shutdown  Shutdown         `yaml:"shutdown" envPrefix:"SHUTDOWN_"`
 	MCP       MCP              `yaml:"mcp" envPrefix:"MCP_"`
+	Telemetry Telemetry        `yaml:"telemetry" envPrefix:"TELEMETRY_"` // OTEL_* variables win: see OTELEnv
 
 	// UnmatchedCredential names the headers that carry the caller's
 	// credential on calls the unmatched guard policy guards, the first one
@@ -262,6 +263,7 @@ func Default() Config {
 
 		UnmatchedCredential: List{"Authorization"},
 		MCP:                 MCP{UnlistedCredential: List{"Authorization"}},
+		Telemetry:           Telemetry{Protocol: "http/protobuf", ServiceName: "toolguard", Sampler: "parentbased_always_on"},
 	}
 }
 

@@ -56,6 +56,7 @@ func (c Config) Validate() error {
 		checkEnum("log.format", formatEnum.valid(int(c.Log.Format)), c.Log.Format.String(), formatEnum),
 		positive("shutdown.drain_timeout", c.Shutdown.DrainTimeout),
 		c.MCP.validate(),
+		c.Telemetry.validate(),
 	}
 	for _, err := range checks {
 		if err != nil {
