@@ -12,6 +12,7 @@ import (
 
 // replay answers from a step's stored outcome, in the call's protocol.
 func (s *Server) replay(c *call, st *journal.Step, outcome string, d Decision) *answer {
+	s.traceStep(c, st)
 	return c.carrier.replay(c, st, outcome, d)
 }
 
@@ -170,4 +171,5 @@ func (s *Server) logDecision(c *call, a *answer) {
 		slog.Duration(logDuration, time.Since(c.start)),
 		slog.String(logWhy, a.decision.Why),
 	)
+	s.traceDecision(c, a)
 }

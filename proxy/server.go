@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/elazarl/goproxy"
+	"go.opentelemetry.io/otel/trace"
 	"golang.org/x/sync/semaphore"
 
 	"github.com/toolguard/toolguard/journal"
@@ -123,6 +124,10 @@ type Options struct {
 	Metrics *Metrics
 	// Logger receives one decision line per guarded call; nil discards.
 	Logger *slog.Logger
+	// Tracer receives a span per guarded or passed-through request, and
+	// its upstream attempts, lookups and probes (see trace.go); nil traces
+	// nothing, at no cost.
+	Tracer trace.Tracer
 	// MCPServers are served at /mcp/{name} on the proxy listener.
 	MCPServers []MCPServer
 	// MCPUnlisted is the policy for MCP tools no rule names; the zero value
@@ -298,7 +303,7 @@ func New(opts Options) (*Server, error) {
 		t.DialContext = s.egress.dial(inner)
 		s.upstream = t
 	}
-	s.verifier = &verifiers.Client{Transport: s.upstream, MaxBody: opts.MaxStoredResponse}
+	s.verifier = &verifiers.Client{Transport: tracedTransport{s, s.upstream}, MaxBody: opts.MaxStoredResponse}
 	s.goproxy = s.buildGoproxy()
 	return s, nil
 }
@@ -573,6 +578,7 @@ func (s *Server) handleRequest(req *http.Request, ctx *goproxy.ProxyCtx) (*http.
 			ctx.UserData = &reqState{why: why}
 		}
 		stripToolguardHeaders(req.Header)
+		req = s.tracePassthrough(req, ctx)
 		ctx.RoundTripper = passthroughTripper{s}
 		return req, nil
 	}
@@ -636,6 +642,7 @@ func (s *Server) logRequest(req *http.Request, level slog.Level, outcome string,
 	if req == nil {
 		return
 	}
+	s.traceRequest(req, outcome, status)
 	s.log.LogAttrs(req.Context(), level, "proxied request",
 		slog.String("method", req.Method),
 		slog.String("host", req.URL.Host),
@@ -672,7 +679,7 @@ func isMutation(method string) bool {
 type passthroughTripper struct{ s *Server }
 
 func (p passthroughTripper) RoundTrip(req *http.Request, ctx *goproxy.ProxyCtx) (*http.Response, error) {
-	resp, err := p.s.upstream.RoundTrip(req)
+	resp, err := p.s.sendUpstream(req)
 	if r := refusal(err); r != nil {
 		return p.s.refuseDial(req, ctx, r), nil
 	}
