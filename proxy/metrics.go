@@ -144,6 +144,15 @@ func (m *Metrics) Handler() http.Handler {
 	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{})
 }
 
+// Registerer is the registry the metrics page shows, for the collectors
+// of other packages (telemetry's); nil for a nil *Metrics.
+func (m *Metrics) Registerer() prometheus.Registerer {
+	if m == nil {
+		return nil
+	}
+	return m.reg
+}
+
 // ObserveCommit records one group commit; pass it as bolt.Options.OnCommit
 // or postgres.Options.OnCommit.
 func (m *Metrics) ObserveCommit(d time.Duration, batch int) {
