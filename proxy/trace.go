@@ -6,9 +6,11 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"net"
 	"net/http"
 	"strconv"
 	"strings"
+	"sync/atomic"
 
 	"github.com/elazarl/goproxy"
 	"go.opentelemetry.io/otel/attribute"
@@ -71,7 +73,7 @@ var propagator = propagation.TraceContext{}
 
 // callTrace is the tracing state of one request, kept in its context: its
 // SERVER span, and how to name the CLIENT spans of its upstream attempts.
-// Only the request's goroutine uses it.
+// Only the request's goroutine uses it, but for lookup.
 type callTrace struct {
 	span trace.Span
 	// tool: an MCP tools/call, whose error.type its result says.
@@ -81,7 +83,15 @@ type callTrace struct {
 	attrs  []attribute.KeyValue
 	// resends is the attempt being sent, less one (http.request.resend_count).
 	resends int
+	// lookup is the span of the lookup under way, the parent of its
+	// requests' spans: those go out with the call's context (c.in's),
+	// which is not changed for the lookup, since another goroutine may
+	// read c.in (guardMCPStreaming), and an MCP lookup's session may send
+	// from goroutines of its own.
+	lookup atomic.Pointer[spanRef]
 }
+
+type spanRef struct{ span trace.Span }
 
 type callTraceKey struct{}
 
@@ -170,13 +180,16 @@ func (s *Server) tracePassthrough(req *http.Request, ctx *goproxy.ProxyCtx) *htt
 	if s.opts.Tracer == nil {
 		return req
 	}
-	req = s.startServer(req, headerParent(req), req.Method+" "+req.URL.Hostname(), &callTrace{client: req.Method}, httpAttrs(req)...)
+	req = s.startServer(req, headerParent(req), req.Method+" "+hostOf(req), &callTrace{client: req.Method}, httpAttrs(req)...)
 	ctx.Req = req
 	return req
 }
 
 // traceAttempt records which attempt of a guarded call is about to be sent.
 func (s *Server) traceAttempt(c *call, attempt int) {
+	if s.opts.Tracer == nil {
+		return
+	}
 	if ct := traceOf(c.in.Context()); ct != nil {
 		ct.resends = max(attempt-1, 0)
 	}
@@ -186,8 +199,11 @@ func (s *Server) traceAttempt(c *call, attempt int) {
 // request passed through, in a CLIENT span child of the request's span;
 // out carries the span's trace context in traceparent.
 func (s *Server) sendUpstream(out *http.Request) (*http.Response, error) {
+	if s.opts.Tracer == nil {
+		return s.upstream.RoundTrip(out)
+	}
 	ct := traceOf(out.Context())
-	if s.opts.Tracer == nil || ct == nil {
+	if ct == nil {
 		return s.upstream.RoundTrip(out)
 	}
 	attrs := ct.attrs
@@ -244,13 +260,22 @@ func (t tracedTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	if t.s.opts.Tracer == nil {
 		return t.rt.RoundTrip(r)
 	}
-	r = r.Clone(r.Context()) // a RoundTripper leaves its request alone
+	ctx := r.Context()
+	if ct := traceOf(ctx); ct != nil {
+		if l := ct.lookup.Load(); l != nil {
+			ctx = trace.ContextWithSpan(ctx, l.span)
+		}
+	}
+	r = r.Clone(ctx) // a RoundTripper leaves its request alone
 	return t.s.clientTrip(t.rt, r, r.Method, nil)
 }
 
 // traceStep records the state of the call's step as the pipeline last
 // read or wrote it.
 func (s *Server) traceStep(c *call, st *journal.Step) {
+	if s.opts.Tracer == nil {
+		return
+	}
 	ct := traceOf(c.in.Context())
 	if ct == nil || st.Key == "" {
 		return
@@ -263,6 +288,9 @@ func (s *Server) traceStep(c *call, st *journal.Step) {
 
 // traceDecision ends a guarded call's span with its decision (logDecision).
 func (s *Server) traceDecision(c *call, a *answer) {
+	if s.opts.Tracer == nil {
+		return
+	}
 	ct := traceOf(c.in.Context())
 	if ct == nil {
 		return
@@ -299,7 +327,7 @@ func (s *Server) traceRequest(req *http.Request, outcome string, status int) {
 	}
 	ct := traceOf(req.Context())
 	if ct == nil {
-		req = s.startServer(req, headerParent(req), req.Method+" "+req.URL.Hostname(), &callTrace{}, httpAttrs(req)...)
+		req = s.startServer(req, headerParent(req), req.Method+" "+hostOf(req), &callTrace{}, httpAttrs(req)...)
 		ct = traceOf(req.Context())
 	}
 	if outcome == outcomeTunnel {
@@ -344,20 +372,24 @@ func toolStatus(span trace.Span, resp *http.Response) {
 	}
 }
 
-// traceLookup starts the INTERNAL span of a lookup of st: c.in carries it
-// until the returned function records the answer and ends it.
+// traceLookup starts the INTERNAL span of a lookup of st, the parent of
+// its requests' spans until the returned function records the answer and
+// ends it.
 func (s *Server) traceLookup(c *call, st *journal.Step) (end func()) {
 	if s.opts.Tracer == nil {
 		return func() {}
 	}
-	in := c.in
-	ctx, span := s.opts.Tracer.Start(in.Context(), "lookup "+c.route.Name, trace.WithSpanKind(trace.SpanKindInternal),
+	ct := traceOf(c.in.Context())
+	if ct == nil {
+		return func() {}
+	}
+	_, span := s.opts.Tracer.Start(c.in.Context(), "lookup "+c.route.Name, trace.WithSpanKind(trace.SpanKindInternal),
 		trace.WithAttributes(attrAPI.String(c.route.API.Name), attrRoute.String(c.route.Name), attrStepKey.String(st.Key)))
-	c.in = in.WithContext(ctx)
+	ct.lookup.Store(&spanRef{span})
 	return func() {
+		ct.lookup.Store(nil)
 		span.SetAttributes(attrLookup.String(c.lookup.String()))
 		span.End()
-		c.in = in
 	}
 }
 
@@ -379,7 +411,7 @@ func (s *Server) traceProbe(ctx context.Context, v verification) (context.Contex
 // never its path or query.
 func httpAttrs(req *http.Request) []attribute.KeyValue {
 	u := req.URL
-	attrs := []attribute.KeyValue{semconv.ServerAddress(u.Hostname()), semconv.HTTPRequestMethodKey.String(req.Method)}
+	attrs := []attribute.KeyValue{semconv.ServerAddress(hostOf(req)), semconv.HTTPRequestMethodKey.String(req.Method)}
 	if u.Scheme != "" {
 		attrs = append(attrs, semconv.URLScheme(u.Scheme))
 	}
@@ -389,4 +421,16 @@ func httpAttrs(req *http.Request) []attribute.KeyValue {
 		attrs = append(attrs, semconv.ServerPort(port))
 	}
 	return attrs
+}
+
+// hostOf is the host a request is for: its URL's, else its Host header's
+// (a request to the proxy listener itself).
+func hostOf(req *http.Request) string {
+	if h := req.URL.Hostname(); h != "" {
+		return h
+	}
+	if h, _, err := net.SplitHostPort(req.Host); err == nil {
+		return h
+	}
+	return req.Host
 }
