@@ -82,9 +82,6 @@ type Provider struct {
 	queue *queue
 }
 
-// droppedMetric is the name of the counter of spans that were not exported.
-const droppedMetric = "toolguard_trace_spans_dropped_total"
-
 // New builds the provider that s describes; when s names no endpoint, it
 // returns a Provider that traces nothing (its Tracer is nil). It registers
 // the drop counter either way, so that the series exists from the start.
@@ -96,11 +93,11 @@ func New(s Settings, o Options) (*Provider, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	dropped := prometheus.NewCounter(prometheus.CounterOpts{Name: droppedMetric,
+	dropped := prometheus.NewCounter(prometheus.CounterOpts{Name: "toolguard_trace_spans_dropped_total",
 		Help: "Spans that were not exported: dropped because the export queue was full, or in a batch the collector did not accept."})
 	if o.Registerer != nil {
 		if err := o.Registerer.Register(dropped); err != nil {
-			return nil, fmt.Errorf("register %s: %w", droppedMetric, err)
+			return nil, fmt.Errorf("register the dropped spans counter: %w", err)
 		}
 	}
 	if !s.Enabled() {

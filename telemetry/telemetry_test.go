@@ -32,8 +32,9 @@ func TestOffWithoutEndpoint(t *testing.T) {
 	if err := p.Shutdown(context.Background()); err != nil {
 		t.Errorf("Shutdown: %v", err)
 	}
-	if n, err := testutil.GatherAndCount(reg, droppedMetric); err != nil || n != 1 {
-		t.Errorf("%s series = %d (%v), want 1 even when off", droppedMetric, n, err)
+	const dropped = "toolguard_trace_spans_dropped_total"
+	if n, err := testutil.GatherAndCount(reg, dropped); err != nil || n != 1 {
+		t.Errorf("%s series = %d (%v), want 1 even when off", dropped, n, err)
 	}
 	var nilP *Provider
 	if nilP.Tracer() != nil || nilP.Shutdown(context.Background()) != nil {
