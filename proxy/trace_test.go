@@ -77,7 +77,7 @@ func (r spanRecorder) noSecrets(t *testing.T, secrets ...string) {
 func spanAttrs(s tracetest.SpanStub) map[string]string {
 	m := make(map[string]string, len(s.Attributes))
 	for _, kv := range s.Attributes {
-		m[string(kv.Key)] = kv.Value.Emit()
+		m[string(kv.Key)] = kv.Value.String()
 	}
 	return m
 }
