@@ -1,6 +1,3 @@
-// Package telemetrytest is an OTLP/HTTP trace collector for tests: it
-// receives spans on 127.0.0.1, decodes them with the collector's own pdata
-// (protobuf or JSON), and hands them to the test as plain values.
 package telemetrytest
 
 import (
