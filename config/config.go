@@ -44,6 +44,7 @@ type Config struct {
 	Shutdown  Shutdown         `yaml:"shutdown" envPrefix:"SHUTDOWN_"`
 	MCP       MCP              `yaml:"mcp" envPrefix:"MCP_"`
 	Notify    Notify           `yaml:"notify" envPrefix:"NOTIFY_"`
+	Telemetry Telemetry        `yaml:"telemetry" envPrefix:"TELEMETRY_"` // OTEL_* variables win: see OTELEnv
 
 	// UnmatchedCredential names the headers that carry the caller's
 	// credential on calls the unmatched guard policy guards, the first one
@@ -264,6 +265,7 @@ func Default() Config {
 		UnmatchedCredential: List{"Authorization"},
 		MCP:                 MCP{UnlistedCredential: List{"Authorization"}},
 		Notify:              Notify{DeliveryAttempts: 20, Backoff: time.Second, MaxBackoff: 5 * time.Minute, DeliveryTimeout: 10 * time.Second},
+		Telemetry:           Telemetry{Protocol: "http/protobuf", ServiceName: "toolguard", Sampler: "parentbased_always_on"},
 	}
 }
 

@@ -22,7 +22,9 @@ import (
 // of Config, after EnvPrefix) environ holds, in os.Environ's "KEY=value"
 // form. Only environ is read, never the process environment. An empty value
 // counts as unset. Values parse as in YAML; the first that does not is an
-// *Error naming the variable, and then c is left unchanged.
+// *Error naming the variable, and then c is left unchanged. The standard
+// OTEL_* variables of OTELEnv are applied last: they win over
+// TOOLGUARD_TELEMETRY_* ones.
 func ApplyEnv(c *Config, environ []string) error {
 	vars := make(map[string]string, len(environ)) // non-nil: nil would make env read os.Environ
 	for _, kv := range environ {
@@ -37,6 +39,7 @@ func ApplyEnv(c *Config, environ []string) error {
 	if err := env.ParseWithOptions(&next, env.Options{Prefix: EnvPrefix, Environment: vars}); err != nil {
 		return envError(err, vars)
 	}
+	applyOTELEnv(&next.Telemetry, vars)
 	*c = next
 	return nil
 }

@@ -57,6 +57,7 @@ func (c Config) Validate() error {
 		positive("shutdown.drain_timeout", c.Shutdown.DrainTimeout),
 		c.MCP.validate(),
 		c.Notify.validate(),
+		c.Telemetry.validate(),
 	}
 	for _, err := range checks {
 		if err != nil {

@@ -12,6 +12,7 @@ import (
 
 // replay answers from a step's stored outcome, in the call's protocol.
 func (s *Server) replay(c *call, st *journal.Step, outcome string, d Decision) *answer {
+	s.traceStep(c, st)
 	return c.carrier.replay(c, st, outcome, d)
 }
 
@@ -170,6 +171,7 @@ func (s *Server) logDecision(c *call, a *answer) {
 		slog.Duration(logDuration, time.Since(c.start)),
 		slog.String(logWhy, decisionWhy(c.route, a.decision)),
 	)
+	s.traceDecision(c, a)
 }
 
 // decisionWhy is the why of a guarded call's decision line: for an

@@ -52,6 +52,7 @@ func (s *Server) forward(c *call, st journal.Step, fl *flight, d Decision) (*ans
 		return a, err
 	}
 	c.lease = fl.lease
+	s.traceAttempt(c, st.Attempt)
 	stop := s.heartbeat(st, c.lease)
 	res := c.carrier.send(c)
 	stop()
@@ -75,6 +76,7 @@ func (s *Server) forward(c *call, st journal.Step, fl *flight, d Decision) (*ans
 		s.log.Error("record outcome failed; the step stays started", slog.String(logKey, st.Key), slog.Any("error", err))
 		return s.problemWith(c, newProblem(ProblemOutcomeUnknown, st.Key, "the call was sent but its outcome could not be recorded; the next retry resolves it"), d), nil
 	}
+	s.traceStep(c, &rec)
 	return c.carrier.forwarded(c, rec, res, d), nil
 }
 
@@ -258,7 +260,7 @@ func (r restCarrier) send(c *call) result {
 		return result{err: err}
 	}
 	began := time.Now()
-	resp, err := s.upstream.RoundTrip(out)
+	resp, err := s.sendUpstream(out)
 	w.stop()
 	s.metrics.upstreamCall(c.route.API.Name, c.route.Name, time.Since(began))
 	if err != nil {

@@ -65,7 +65,10 @@ func nativeExpired(r *rules.Route, st *journal.Step, now time.Time) bool {
 
 // lookupFor asks the provider whether the step's call took effect and
 // remembers the answer for the step's current fence.
-func (s *Server) lookupFor(c *call, st *journal.Step) { c.carrier.lookup(c, st) }
+func (s *Server) lookupFor(c *call, st *journal.Step) {
+	defer s.traceLookup(c, st)()
+	c.carrier.lookup(c, st)
+}
 
 // lookup asks a REST API's lookup request, within the API's lookup.rate.
 func (r restCarrier) lookup(c *call, st *journal.Step) {

@@ -108,6 +108,7 @@ func (s *Server) mcpCallOne(r *http.Request, ep *mcpEndpoint, target *url.URL, c
 	in := *r
 	in.URL = target
 	c.in, c.route, c.body = &in, route, m.Raw
+	c.in = s.traceTool(c.in, route, m, tc)
 	mc := &mcpCall{s: s, server: ep, tool: tc, target: target}
 	c.carrier = mc
 	key := inflightKey(r, tc.ID)
@@ -229,6 +230,7 @@ func (s *Server) handleMCPForward(req *http.Request, ctx *goproxy.ProxyCtx, api 
 	}
 	stripToolguardHeaders(req.Header)
 	ctx.UserData = &reqState{mcp: ep, listing: listing}
+	req = s.tracePassthrough(req, ctx)
 	ctx.RoundTripper = passthroughTripper{s}
 	return req, nil
 }

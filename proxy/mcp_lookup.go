@@ -64,7 +64,7 @@ func (s *Server) callTool(ctx context.Context, target *url.URL, creds http.Heade
 	client := sdk.NewClient(&sdk.Implementation{Name: "toolguard", Version: "1"}, nil)
 	tr := &sdk.StreamableClientTransport{
 		Endpoint:             target.String(),
-		HTTPClient:           lookupClient(s.upstream, creds),
+		HTTPClient:           lookupClient(tracedTransport{s, s.upstream}, creds),
 		MaxRetries:           -1,
 		DisableStandaloneSSE: true,
 	}

@@ -38,7 +38,7 @@ func (m *mcpCall) send(c *call) result {
 	out.ContentLength = int64(len(c.body))
 	noTransportResend(out, len(c.body) == 0)
 	began := time.Now()
-	resp, err := s.upstream.RoundTrip(out)
+	resp, err := s.sendUpstream(out)
 	w.stop()
 	s.metrics.upstreamCall(c.route.API.Name, m.routeLabel(c), time.Since(began))
 	if err != nil {

@@ -144,9 +144,14 @@ func (m *Metrics) Handler() http.Handler {
 	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{})
 }
 
-// Registerer is the registry the metrics are served from, for other
-// components' metrics (hold notifications) to join them on /metrics.
-func (m *Metrics) Registerer() prometheus.Registerer { return m.reg }
+// Registerer is the registry the metrics page shows, for the collectors
+// of other packages (telemetry's); nil for a nil *Metrics.
+func (m *Metrics) Registerer() prometheus.Registerer {
+	if m == nil {
+		return nil
+	}
+	return m.reg
+}
 
 // ObserveCommit records one group commit; pass it as bolt.Options.OnCommit
 // or postgres.Options.OnCommit.

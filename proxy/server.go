@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/elazarl/goproxy"
+	"go.opentelemetry.io/otel/trace"
 	"golang.org/x/sync/semaphore"
 
 	"github.com/toolguard/toolguard/egress"
@@ -128,6 +129,10 @@ type Options struct {
 	Metrics *Metrics
 	// Logger receives one decision line per guarded call; nil discards.
 	Logger *slog.Logger
+	// Tracer receives a span per guarded or passed-through request, and
+	// its upstream attempts, lookups and probes (see trace.go); nil traces
+	// nothing, at no cost.
+	Tracer trace.Tracer
 	// MCPServers are served at /mcp/{name} on the proxy listener.
 	MCPServers []MCPServer
 	// MCPUnlisted is the policy for MCP tools no rule names; the zero value
@@ -300,7 +305,7 @@ func New(opts Options) (*Server, error) {
 		return nil, err
 	}
 	s.upstream = t
-	s.verifier = &verifiers.Client{Transport: s.upstream, MaxBody: opts.MaxStoredResponse}
+	s.verifier = &verifiers.Client{Transport: tracedTransport{s, s.upstream}, MaxBody: opts.MaxStoredResponse}
 	s.goproxy = s.buildGoproxy()
 	return s, nil
 }
@@ -563,6 +568,7 @@ func (s *Server) handleRequest(req *http.Request, ctx *goproxy.ProxyCtx) (*http.
 			ctx.UserData = &reqState{why: why}
 		}
 		stripToolguardHeaders(req.Header)
+		req = s.tracePassthrough(req, ctx)
 		ctx.RoundTripper = passthroughTripper{s}
 		return req, nil
 	}
@@ -606,6 +612,7 @@ func (s *Server) logRequest(req *http.Request, level slog.Level, outcome string,
 	if req == nil {
 		return
 	}
+	s.traceRequest(req, outcome, status)
 	s.log.LogAttrs(req.Context(), level, "proxied request",
 		slog.String("method", req.Method),
 		slog.String("host", req.URL.Host),
@@ -642,7 +649,7 @@ func isMutation(method string) bool {
 type passthroughTripper struct{ s *Server }
 
 func (p passthroughTripper) RoundTrip(req *http.Request, ctx *goproxy.ProxyCtx) (*http.Response, error) {
-	resp, err := p.s.upstream.RoundTrip(req)
+	resp, err := p.s.sendUpstream(req)
 	if r := refusedByEgress(err); r != nil {
 		// The same answer as a request aimed at a refused address
 		// literally.

@@ -83,11 +83,13 @@ func (s *Server) verify(ctx context.Context, v verification) {
 	delay := firstProbeDelay
 	var last verifiers.Result
 	for {
+		pctx, end := s.traceProbe(ctx, v)
 		if v.route.Verify.Request.Tool != nil {
-			last = s.mcpProbe(ctx, v)
+			last = s.mcpProbe(pctx, v)
 		} else {
-			last = s.verifier.Probe(ctx, v.route.Verify, v.vals, v.creds)
+			last = s.verifier.Probe(pctx, v.route.Verify, v.vals, v.creds)
 		}
+		end(last)
 		s.log.Debug("verification probe", slog.String(logKey, v.step.Key), slog.String("answer", last.Answer.String()))
 		if last.Answer == verifiers.Yes {
 			s.finishVerify(v, last, true)

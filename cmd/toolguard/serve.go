@@ -25,6 +25,7 @@ import (
 	"github.com/toolguard/toolguard/journal/bolt"
 	"github.com/toolguard/toolguard/proxy"
 	"github.com/toolguard/toolguard/rules"
+	"github.com/toolguard/toolguard/telemetry"
 	"github.com/toolguard/toolguard/tlsca"
 )
 
@@ -146,6 +147,11 @@ func serveWith(ctx context.Context, cfg config.Config, log *slog.Logger, out ser
 		return err
 	}
 	metrics := proxy.NewMetrics()
+	tracing, err := startTracing(cfg, log, metrics)
+	if err != nil {
+		return err
+	}
+	defer func() { stopTracing(tracing, log, time.Now().Add(tracingGrace)) }() // after an error; a drain stops it first
 	j, maint, nb, err := openJournal(ctx, cfg, log, metrics, secret)
 	if err != nil {
 		return err
@@ -162,7 +168,7 @@ func serveWith(ctx context.Context, cfg config.Config, log *slog.Logger, out ser
 		return err
 	}
 	srv, err := wire.Proxy(cfg, wire.Deps{Rules: set, Journal: j, Maintainer: maint, Secret: secret, CA: ca, Metrics: metrics, Logger: log,
-		SelfAddrs: []string{proxyLn.Addr().String(), adminLn.Addr().String()}})
+		SelfAddrs: []string{proxyLn.Addr().String(), adminLn.Addr().String()}, Tracer: tracing.Tracer()})
 	if err != nil {
 		proxyLn.Close()
 		adminLn.Close()
@@ -212,7 +218,7 @@ func serveWith(ctx context.Context, cfg config.Config, log *slog.Logger, out ser
 	case err := <-errc:
 		return err
 	}
-	return shutdown(cfg, log, srv, api, proxyHTTP, adminHTTP)
+	return shutdown(cfg, log, srv, api, tracing, proxyHTTP, adminHTTP)
 }
 
 // openBolt checks the journal read-only first (journal.check_on_start),
@@ -289,7 +295,7 @@ func serveOn(s *http.Server, ln net.Listener) error {
 // shutdown drains: readiness turns 503, new guarded calls are refused,
 // calls in flight get the drain timeout to finish and commit. A second
 // signal exits at once; the journal is consistent at every commit.
-func shutdown(cfg config.Config, log *slog.Logger, srv *proxy.Server, api *admin.API, servers ...*http.Server) error {
+func shutdown(cfg config.Config, log *slog.Logger, srv *proxy.Server, api *admin.API, tracing *telemetry.Provider, servers ...*http.Server) error {
 	log.Info("shutting down: draining calls in flight", "drain_timeout", cfg.Shutdown.DrainTimeout)
 	api.SetReady(false)
 	srv.SetDraining(true)
@@ -311,6 +317,11 @@ func shutdown(cfg config.Config, log *slog.Logger, srv *proxy.Server, api *admin
 	}
 	for _, s := range servers {
 		s.Shutdown(ctx)
+	}
+	// The spans of the last calls go out within what is left of the drain
+	// timeout; what is still queued then is dropped.
+	if deadline, ok := ctx.Deadline(); ok {
+		stopTracing(tracing, log, deadline)
 	}
 	log.Info("stopped")
 	return nil

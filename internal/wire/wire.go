@@ -10,11 +10,14 @@ import (
 	"net/http"
 	"net/netip"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/toolguard/toolguard/config"
 	"github.com/toolguard/toolguard/journal"
 	"github.com/toolguard/toolguard/proxy"
 	"github.com/toolguard/toolguard/rules"
 	"github.com/toolguard/toolguard/tlsca"
+	"github.com/toolguard/toolguard/telemetry"
 )
 
 // Deps are what the proxy needs besides its configuration.
@@ -30,6 +33,8 @@ type Deps struct {
 	Logger     *slog.Logger
 	// SelfAddrs are toolguard's own listen addresses, refused as targets.
 	SelfAddrs []string
+	// Tracer receives the proxy's spans; nil traces nothing.
+	Tracer trace.Tracer
 }
 
 // Proxy maps the configuration onto the proxy's options and builds it.
@@ -79,6 +84,7 @@ func Proxy(cfg config.Config, d Deps) (*proxy.Server, error) {
 		Retention:         cfg.Journal.Retention,
 		NoKeySummary:      cfg.Journal.KeySummary == config.KeySummaryOff,
 		Logger:            d.Logger,
+		Tracer:            d.Tracer,
 		MCPServers:        servers,
 		MCPUnlisted:       cfg.MCP.Unlisted,
 
@@ -128,4 +134,12 @@ func HTTPServer(cfg config.Config, h http.Handler, log *slog.Logger) *http.Serve
 		MaxHeaderBytes:    int(cfg.Limits.MaxHeaderBytes),
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelDebug),
 	}
+}
+
+// Telemetry maps the telemetry settings (the OTEL_* variables already
+// applied, see config.OTELEnv) onto the tracer provider's.
+func Telemetry(cfg config.Config) telemetry.Settings {
+	t := cfg.Telemetry
+	return telemetry.Settings{Endpoint: t.Endpoint, TracesEndpoint: t.TracesEndpoint, Protocol: t.Protocol,
+		ServiceName: t.ServiceName, Sampler: t.Sampler, SamplerArg: t.SamplerArg}
 }
