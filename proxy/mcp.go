@@ -27,7 +27,6 @@ type MCPServer struct {
 	API *rules.API
 }
 
-
 // mcpCall is the MCP side of a guarded call: the tools/call, and what the
 // server answered.
 type mcpCall struct {
