@@ -79,6 +79,8 @@ func Proxy(cfg config.Config, d Deps) (*proxy.Server, error) {
 		OnVersionChange:   cfg.Workflows.OnVersionChange,
 		Metrics:           d.Metrics,
 		Retention:         cfg.Journal.Retention,
+		HoldExpiry:        cfg.Journal.HoldExpiry,
+		MaxOpenHolds:      cfg.Limits.MaxOpenHolds,
 		NoKeySummary:      cfg.Journal.KeySummary == config.KeySummaryOff,
 		Logger:            d.Logger,
 		MCPServers:        servers,
