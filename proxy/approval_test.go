@@ -12,11 +12,14 @@ import (
 	"testing"
 	"time"
 
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/toolguard/toolguard/admin"
 	"github.com/toolguard/toolguard/internal/pgtest"
 	"github.com/toolguard/toolguard/journal"
 	"github.com/toolguard/toolguard/journal/bolt"
 	"github.com/toolguard/toolguard/journal/postgres"
+	"github.com/toolguard/toolguard/rules"
 )
 
 // Approval by policy (approval.when), route budgets and the cap on open
@@ -329,5 +332,59 @@ func TestHoldExpiry(t *testing.T) {
 	r.post(t, `{"ref":"1"}`).expect(t, "the retry", http.StatusConflict, ProblemAwaitingApproval)
 	if tr.calls.Load() != 0 {
 		t.Fatalf("upstream calls = %d, want none", tr.calls.Load())
+	}
+}
+
+// TestMCPApprovalWhen: an MCP tool's approval.when reads the call's
+// arguments as body, and its budget counts the caller's new calls; holds
+// reach the agent as tool results, and an approval runs the call once.
+func TestMCPApprovalWhen(t *testing.T) {
+	ctx := context.Background()
+	ts := newTicketServer(t)
+	api, err := rules.Parse("tickets.yaml", []byte(`api: tickets
+mcp: {path: /mcp}
+tools:
+  - name: create_ticket
+    effect: irreversible
+    key: {fields: [project, title]}
+    approval: {when: 'has(body.priority) && body.priority == "high"'}
+    budget: {calls: 1, per: 1m}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := startMCPProxy(t, Options{MCPServers: []MCPServer{{Name: "tickets", URL: ts.url, API: api}}})
+	p.tickets = ts
+	a := p.agent(viaGateway, "alice")
+	call := func(args map[string]any) *sdk.CallToolResult {
+		t.Helper()
+		res, err := a.session(t, ctx).CallTool(ctx, &sdk.CallToolParams{Name: "create_ticket", Arguments: args})
+		if err != nil {
+			t.Fatalf("call %v: %v", args, err)
+		}
+		return res
+	}
+	if res := call(callArgs("ops", "a")); res.IsError {
+		t.Fatalf("first call: %+v", res)
+	}
+	urgent := map[string]any{"project": "ops", "title": "b", "priority": "high"}
+	if h := holdOf(t, call(urgent)); h.Type != ProblemAwaitingApproval {
+		t.Fatalf("urgent call: %+v, want awaiting-approval", h)
+	}
+	over := holdOf(t, call(callArgs("ops", "c")))
+	if over.Type != ProblemOverBudget || over.RetryAfter == 0 {
+		t.Fatalf("second call within the minute: %+v, want over-budget with a retry hint", over)
+	}
+	if n := ts.calls.Load(); n != 1 {
+		t.Fatalf("tool ran %d times, want 1", n)
+	}
+	if _, err := p.j.Apply(ctx, over.Key, admin.ApproveMutation("")); err != nil {
+		t.Fatal(err)
+	}
+	if res := call(callArgs("ops", "c")); res.IsError {
+		t.Fatalf("approved call: %+v", res)
+	}
+	if n := ts.calls.Load(); n != 2 {
+		t.Fatalf("tool ran %d times, want 2", n)
 	}
 }
