@@ -2,7 +2,6 @@ package rules
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 	"strings"
@@ -40,11 +39,6 @@ const (
 	varPath    = "path"
 	varHeaders = "headers"
 )
-
-// ErrCondition wraps the error of an approval.when evaluation: a field
-// the expression reads is missing, a conversion failed, or the cost limit
-// was reached. The intent is held all the same (see Route.NeedsApproval).
-var ErrCondition = errors.New("approval.when could not be evaluated")
 
 // conditionEnv is the CEL environment of every expression: the four
 // variables and CEL's standard library, with numbers of different types
