@@ -56,7 +56,11 @@ func (s *Server) sweepOnce() {
 			return
 		}
 		total += n
-		if !more {
+		// A batch that removed nothing ends the pass even when more may be
+		// left: bbolt scans a bounded run of old entries per batch, and a
+		// run of steps it must keep (retryable failures nobody retried)
+		// would otherwise have the pass read it again and again.
+		if !more || n == 0 {
 			break
 		}
 	}
@@ -81,7 +85,7 @@ func (s *Server) expireOnce() {
 			return
 		}
 		total += n
-		if !more {
+		if !more || n == 0 {
 			break
 		}
 	}
