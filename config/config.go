@@ -102,6 +102,10 @@ type Journal struct {
 	Path        string        `yaml:"path" env:"PATH"`                 // bbolt file
 	OpenTimeout time.Duration `yaml:"open_timeout" env:"OPEN_TIMEOUT"` // how long to wait for the file lock (bbolt Options.Timeout)
 	Retention   time.Duration `yaml:"retention" env:"RETENTION"`       // how long finished steps are kept; 0 = forever
+	// HoldExpiry is how long a step held for approval, and never sent, is
+	// kept unapproved before it is removed (a retry is then a new
+	// request); 0 = until an operator acts. Holds for review never expire.
+	HoldExpiry time.Duration `yaml:"hold_expiry" env:"HOLD_EXPIRY"`
 	// CheckOnStart says when serve checks the whole journal before it
 	// serves; larger files are left to `toolguard journal check`.
 	CheckOnStart StartCheck `yaml:"check_on_start" env:"CHECK_ON_START"`
@@ -164,6 +168,10 @@ type Limits struct {
 	// MaxConnections bounds the client connections the proxy listener
 	// accepts at once; more wait in the kernel's accept queue.
 	MaxConnections int `yaml:"max_connections" env:"MAX_CONNECTIONS"`
+	// MaxOpenHolds caps the held steps of one caller (credential): a new
+	// intent that would be held beyond it gets 429 too-many-holds and is
+	// not journaled. 0 = no cap.
+	MaxOpenHolds int `yaml:"max_open_holds" env:"MAX_OPEN_HOLDS"`
 	// BodyReadTimeout is the longest a guarded request body read waits for
 	// the next bytes, and the allowance before BodyMinRate applies; a
 	// client that exceeds either gets 408.
@@ -229,6 +237,7 @@ func Default() Config {
 			Path:         "./toolguard.db",
 			OpenTimeout:  5 * time.Second,
 			Retention:    720 * time.Hour,
+			HoldExpiry:   168 * time.Hour,
 			CheckOnStart: CheckAuto,
 		},
 		Rules: Rules{Dir: "./rules"},
@@ -252,6 +261,7 @@ func Default() Config {
 			IdleTimeout:       120 * time.Second,
 			MaxInFlight:       1024,
 			MaxConnections:    16384,
+			MaxOpenHolds:      1000,
 			BodyReadTimeout:   10 * time.Second,
 			BodyMinRate:       1 * KiB,
 		},

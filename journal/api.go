@@ -33,6 +33,30 @@ type Change struct {
 	// that keep leases in the process (bbolt) ignore it and leave
 	// LeaseUntil zero.
 	Lease time.Duration
+	// Budget, on a change that creates a step (no current record), counts
+	// the new step against the budget of its caller, API and route
+	// (Step.CredentialMAC, API, Route): when Budget.Calls steps counted
+	// against them were created within Budget.Per before now, by the
+	// journal's clock, Apply writes nothing and returns an error wrapping
+	// ErrOverBudget; otherwise the step is written with Budgeted set. The
+	// count and the write are atomic, across replicas too: of changes that
+	// race at the budget's edge, only those within it are written. nil
+	// counts nothing; ignored on a change of an existing step.
+	Budget *Budget
+	// MaxHolds, on a change that creates a held step, caps the held steps
+	// of its caller (Step.CredentialMAC): when the caller has MaxHolds
+	// held steps already, Apply writes nothing and returns an error
+	// wrapping ErrTooManyHolds. The count and the write are atomic like
+	// Budget's. Zero means no cap; ignored on other changes.
+	MaxHolds int
+}
+
+// Budget caps how many steps of one caller, API and route may be created
+// within a sliding window (see Change.Budget).
+type Budget struct {
+	// Calls is the most steps counted within any window of Per; at least 1.
+	Calls int
+	Per   time.Duration
 }
 
 // Mutation decides a Change from the current record of a key. cur is nil when

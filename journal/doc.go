@@ -45,6 +45,16 @@
 // claim) or in the data (PostgreSQL: Renew extends Step.LeaseUntil), and
 // Watch wakes the callers waiting on a key after each of its commits.
 //
+// # Limits and expiry
+//
+// A Change that creates a step may carry limits, checked by the backend in
+// the same atomic write: a Budget (at most Calls steps of one caller, API
+// and route created within Per; over it, ErrOverBudget) and MaxHolds (at
+// most that many held steps of one caller; over it, ErrTooManyHolds).
+// Either refusal writes nothing. ExpireHolds removes the holds for
+// approval that were never sent and nobody settled, with an expired event
+// each (the retention of held steps); holds for review are never removed.
+//
 // # Queries
 //
 // List selects steps by status, hold, workflow or pending verification

@@ -33,6 +33,14 @@ var (
 	// not be stored. The caller must read the step again before deciding
 	// anything, and must never send on the strength of that claim.
 	ErrCommitUnknown = errors.New("journal commit outcome unknown")
+	// ErrOverBudget means a change that creates a step was refused by its
+	// Change.Budget: the caller's budget for the route is spent within its
+	// window. Nothing was written.
+	ErrOverBudget = errors.New("over budget")
+	// ErrTooManyHolds means a change that creates a held step was refused
+	// by its Change.MaxHolds: the caller has that many held steps already.
+	// Nothing was written.
+	ErrTooManyHolds = errors.New("too many open holds")
 )
 
 // Checkpoints (PutCheckpoint).

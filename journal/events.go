@@ -1,6 +1,9 @@
 package journal
 
-import "time"
+import (
+	"fmt"
+	"time"
+)
 
 // Event is one entry of the append-only event log. Seq is strictly
 // increasing across the life of the journal.
@@ -21,4 +24,11 @@ type Event struct {
 	// Epoch and Fence of the writer that caused the event.
 	Epoch uint64 `json:"epoch,omitempty"`
 	Fence uint64 `json:"fence,omitempty"`
+}
+
+// ExpiredReason is the reason of the EventExpired event that records the
+// removal of the expired hold s (Store.ExpireHolds).
+func ExpiredReason(s *Step) string {
+	return fmt.Sprintf("held for approval (%s) since %s and never approved: removed unsent; a retry is a new request",
+		s.HoldReason, s.UpdatedAt.UTC().Format(time.RFC3339))
 }

@@ -184,6 +184,10 @@ type Step struct {
 	// ApprovedBodyHash is set when an operator approved the request with
 	// that body; it is consumed by the one forward it allows.
 	ApprovedBodyHash string `json:"approved_body_hash,omitempty"`
+	// Budgeted is set by the journal on a step whose creation counted
+	// against its route's budget (Change.Budget); a mutation cannot set or
+	// clear it.
+	Budgeted bool `json:"budgeted,omitempty"`
 
 	OperationID string    `json:"operation_id,omitempty"`
 	Response    *Response `json:"response,omitempty"`
@@ -234,6 +238,15 @@ func (s *Step) Held() bool { return s.Hold != HoldNone }
 // committed step with a pending verification (its verifier probes).
 func (s *Step) Leasable() bool {
 	return s.Status == StatusStarted || (s.Status == StatusCommitted && !s.VerifyBy.IsZero())
+}
+
+// Expirable reports whether the step is a hold that nobody settled and
+// that was never sent: awaiting approval (for its route's approval, or
+// over its budget), prepared. Store.ExpireHolds removes such steps once
+// they are older than the hold expiry; holds for review may have been
+// sent and stay until an operator resolves them.
+func (s *Step) Expirable() bool {
+	return s.Hold == HoldAwaitingApproval && s.Status == StatusPrepared
 }
 
 // Terminal reports whether the step has a stored, definitive outcome.

@@ -37,6 +37,12 @@ type Store interface {
 	LastSeq() (uint64, error)
 	// Sweep removes finished steps older than cutoff (retention).
 	Sweep(cutoff time.Time, batch int) (removed int, more bool, err error)
+	// ExpireHolds removes up to batch expirable steps (Step.Expirable:
+	// held for approval, never sent) last updated before cutoff, oldest
+	// first, and records an EventExpired for each; more reports that
+	// another call may find more. A step approved or changed meanwhile is
+	// left alone. Replicas may call it at the same time.
+	ExpireHolds(cutoff time.Time, batch int) (expired int, more bool, err error)
 	// GetWorkflow, ListWorkflows and WorkflowSteps read workflows; a
 	// workflow is identified by its scope (the caller's credential MAC)
 	// and id. FindWorkflows returns every scope's record of an id.

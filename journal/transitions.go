@@ -48,6 +48,10 @@ const (
 	// protocol error): the step is prepared again, and the next retry is
 	// sent.
 	EventNotExecuted EventType = "not_executed"
+	// EventExpired: a step held for approval that nobody approved within
+	// the hold expiry was removed (Store.ExpireHolds); it was never sent,
+	// and a retry is a new request.
+	EventExpired EventType = "expired"
 )
 
 // Allowed is the transition allowlist every backend enforces inside Apply:

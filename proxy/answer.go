@@ -80,6 +80,9 @@ func (s *Server) blocked(c *call, st *journal.Step, d Decision) *answer {
 	key := st.Key
 	var p *Problem
 	switch {
+	case d.Hold == journal.HoldAwaitingApproval && d.Reason == ReasonBudget:
+		p = newProblem(ProblemOverBudget, key, "the route's budget of calls is spent for now; an operator may let this call through: toolguard review approve "+key)
+		p.RetryAfter = 30 * time.Second
 	case d.Hold == journal.HoldAwaitingApproval:
 		p = newProblem(ProblemAwaitingApproval, key, "an operator must approve this call: toolguard review approve "+key)
 		p.RetryAfter = 30 * time.Second

@@ -86,6 +86,9 @@ const (
 	// ReasonAbandoned: a started step nobody came back for, whose outcome
 	// the background resolver could not establish (see abandon.go).
 	ReasonAbandoned = "abandoned"
+	// ReasonBudget: a new intent over its route's budget (budget: {calls,
+	// per}), held for an operator's approval instead of being sent.
+	ReasonBudget = "budget"
 )
 
 // whyNewIntent is the why of a new intent's forward.
@@ -99,7 +102,12 @@ type Situation struct {
 	InFlight bool
 	Strategy Strategy
 	Effect   rules.Effect
+	// Approval: a new intent waits for an operator's approval (the
+	// route's approval, required or by its approval.when).
 	Approval bool
+	// OverBudget: the route's budget refused to count a new intent (see
+	// journal.Change.Budget).
+	OverBudget bool
 	// BodyHash of the arriving request.
 	BodyHash string
 	// Lookup is the answer of a lookup made for the step's current fence.
@@ -141,6 +149,10 @@ func Decide(s Situation) Decision {
 	if st == nil {
 		if s.Approval {
 			return Decision{Action: ActionHold, Hold: journal.HoldAwaitingApproval, Reason: ReasonApproval, Why: "route requires approval"}
+		}
+		if s.OverBudget {
+			// Never silently refused: an operator sees it and may let it through.
+			return Decision{Action: ActionHold, Hold: journal.HoldAwaitingApproval, Reason: ReasonBudget, Why: "over the route's budget"}
 		}
 		return Decision{Action: ActionForward, Why: whyNewIntent}
 	}

@@ -79,6 +79,10 @@ func TestDecide(t *testing.T) {
 	}{
 		{name: "new intent", sit: Situation{}, action: ActionForward},
 		{name: "new intent needing approval", sit: Situation{Approval: true}, action: ActionHold, reason: ReasonApproval},
+		{name: "new intent over budget", sit: Situation{OverBudget: true}, action: ActionHold, reason: ReasonBudget},
+		{name: "approval before budget", sit: Situation{Approval: true, OverBudget: true}, action: ActionHold, reason: ReasonApproval},
+		{name: "over budget, existing step", sit: Situation{Step: step(journal.StatusFailed, func(s *journal.Step) { s.Retryable = true }), OverBudget: true, MaxAttempts: 3}, action: ActionForward},
+		{name: "over budget hold blocks", sit: Situation{Step: step(journal.StatusPrepared, func(s *journal.Step) { s.Hold, s.HoldReason = journal.HoldAwaitingApproval, ReasonBudget })}, action: ActionBlock, reason: ReasonBudget},
 		{name: "committed replays", sit: Situation{Step: step(journal.StatusCommitted, nil)}, action: ActionReplay},
 		{name: "verified replays", sit: Situation{Step: step(journal.StatusVerified, nil)}, action: ActionReplay},
 		{name: "definitive failure replays", sit: Situation{Step: step(journal.StatusFailed, nil)}, action: ActionReplay},

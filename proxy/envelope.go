@@ -34,6 +34,9 @@ var stripeShapes = map[string]stripeShape{
 	ProblemUnavailable:         {"api_error", "toolguard_unavailable", true},
 	ProblemRetryBudget:         {"api_error", "toolguard_retry_budget_exhausted", false},
 	ProblemHeadersTooLarge:     {"invalid_request_error", "toolguard_headers_too_large", false},
+	ProblemOverBudget:          {"api_error", "toolguard_over_budget", false},
+	// Cleared only by an operator: an SDK's quick retries would not help.
+	ProblemTooManyHolds: {"invalid_request_error", "toolguard_too_many_holds", false},
 }
 
 // shouldRetry says whether an agent's retry of p can help: it resolves an

@@ -46,6 +46,12 @@ type call struct {
 	lease *sendLease
 	// legacyChecked: the intent was looked up under its previous key.
 	legacyChecked bool
+	// approval is what the route's approval said of the new intent, once
+	// asked (see needsApproval).
+	approval approvalVerdict
+	// overBudget: the journal refused to count the new intent against its
+	// route's budget, so it is held instead of sent.
+	overBudget bool
 }
 
 // answer is what the pipeline sends back, with what to log about it.
@@ -150,6 +156,8 @@ func (s *Server) run(c *call) *answer {
 		} else if old, ok := s.legacyStep(c); ok {
 			key = old // journaled by the previous version: continue it
 			continue
+		} else {
+			s.needsApproval(c) // a new intent: evaluated here, outside the journal's write
 		}
 		dd, err := s.decide(c)
 		if errors.Is(err, journal.ErrCommitUnknown) && unknown < maxCommitUnknown {
@@ -158,7 +166,13 @@ func (s *Server) run(c *call) *answer {
 			unknown++
 			continue
 		}
-		if err != nil {
+		switch {
+		case errors.Is(err, journal.ErrOverBudget) && !c.overBudget:
+			c.overBudget = true // nothing was written: decide again, to hold it
+			continue
+		case errors.Is(err, journal.ErrTooManyHolds):
+			return s.tooManyHolds(c)
+		case err != nil:
 			return s.journalFailure(c, err)
 		}
 		d, st := dd.decision, dd.step
@@ -263,9 +277,9 @@ func (s *Server) decide(c *call) (verdict, error) {
 			Step:        cur,
 			Strategy:    strategy,
 			Effect:      c.route.Effect,
-			Approval:    c.route.ApprovalRequired,
 			BodyHash:    c.intent.BodyHash,
 			MaxAttempts: s.opts.MaxAttempts,
+			OverBudget:  c.overBudget,
 		}
 		if cur != nil {
 			out.awaited = s.flights.liveOther(key, now, mine)
@@ -281,9 +295,12 @@ func (s *Server) decide(c *call) (verdict, error) {
 				c.lookupEvidence = noLookupEvidence(absent)
 			}
 		}
+		if cur == nil {
+			sit.Approval = s.needsApproval(c)
+		}
 		out.decision = Decide(sit)
 		if cur == nil {
-			out.decision = s.applyVersionPolicy(c, out.decision)
+			out.decision = s.applyVersionPolicy(c, explain(c, out.decision))
 		}
 		ch, ok := s.changeFor(c, cur, out.decision, now)
 		if !ok {
@@ -343,6 +360,7 @@ func (s *Server) changeFor(c *call, cur *journal.Step, d Decision, now time.Time
 	default:
 		return journal.Change{}, false
 	}
+	ch = s.limited(c, cur, d, ch)
 	return withTakeover(ch, cur, s.journal.Epoch(), s.lease(), s.landing(c.route)), true
 }
 

@@ -138,7 +138,7 @@ func (m *mcpCall) readAnswer(c *call, res result) answerRecord {
 // tools/call attempt, before the outcome is journaled.
 func (m *mcpCall) verdictOf(c *call, res result, ans answerRecord) mcpVerdict {
 	v := mcpVerdict{attempt: attemptOf(c, res, ans), outcome: m.kind,
-		rebind: c.route.ApprovalRequired, bodyHash: c.intent.BodyHash}
+		rebind: c.route.ApprovalRequired || c.route.ApprovalWhen != nil, bodyHash: c.intent.BodyHash}
 	if a := m.answer; a != nil {
 		v.answered = true
 		if e := a.Error; e != nil {

@@ -28,6 +28,7 @@ type Metrics struct {
 	truncated     prometheus.Counter
 	swept         prometheus.Counter
 	sweptAt       prometheus.Gauge
+	holdsExpired  prometheus.Counter
 	writeFailures prometheus.Counter
 }
 
@@ -57,19 +58,21 @@ func NewMetrics() *Metrics {
 			Help: "Steps removed by the retention sweeper."}),
 		sweptAt: prometheus.NewGauge(prometheus.GaugeOpts{Name: "toolguard_sweeper_last_run_timestamp_seconds",
 			Help: "When the retention sweeper last finished a pass."}),
+		holdsExpired: prometheus.NewCounter(prometheus.CounterOpts{Name: "toolguard_holds_expired_total",
+			Help: "Holds for approval removed unapproved after journal.hold_expiry (never sent)."}),
 		writeFailures: prometheus.NewCounter(prometheus.CounterOpts{Name: "toolguard_journal_write_failures_total",
 			Help: "Journal writes that failed (disk full, I/O error); the proxy is not ready until one succeeds again."}),
 	}
 	m.passthrough = m.requests.WithLabelValues("", "", OutcomePassthrough)
 	m.precreate()
 	reg.MustRegister(m.requests, m.upstream, m.commit, m.commitBatch, m.recoveries, m.verifications, m.rejected, m.truncated, m.swept, m.sweptAt,
-		m.writeFailures, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+		m.holdsExpired, m.writeFailures, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
 
 // Label values of the counters with a fixed vocabulary.
 var (
-	rejectReasons      = []string{"draining", "in_flight_limit", "body_buffer", "body_timeout", "body_too_large", "invalid_body", "headers_too_large", "unmatched", "egress", "no_credential"}
+	rejectReasons      = []string{"draining", "in_flight_limit", "body_buffer", "body_timeout", "body_too_large", "invalid_body", "headers_too_large", "unmatched", "egress", "no_credential", "too_many_holds"}
 	recoveryResults    = []string{"resent", "found", "held"}
 	verificationResult = []string{"verified", "not_visible", "discarded"}
 )
@@ -223,5 +226,12 @@ func (m *Metrics) Swept(n int) {
 	if m != nil {
 		m.swept.Add(float64(n))
 		m.sweptAt.SetToCurrentTime()
+	}
+}
+
+// expired counts holds removed by the hold expiry.
+func (m *Metrics) expired(n int) {
+	if m != nil {
+		m.holdsExpired.Add(float64(n))
 	}
 }

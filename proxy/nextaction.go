@@ -29,6 +29,8 @@ func (s *Server) NextAction(st *journal.Step) string {
 		switch d.Reason {
 		case ReasonApproval:
 			return "wait: approval of " + name + " pending"
+		case ReasonBudget:
+			return "wait: " + name + " is over its route's budget; an operator may approve it"
 		case ReasonVersionChanged:
 			return "operator review needed: " + name + " held after a prompt/policy version change"
 		case ReasonNotVisible:

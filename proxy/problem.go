@@ -26,6 +26,13 @@ const (
 	ProblemUnavailable     = "urn:toolguard:unavailable"
 	ProblemRetryBudget     = "urn:toolguard:retry-budget-exhausted"
 	ProblemHeadersTooLarge = "urn:toolguard:headers-too-large"
+	// ProblemOverBudget: a new intent over its route's budget, held for an
+	// operator's approval (send Retry-After).
+	ProblemOverBudget = "urn:toolguard:over-budget"
+	// ProblemTooManyHolds: a new intent that would be held while its
+	// caller has limits.max_open_holds held calls; nothing was journaled
+	// (send Retry-After).
+	ProblemTooManyHolds = "urn:toolguard:too-many-holds"
 )
 
 var problemInfo = map[string]struct {
@@ -46,6 +53,8 @@ var problemInfo = map[string]struct {
 	ProblemUnavailable:         {http.StatusServiceUnavailable, "toolguard cannot take the call now"},
 	ProblemRetryBudget:         {http.StatusConflict, "Retry budget exhausted; held for review"},
 	ProblemHeadersTooLarge:     {http.StatusRequestHeaderFieldsTooLarge, "Request headers too large"},
+	ProblemOverBudget:          {http.StatusConflict, "Over the route's call budget; awaiting an operator's approval"},
+	ProblemTooManyHolds:        {http.StatusTooManyRequests, "Too many calls held for an operator"},
 }
 
 // Problem is an RFC 9457 problem body.

@@ -125,6 +125,15 @@ type Options struct {
 	// Retention is how long a finished step is kept (and so how long its
 	// key answers duplicates); zero keeps steps forever.
 	Retention time.Duration
+	// HoldExpiry is how long a step held for approval, and never sent, is
+	// kept unapproved before the sweeper removes it (a retry is then a new
+	// request); zero keeps such holds until an operator acts. Holds for
+	// review never expire.
+	HoldExpiry time.Duration
+	// MaxOpenHolds caps the held steps of one caller (credential): a new
+	// intent that would be held beyond it is answered 429 too-many-holds
+	// and not journaled. Zero means no cap.
+	MaxOpenHolds int
 	// Metrics records Prometheus metrics; nil records none.
 	Metrics *Metrics
 	// Logger receives one decision line per guarded call; nil discards.

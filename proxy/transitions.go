@@ -319,8 +319,9 @@ type mcpVerdict struct {
 	// answered: a JSON-RPC answer was read; rpcError describes its error.
 	answered bool
 	rpcError string
-	// rebind: the tool needs approval, so a call that did not run stays
-	// bound to the arguments the approval let through (bodyHash).
+	// rebind: the tool may need approval (required, or by its
+	// approval.when), so a call that did not run stays bound to the
+	// arguments it was sent with (bodyHash).
 	rebind   bool
 	bodyHash string
 }

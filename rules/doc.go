@@ -62,6 +62,16 @@
 // outbound request; the injected field never counts in the key. Effect
 // none marks a write method that only reads; it needs a reason.
 //
+// # Approval and budgets
+//
+// approval: {when: EXPR} is a CEL expression over the canonical body, the
+// query, the path values and the headers (credentials left out), compiled
+// when the rules load (its errors point into the YAML string) and
+// evaluated by Route.NeedsApproval, which holds the intent when the
+// expression is true or cannot be evaluated. budget: {calls, per} is
+// plain data (Budget) that the proxy hands the journal. Package
+// rules/samples tells which samples either would hold.
+//
 // # Templates
 //
 // Lookup and verification URLs are templates with {{key}},

@@ -57,6 +57,15 @@ var (
 	ErrMissingValue = errors.New("missing template value")
 )
 
+// Errors of approval.when evaluation.
+var (
+	// ErrCondition wraps the error of an approval.when evaluation: a field
+	// the expression reads is missing, a conversion failed, or the cost
+	// limit was reached. The intent is held all the same (see
+	// Route.NeedsApproval).
+	ErrCondition = errors.New("approval.when could not be evaluated")
+)
+
 // Error is one problem in a rule file, at a position.
 type Error struct {
 	Pos Pos

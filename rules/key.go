@@ -78,7 +78,8 @@ type Deriver struct {
 	Secret []byte
 	// Lean leaves Intent.Material empty, and Intent.Doc and Redacted too
 	// unless the route has a lookup or a verification (whose templates may
-	// read {{body.*}}): a proxy needs only the key and the body hash, and
+	// read {{body.*}}) or an approval.when (which reads the body): a proxy
+	// needs only the key and the body hash, and
 	// keeping two canonical copies of every body in flight costs memory.
 	Lean bool
 }
@@ -158,7 +159,7 @@ func (d *Deriver) derive(s *deriveScratch, r *Route, in Input) (*Intent, error) 
 	}
 	var it *Intent
 	if d.Lean {
-		it = leanIntent(s.mat, s.doc, red, r.Lookup != nil || r.Verify != nil, len(r.Redact) > 0)
+		it = leanIntent(s.mat, s.doc, red, r.Lookup != nil || r.Verify != nil || r.ApprovalWhen != nil, len(r.Redact) > 0)
 	} else {
 		it = newIntent(s.mat, s.doc, red, len(r.Redact) > 0)
 	}

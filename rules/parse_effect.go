@@ -35,7 +35,7 @@ func (d *decoder) reason(r *Route, e entry) {
 // passes through unguarded.
 var unguardedFields = []string{
 	"key", "native_idempotency", "operation_id", "lookup", "verify",
-	"approval", "redact", "inject", "conditional",
+	"approval", "redact", "inject", "conditional", "budget",
 }
 
 // checkNone checks the pairing of effect: none and reason, and that an

@@ -23,10 +23,11 @@ import (
 //	      found: {result: {structuredContent.count: 1}}
 //	      absent: {result: {structuredContent.count: 0}}
 //	      operation_id: result:structuredContent.id
-//	    approval: none
+//	    approval: none                    # or required, or {when: CEL}
+//	    budget: {calls: 20, per: 1m}      # optional
 
 var (
-	toolFields      = []string{"name", "effect", "key", "operation_id", "lookup", "verify", "approval"}
+	toolFields      = []string{"name", "effect", "key", "operation_id", "lookup", "verify", "approval", "budget"}
 	toolVerifyField = []string{"tool", "arguments", "expect", "within", "mode"}
 	toolLookupField = []string{"tool", "arguments", "found", "absent", "operation_id"}
 )
@@ -135,8 +136,14 @@ func (d *decoder) tool(api *API, n ast.Node) *Route {
 	if e, ok := fs["approval"]; ok {
 		d.approval(r, e)
 	}
-	if r.Effect == EffectSafe && (r.Lookup != nil || r.Verify != nil || r.ApprovalRequired) {
+	if e, ok := fs["budget"]; ok {
+		r.Budget = d.budget(e)
+	}
+	if r.Effect == EffectSafe && (r.Lookup != nil || r.Verify != nil || r.ApprovalRequired || r.ApprovalWhen != nil) {
 		d.errorf(fs["effect"].val, "effect: a safe tool passes through unguarded; lookup, verify and approval would never apply")
+	}
+	if b, ok := fs["budget"]; ok && r.Effect == EffectSafe {
+		d.errorf(b.node, "budget: a safe tool passes through unguarded; a budget would never apply")
 	}
 	return r
 }

@@ -67,7 +67,7 @@ func (d *decoder) routes(api *API, e entry) {
 var routeFields = []string{
 	"name", "match", "effect", "key", "native_idempotency", "operation_id",
 	"lookup", "verify", "approval", "redact", "reason", "graphql", "inject",
-	"conditional", "outcome",
+	"conditional", "outcome", "budget",
 }
 
 // route parses one entry of routes; it returns nil when the entry is not
@@ -115,6 +115,9 @@ func (d *decoder) routeOptional(r *Route, fs map[string]entry) {
 	}
 	if e, ok := fs["approval"]; ok {
 		d.approval(r, e)
+	}
+	if e, ok := fs["budget"]; ok {
+		r.Budget = d.budget(e)
 	}
 	if e, ok := fs["redact"]; ok {
 		r.Redact = d.simplePaths(e, "redact")
@@ -166,20 +169,6 @@ func (d *decoder) extractor(e entry, name string) Extractor {
 		d.errorf(e.val, "%s: %v", name, err)
 	}
 	return x
-}
-
-func (d *decoder) approval(r *Route, e entry) {
-	s, ok := d.str(e.val, "approval")
-	if !ok {
-		return
-	}
-	switch s {
-	case "none":
-	case "required":
-		r.ApprovalRequired = true
-	default:
-		d.errorf(e.val, "approval: unknown approval %q (want none or required)", s)
-	}
 }
 
 // checkRoute checks what involves several fields of a route.

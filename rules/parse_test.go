@@ -184,6 +184,12 @@ func dumpExtras(p func(string, ...any), r *Route) {
 	if c := r.Conditional; c != nil {
 		p("  conditional %s: %s", c.Header, c.Value)
 	}
+	if w := r.ApprovalWhen; w != nil {
+		p("  approval when %q at %s", w.Expr, w.Pos)
+	}
+	if b := r.Budget; b != nil {
+		p("  budget %d per %s", b.Calls, b.Per)
+	}
 }
 
 func dumpExpectation(e *Expectation) string {

@@ -139,6 +139,12 @@ type Route struct {
 	Outcome *Outcome
 	// ApprovalRequired holds every new intent for an operator's approval.
 	ApprovalRequired bool
+	// ApprovalWhen holds the new intents for which it is true (approval:
+	// {when: EXPR}); nil: none. See NeedsApproval.
+	ApprovalWhen *Condition
+	// Budget caps the new intents one caller sends on the route; nil:
+	// no cap.
+	Budget *Budget
 	// Redact lists paths (in the syntax of KeySpec.Ignore) of request
 	// fields that must never be stored or logged. They still count in the
 	// key, through an HMAC: see Intent.Redacted.
@@ -205,6 +211,14 @@ type KeySpec struct {
 	// Scope lists the values that partition the key space. nil means both
 	// credential and workflow; an empty non-nil slice means none.
 	Scope []Scope
+}
+
+// Budget is a route's budget: at most Calls new intents of one caller
+// (one credential) are sent within any window of Per; the next is held
+// for an operator (reason budget) instead of being sent.
+type Budget struct {
+	Calls int
+	Per   time.Duration
 }
 
 // NativeIdempotency says where the provider takes an idempotency key:

@@ -19,7 +19,8 @@ Commands:
                  validate every rule file (*.yaml, *.yml) in DIR (default $TOOLGUARD_RULES_DIR or ./rules),
                  or the one rule FILE; a directory without rule files is an error. With --sample, also key
                  every sample request (JSON lines; a DIR means its *.jsonl files) and report each required
-                 key field a sample lacks, and same_key_as / key_differs_from pairs whose keys disagree
+                 key field a sample lacks, and same_key_as / key_differs_from pairs whose keys disagree;
+                 list the samples that would be held for an operator (approval, approval.when, budget)
   init --from-openapi SPEC [--api NAME] [-o FILE] [--force]
                  write a starting rule file for the POST, PUT, PATCH and DELETE operations of an OpenAPI 3
                  document (YAML or JSON), with TODO(toolguard) comments where a human must decide
@@ -165,6 +166,9 @@ func checkSamples(set *rules.Set, path string, stdout, stderr io.Writer) error {
 	}
 	if len(rep.Problems) > 0 {
 		return fmt.Errorf("rules check: %d problems with samples", len(rep.Problems))
+	}
+	for _, h := range rep.Held {
+		fmt.Fprintln(stdout, "held: "+h)
 	}
 	for _, g := range rep.Gaps(set) {
 		fmt.Fprintln(stdout, "note: "+g)

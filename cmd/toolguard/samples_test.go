@@ -84,3 +84,15 @@ func TestKeyExplainGraphQL(t *testing.T) {
 		t.Errorf("ambiguous: exit %d, stderr %q", code, stderr)
 	}
 }
+
+// TestRulesCheckHeldSamples: rules check --sample lists the samples that
+// would be held for an operator: by approval.when (true, or failing on the
+// sample: fail closed) and beyond a caller's budget.
+func TestRulesCheckHeldSamples(t *testing.T) {
+	cleanEnv(t)
+	code, stdout, stderr := cli(t, "rules", "check", "testdata/approval/payments.yaml", "--sample", "testdata/approval/payments.jsonl")
+	if code != 0 {
+		t.Fatalf("exit %d, want 0; stderr:\n%s", code, stderr)
+	}
+	golden(t, "rules_check_sample_held", stdout)
+}

@@ -16,8 +16,8 @@ import (
 	"github.com/toolguard/toolguard/journal"
 	"github.com/toolguard/toolguard/proxy"
 	"github.com/toolguard/toolguard/rules"
-	"github.com/toolguard/toolguard/tlsca"
 	"github.com/toolguard/toolguard/telemetry"
+	"github.com/toolguard/toolguard/tlsca"
 )
 
 // Deps are what the proxy needs besides its configuration.
@@ -82,6 +82,8 @@ func Proxy(cfg config.Config, d Deps) (*proxy.Server, error) {
 		OnVersionChange:   cfg.Workflows.OnVersionChange,
 		Metrics:           d.Metrics,
 		Retention:         cfg.Journal.Retention,
+		HoldExpiry:        cfg.Journal.HoldExpiry,
+		MaxOpenHolds:      cfg.Limits.MaxOpenHolds,
 		NoKeySummary:      cfg.Journal.KeySummary == config.KeySummaryOff,
 		Logger:            d.Logger,
 		Tracer:            d.Tracer,

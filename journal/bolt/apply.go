@@ -170,6 +170,12 @@ func (b *Journal) prepare(bk *buckets, key string, cur *journal.Step, ch journal
 	if ch.Claim {
 		s.Epoch, s.Fence = b.epoch, getUint(bk.meta, keyFence)+1
 	}
+	s.Budgeted = cur != nil && cur.Budgeted
+	if cur == nil {
+		if err := bk.checkQuota(&s, &ch); err != nil {
+			return nil, err
+		}
+	}
 	typ := ch.Event
 	if typ == "" {
 		typ = journal.EventType(s.Status.String())

@@ -138,7 +138,15 @@ func (b *Journal) initMeta(tx *bbolt.Tx) error {
 			return err
 		}
 	}
+	for _, name := range quotaBuckets {
+		if _, err := tx.CreateBucketIfNotExists(name); err != nil {
+			return fmt.Errorf("create bucket %s: %w", name, err)
+		}
+	}
 	if err := scopeWorkflows(tx); err != nil {
+		return err
+	}
+	if err := indexHolds(tx); err != nil {
 		return err
 	}
 	b.epoch = getUint(meta, keyEpoch) + 1

@@ -54,6 +54,8 @@ type checker struct {
 	more     int
 	byStatus map[journal.Status]uint64
 	byHold   map[journal.Hold]uint64
+	// heldBy counts the held steps of each caller (credential MAC).
+	heldBy map[string]uint64
 }
 
 func (c *checker) add(err error) {
@@ -70,7 +72,7 @@ func (c *checker) addf(format string, args ...any) { c.add(fmt.Errorf(format, ar
 // then every key entry.
 func (c *checker) steps(bk *buckets) {
 	epoch, fence := getUint(bk.meta, keyEpoch), getUint(bk.meta, keyFence)
-	c.byStatus, c.byHold = map[journal.Status]uint64{}, map[journal.Hold]uint64{}
+	c.byStatus, c.byHold, c.heldBy = map[journal.Status]uint64{}, map[journal.Hold]uint64{}, map[string]uint64{}
 	top := bk.records.Sequence()
 	_ = bk.forEachStep(func(seq []byte, s *journal.Step, err error) error {
 		if len(seq) != 8 || binary.BigEndian.Uint64(seq) > top {
@@ -82,6 +84,9 @@ func (c *checker) steps(bk *buckets) {
 		}
 		c.byStatus[s.Status]++
 		c.byHold[s.Hold]++
+		if s.Held() {
+			c.heldBy[s.CredentialMAC]++
+		}
 		if got := bk.lookup(s.Key); !bytes.Equal(got, seq) {
 			c.addf("step %s: record %x is not the one its key maps to (%x)", s.Key, seq, got)
 		}
@@ -152,6 +157,34 @@ func (c *checker) indexes(bk *buckets) {
 			return !s.VerifyBy.IsZero() && string(timeBytes(s.VerifyBy)) == string(k[:8])
 		}
 	})
+	c.quotaIndexes(bk)
+}
+
+// quotaIndexes checks the indexes of budgets and expiring holds, when the
+// file has them.
+func (c *checker) quotaIndexes(bk *buckets) {
+	if bk.byBudget != nil {
+		c.index(bk, bk.byBudget, func(k []byte) (string, func(*journal.Step) bool) {
+			scope, api, route, created, key, ok := parseBudgetIndexKey(k)
+			if !ok {
+				return "", nil
+			}
+			return key, func(s *journal.Step) bool {
+				return s.Budgeted && s.CredentialMAC == scope && s.API == api && s.Route == route &&
+					string(timeBytes(s.CreatedAt)) == string(created)
+			}
+		})
+	}
+	if bk.byExpiry != nil {
+		c.index(bk, bk.byExpiry, func(k []byte) (string, func(*journal.Step) bool) {
+			if len(k) < 9 {
+				return "", nil
+			}
+			return string(k[8:]), func(s *journal.Step) bool {
+				return s.Expirable() && string(timeBytes(s.UpdatedAt)) == string(k[:8])
+			}
+		})
+	}
 }
 
 // index checks one index; split parses an entry into its step key and a
@@ -189,6 +222,22 @@ func (c *checker) counters(bk *buckets) {
 	for h := journal.HoldNone; h <= journal.HoldNeedsReview+1; h++ {
 		if got := getUint(bk.meta, countKey(keyCountHold, byte(h))); got != c.byHold[h] {
 			c.addf("meta: counter of hold %q is %d, the journal has %d", h, got, c.byHold[h])
+		}
+	}
+	if bk.holdCounts == nil {
+		return
+	}
+	_ = bk.holdCounts.ForEach(func(k, _ []byte) error {
+		if len(k) == 0 || k[0] != 'h' {
+			c.addf("%s: malformed key %x", bucketHoldCounts, k)
+		} else if _, ok := c.heldBy[string(k[1:])]; !ok {
+			c.addf("%s: caller %q has a count but no held step", bucketHoldCounts, k[1:])
+		}
+		return nil
+	})
+	for scope, n := range c.heldBy {
+		if got := getUint(bk.holdCounts, holdCountKey(scope)); got != n {
+			c.addf("%s: caller %q has %d held steps, its count says %d", bucketHoldCounts, scope, n, got)
 		}
 	}
 }
@@ -232,6 +281,10 @@ func bucketName(bk *buckets, b *bbolt.Bucket) string {
 		return string(bucketByWorkflow)
 	case bk.byVerify:
 		return string(bucketByVerify)
+	case bk.byBudget:
+		return string(bucketByBudget)
+	case bk.byExpiry:
+		return string(bucketByExpiry)
 	}
 	return "?"
 }

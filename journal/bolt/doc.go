@@ -34,7 +34,9 @@
 // walks by time), hold and workflow are kept in the same transactions as
 // the steps, together with counters by status and hold, so List with a
 // filter walks only the matching index entries and Count reads a few
-// counters, whatever the size of the journal. Check runs bbolt's own
+// counters, whatever the size of the journal. Route budgets, each caller's
+// count of open holds and the holds that may expire are indexed the same
+// way (quota.go). Check runs bbolt's own
 // consistency check and verifies all of it. A writable Open upgrades a file
 // of an older layout in place (migrate.go); Compact rewrites a file without
 // the free pages that sweeps leave behind.

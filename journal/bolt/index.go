@@ -44,6 +44,23 @@ var (
 
 	allBuckets = [][]byte{bucketMeta, bucketRecords, bucketKeys, bucketEvents,
 		bucketByStatus, bucketByHold, bucketByWorkflow, bucketByVerify, bucketWorkflows}
+
+	// The buckets of holds and budgets (quota.go). A writable Open creates
+	// and fills them in files written before they existed; a read-only
+	// Open of such a file goes without them.
+	//
+	// bucketHoldCounts maps "h" + a caller's credential MAC to the 8-byte
+	// count of its held steps (Change.MaxHolds); a count that drops to
+	// zero is deleted.
+	bucketHoldCounts = []byte("count_holds")
+	// bucketByBudget: budgetPrefix(scope, api, route) + 8-byte CreatedAt
+	// (as in idx_by_status) + step key, for Budgeted steps only.
+	bucketByBudget = []byte("idx_budget")
+	// bucketByExpiry: 8-byte UpdatedAt + step key, for expirable holds
+	// only (journal.Step.Expirable).
+	bucketByExpiry = []byte("idx_expiry")
+
+	quotaBuckets = [][]byte{bucketHoldCounts, bucketByBudget, bucketByExpiry}
 )
 
 // Keys of the meta bucket.
@@ -72,6 +89,9 @@ type buckets struct {
 	meta, records, keys, events  *bbolt.Bucket
 	byStatus, byHold, byWorkflow *bbolt.Bucket
 	byVerify, workflows          *bbolt.Bucket
+	// The buckets of quota.go; nil in a read-only transaction of a file
+	// written before they existed.
+	holdCounts, byBudget, byExpiry *bbolt.Bucket
 }
 
 func openBuckets(tx *bbolt.Tx) (*buckets, error) {
@@ -88,6 +108,10 @@ func openBuckets(tx *bbolt.Tx) (*buckets, error) {
 		if *p.b = tx.Bucket(p.name); *p.b == nil {
 			return nil, fmt.Errorf("%w: bucket %s is missing", journal.ErrCorrupt, p.name)
 		}
+	}
+	bk.holdCounts, bk.byBudget, bk.byExpiry = tx.Bucket(bucketHoldCounts), tx.Bucket(bucketByBudget), tx.Bucket(bucketByExpiry)
+	if tx.Writable() && (bk.holdCounts == nil || bk.byBudget == nil || bk.byExpiry == nil) {
+		return nil, fmt.Errorf("%w: a bucket of holds or budgets is missing", journal.ErrCorrupt)
 	}
 	// Events and step records grow at their end: fill split pages well
 	// beyond bbolt's default half, or they stay half empty for ever.
@@ -138,6 +162,12 @@ func (bk *buckets) indexKeys(s *journal.Step) []indexEntry {
 	if !s.VerifyBy.IsZero() {
 		e = append(e, indexEntry{bk.byVerify, timeIndexKey(s.VerifyBy, s.Key)})
 	}
+	if s.Budgeted && bk.byBudget != nil {
+		e = append(e, indexEntry{bk.byBudget, budgetIndexKey(s.CredentialMAC, s.API, s.Route, s.CreatedAt, s.Key)})
+	}
+	if s.Expirable() && bk.byExpiry != nil {
+		e = append(e, indexEntry{bk.byExpiry, timeIndexKey(s.UpdatedAt, s.Key)})
+	}
 	return e
 }
 
@@ -170,7 +200,7 @@ func (bk *buckets) reindex(old, s *journal.Step) error {
 			return fmt.Errorf("put index entry: %w", err)
 		}
 	}
-	if old != nil && old.Status == s.Status && old.Hold == s.Hold {
+	if old != nil && old.Status == s.Status && old.Hold == s.Hold && old.CredentialMAC == s.CredentialMAC {
 		return nil
 	}
 	if old != nil {
@@ -190,12 +220,16 @@ func findEntry(entries []indexEntry, e indexEntry) int {
 	return -1
 }
 
-// count adds delta to the counters of s's status and hold.
+// count adds delta to the counters of s's status and hold, and of its
+// caller's holds when it is held.
 func (bk *buckets) count(s *journal.Step, delta int64) error {
 	for _, k := range [][]byte{countKey(keyCountStatus, byte(s.Status)), countKey(keyCountHold, byte(s.Hold))} {
 		if err := putUint(bk.meta, k, uint64(int64(getUint(bk.meta, k))+delta)); err != nil {
 			return err
 		}
+	}
+	if s.Held() && bk.holdCounts != nil {
+		return bk.countHold(s.CredentialMAC, delta)
 	}
 	return nil
 }

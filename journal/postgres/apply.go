@@ -132,6 +132,9 @@ type pending struct {
 	lease   time.Duration
 	events  []journal.Event
 	flows   []flowDelta
+	// budget and maxHolds limit the creation of the step (quota.go).
+	budget   *journal.Budget
+	maxHolds int
 }
 
 // prepare validates ch and stamps the step; it writes nothing.
@@ -166,7 +169,15 @@ func (j *Journal) prepare(key string, cur *journal.Step, ch journal.Change, read
 	if typ == "" {
 		typ = journal.EventType(s.Status.String())
 	}
+	s.Budgeted = cur != nil && cur.Budgeted
 	p := &pending{old: cur, claimed: ch.Claim, lease: ch.Lease}
+	if cur == nil {
+		// The count is made in the write's transaction (quota.go).
+		p.budget, s.Budgeted = ch.Budget, ch.Budget != nil
+		if s.Held() {
+			p.maxHolds = ch.MaxHolds
+		}
+	}
 	p.events = append(p.events, journal.Event{Time: now, Key: key, Type: typ, From: from, To: s.Status, Hold: s.Hold,
 		Reason: ch.Reason, Note: ch.Note, Epoch: s.Epoch, Fence: s.Fence})
 	for _, e := range ch.Extra {
@@ -264,11 +275,18 @@ func (j *Journal) write(ctx context.Context, p *pending) (journal.Step, bool, er
 	var lease *time.Time
 	var notified int64
 	started := time.Now()
-	err := j.pool.QueryRow(ctx, stmt, args...).Scan(&lease, &notified)
+	var err error
+	if p.limited() {
+		err = j.writeLimited(ctx, p, stmt, args, &lease, &notified)
+	} else {
+		err = j.pool.QueryRow(ctx, stmt, args...).Scan(&lease, &notified)
+	}
 	if err == nil && j.opts.OnCommit != nil {
 		j.opts.OnCommit(time.Since(started), 1)
 	}
 	switch {
+	case errors.Is(err, journal.ErrOverBudget) || errors.Is(err, journal.ErrTooManyHolds):
+		return journal.Step{}, false, fmt.Errorf("apply step %s: %w", s.Key, err)
 	case errors.Is(err, pgx.ErrNoRows) || retryState(err):
 		return journal.Step{}, false, nil
 	case err != nil:

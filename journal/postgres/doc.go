@@ -67,8 +67,11 @@
 //
 // # Background work
 //
-// Sweep is safe to run on every replica at once: each locks the rows it
-// removes with FOR UPDATE SKIP LOCKED, so replicas share the work. Work
+// Sweep and ExpireHolds are safe to run on every replica at once: each
+// locks the rows it removes with FOR UPDATE SKIP LOCKED, so replicas share
+// the work. A creation limited by a budget or a cap on holds
+// (journal.Change) counts and writes in one transaction under an advisory
+// lock on what it counts (quota.go), so that replicas share the limit. Work
 // that must run once across the replicas calls RunExclusive, which holds
 // a PostgreSQL advisory lock named after the work while it runs.
 // Hold notifications keep their cursors in notify_cursors (Cursors),
@@ -98,6 +101,9 @@
 //	steps_verify_idx    steps (verify_by) WHERE verify_by IS NOT NULL   pending verifications, earliest first
 //	steps_workflow_idx  steps (workflow, key) WHERE workflow <> ''  a workflow's steps
 //	steps_sweep_idx     steps (updated_at) WHERE <finished>       retention sweeps, oldest first
+//	steps_budget_idx    steps (caller, api, route, created_at) WHERE budgeted   route budgets
+//	steps_caller_hold_idx  steps (caller) WHERE hold <> 0         a caller's open holds
+//	steps_expiry_idx    steps (updated_at) WHERE hold = 1 AND status = 1   holds to expire, oldest first
 //	events_key_idx      events (key, key_seq)                     a key's events
 //	events_time_idx     events (time)                             retention of events
 //

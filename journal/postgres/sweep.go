@@ -63,7 +63,7 @@ func (j *Journal) Sweep(cutoff time.Time, batch int) (removed int, more bool, er
 		if err := rows.Err(); err != nil {
 			return err
 		}
-		if err := sweepFlows(ctx, tx, flows, cutoff, j.stamp()); err != nil {
+		if err := sweepFlows(ctx, tx, flows, cutoff, j.stamp(), "done"); err != nil {
 			return err
 		}
 		tag, err := tx.Exec(ctx, `DELETE FROM events WHERE seq IN (
@@ -78,12 +78,16 @@ func (j *Journal) Sweep(cutoff time.Time, batch int) (removed int, more bool, er
 	return removed, removed == batch || events == int64(batch), nil
 }
 
-// sweepFlows uncounts the removed steps (all of class done) from their
-// workflows and drops the workflows left empty, unless their checkpoint
-// was written at or after cutoff.
-func sweepFlows(ctx context.Context, tx pgx.Tx, flows map[[2]string]int32, cutoff time.Time, now any) error {
+// sweepFlows uncounts the removed steps (all of class, the name of a
+// workflows count column: done for a sweep, held for expired holds) from
+// their workflows and drops the workflows left empty, unless their
+// checkpoint was written at or after cutoff.
+func sweepFlows(ctx context.Context, tx pgx.Tx, flows map[[2]string]int32, cutoff time.Time, now any, class string) error {
+	if class != "done" && class != "held" {
+		return fmt.Errorf("sweep workflows: unknown class %q", class)
+	}
 	for ref, n := range flows {
-		if _, err := tx.Exec(ctx, `UPDATE workflows SET steps = steps - $2, done = done - $2, version = version + 1,
+		if _, err := tx.Exec(ctx, `UPDATE workflows SET steps = steps - $2, `+class+` = `+class+` - $2, version = version + 1,
 			updated_at = coalesce($3::timestamptz, now()) WHERE id = $1 AND scope = $4`, ref[0], n, now, ref[1]); err != nil {
 			return err
 		}

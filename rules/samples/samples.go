@@ -88,6 +88,10 @@ type Report struct {
 	// Problems are "file:line: message" lines, in the order found; the
 	// rule set fails the check when there are any.
 	Problems []string
+	// Held are "file:line: ..." lines, in sample order, naming the samples
+	// toolguard would hold for an operator instead of sending (see
+	// held.go); they are not problems.
+	Held []string
 	// Routes holds, for every route some sample matched, what its samples
 	// cover.
 	Routes map[*rules.Route]*Coverage
@@ -148,10 +152,16 @@ func Check(set *rules.Set, samples []Sample, d *rules.Deriver) *Report {
 	rep := &Report{Routes: map[*rules.Route]*Coverage{}, index: map[*Sample]int{}}
 	byName := map[string]derived{}
 	got := make([]derived, len(samples))
+	holds := newHolds()
 	for i := range samples {
 		s := &samples[i]
 		rep.index[s] = i
-		route, it, err := Derive(set, s, d)
+		route, it, in, h, err := derive(set, s, d)
+		if it != nil && err == nil {
+			if why := holds.held(route, it, in, h); why != "" {
+				rep.Held = append(rep.Held, fmt.Sprintf("%s: route %s/%s: %s", s.Pos(), apiName(route), route.Name, why))
+			}
+		}
 		switch {
 		case route == nil && err != nil:
 			rep.problem(s, "%v", err) // a GraphQL request no route selects
@@ -206,29 +216,39 @@ func (rep *Report) problem(s *Sample, format string, args ...any) {
 // GraphQL request no route selects). Golden tests of rule packs print each
 // sample's Intent.Material and Intent.Key.
 func Derive(set *rules.Set, s *Sample, d *rules.Deriver) (*rules.Route, *rules.Intent, error) {
+	route, it, _, _, err := derive(set, s, d)
+	return route, it, err
+}
+
+// derive is Derive that also returns what the intent was derived from:
+// the input and the sample's headers.
+func derive(set *rules.Set, s *Sample, d *rules.Deriver) (*rules.Route, *rules.Intent, rules.Input, http.Header, error) {
 	u, _ := url.Parse(s.URL)
 	route, params := set.Match(u.Host, strings.ToUpper(s.Method), u.EscapedPath())
 	if route == nil {
-		return nil, nil, nil
+		return nil, nil, rules.Input{}, nil, nil
 	}
 	body, contentType := s.body()
 	route, pass, err := rules.SelectGraphQL(route, body)
 	switch {
 	case err != nil:
-		return nil, nil, err
+		return nil, nil, rules.Input{}, nil, err
 	case pass:
-		return nil, nil, errors.New("the GraphQL query passes through unguarded: no route selects it")
+		return nil, nil, rules.Input{}, nil, errors.New("the GraphQL query passes through unguarded: no route selects it")
 	case route == nil:
-		return nil, nil, errors.New("no route selects this GraphQL mutation")
+		return nil, nil, rules.Input{}, nil, errors.New("no route selects this GraphQL mutation")
 	}
 	h := http.Header{}
 	for k, v := range s.Headers {
 		h.Set(k, v)
 	}
+	if contentType != "" {
+		h.Set("Content-Type", contentType)
+	}
 	in := rules.Input{ContentType: contentType, Body: body, RawQuery: u.RawQuery, PathValues: params, EscapedPath: u.EscapedPath(), Workflow: h.Get(rules.HeaderWorkflow), Host: u.Host}
 	in.Credential = route.API.CallerCredential(h)
 	it, err := d.Derive(route, in)
-	return route, it, err
+	return route, it, in, h, err
 }
 
 // checkPair checks a sample's same_key_as or key_differs_from.

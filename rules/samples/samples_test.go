@@ -276,3 +276,57 @@ func TestAPIName(t *testing.T) {
 		})
 	}
 }
+
+// TestHeldSamples: Check names the samples toolguard would hold rather
+// than send: by approval.when (true, or failing on the sample), by
+// approval: required, and beyond a caller's budget; a sample of an intent
+// seen before is neither held anew nor counted.
+func TestHeldSamples(t *testing.T) {
+	set, err := rules.NewSet(mustParse(t, `api: pay
+hosts: [pay.example]
+credential: {header: Authorization}
+routes:
+  - name: charge
+    match: POST /v1/charges
+    effect: irreversible
+    key: {fields: [ref]}
+    approval: {when: 'int(body.amount) > 10000 && body.currency == "eur"'}
+    budget: {calls: 2, per: 1m}
+  - name: payout
+    match: POST /v1/payouts
+    effect: irreversible
+    approval: required
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	charge := func(cred, body string) string {
+		return `{"method":"POST","url":"https://pay.example/v1/charges","content_type":"application/json","headers":{"Authorization":"` + cred + `"},"body":` + body + `}`
+	}
+	samples, err := Read("s.jsonl", strings.NewReader(strings.Join([]string{
+		charge("a", `{"ref":"1","amount":500,"currency":"eur"}`),
+		charge("a", `{"ref":"2","amount":20000,"currency":"eur"}`),
+		charge("a", `{"ref":"3","currency":"eur"}`),
+		charge("a", `{"ref":"4","amount":500,"currency":"eur"}`),
+		charge("a", `{"ref":"1","amount":500,"currency":"eur","trace":"again"}`),
+		charge("a", `{"ref":"5","amount":500,"currency":"eur"}`),
+		charge("b", `{"ref":"5","amount":500,"currency":"eur"}`),
+		`{"method":"POST","url":"https://pay.example/v1/payouts","content_type":"application/json","body":{"to":"x"}}`,
+	}, "\n")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep := Check(set, samples, &rules.Deriver{})
+	if len(rep.Problems) > 0 {
+		t.Fatalf("problems: %q", rep.Problems)
+	}
+	want := []string{
+		"s.jsonl:2: route pay/charge: held for approval: approval.when is true",
+		"s.jsonl:3: route pay/charge: held for approval: approval.when could not be evaluated: no such key: amount (fail closed)",
+		"s.jsonl:6: route pay/charge: held for approval: over budget (2 calls per 1m0s)",
+		"s.jsonl:8: route pay/payout: held for approval: approval: required",
+	}
+	if got := strings.Join(rep.Held, "\n"); got != strings.Join(want, "\n") {
+		t.Errorf("held:\n%s\nwant:\n%s", got, strings.Join(want, "\n"))
+	}
+}
