@@ -2,7 +2,7 @@
 // backends: one set of tests that every backend runs, so that the proxy
 // can rely on the same behaviour from each (transitions and their
 // allowlist, fencing, per-key event numbering, read-your-writes, workflows,
-// checkpoints, filters, sweeps, leases and wake-ups).
+// checkpoints, filters, sweeps, leases, wake-ups and observations).
 //
 // A backend runs it from its own test file:
 //
@@ -63,6 +63,7 @@ func Run(t *testing.T, open Opener) {
 		{"Lease", testLease},
 		{"Watch", testWatch},
 		{"KeyFields", testKeyFields},
+		{"Observations", testObservations},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, open) })
