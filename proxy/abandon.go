@@ -20,6 +20,9 @@ import (
 //     later retry sends it; unknown holds it for review;
 //   - any other route holds it for review with the reason "abandoned".
 //
+// Observations (observe.go) are never resolved: one left started is only
+// marked failed once it is as old as an abandoned step (endObservation).
+//
 // Candidates are steps started, not held, untouched for Options.AbandonAfter
 // (never shorter than the lease plus the upstream timeout), whose last
 // attempt cannot still land (see settle), not in flight in this process,
@@ -94,6 +97,12 @@ func (s *Server) resolveAbandoned(r *resolver) int {
 	n := 0
 	for i := range steps {
 		st := &steps[i]
+		if st.Observed {
+			if st.UpdatedAt.Before(cutoff) && s.endObservation(*st) {
+				n++
+			}
+			continue
+		}
 		if st.Held() || !st.UpdatedAt.Before(cutoff) || s.flights.live(st.Key, now) != nil || inFlightElsewhere(st, epoch) ||
 			s.settling(st) || s.retries.since(st.Key, cutoff) {
 			continue
@@ -166,6 +175,24 @@ func (s *Server) abandon(r *resolver, st journal.Step, now time.Time) bool {
 		s.startVerify(verification{route: route, step: got, vals: vals})
 	}
 	return true
+}
+
+// endObservation ends an observation left started (its outcome stayed
+// unknown) that nobody came back for: it is never looked up, held or sent,
+// only marked failed so that retention removes it. It reports whether it
+// wrote.
+func (s *Server) endObservation(st journal.Step) bool {
+	rev := st.Revision
+	got, err := s.journal.Apply(s.bg, st.Key, func(cur *journal.Step) (journal.Change, error) {
+		if cur == nil || cur.Revision != rev {
+			return journal.Change{}, journal.ErrNoChange // it moved on since the pass read it
+		}
+		if ch, ok := observationEndChange(*cur); ok {
+			return ch, nil
+		}
+		return journal.Change{}, journal.ErrNoChange
+	})
+	return err == nil && got.Revision != rev
 }
 
 // backgroundLookup asks the provider whether an abandoned call took

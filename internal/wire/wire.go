@@ -56,6 +56,7 @@ func Proxy(cfg config.Config, d Deps) (*proxy.Server, error) {
 	return proxy.New(proxy.Options{
 		Rules: d.Rules, Journal: d.Journal, Maintainer: d.Maintainer, Secret: d.Secret, CA: d.CA, Transport: transport,
 		Unmatched:         cfg.Unmatched,
+		Mode:              cfg.Guard.Mode,
 		AllowHosts:        cfg.Upstream.AllowHosts,
 		ConnectPorts:      ports,
 		SelfAddrs:         d.SelfAddrs,
