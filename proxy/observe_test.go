@@ -133,8 +133,9 @@ func (h *harness) observedEvents() []journal.Event {
 func woulds(evs []journal.Event) []string {
 	var out []string
 	for _, ev := range evs {
-		w, _ := ev.Would()
-		out = append(out, w.String())
+		if w, ok := ev.Would(); ok {
+			out = append(out, w.String())
+		}
 	}
 	return sorted(out)
 }
