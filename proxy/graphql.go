@@ -29,7 +29,7 @@ func (s *Server) selectGraphQL(req *http.Request, endpoint *rules.Route) (*rules
 	if observe {
 		// Nothing is refused: a body that cannot be read whole stays on
 		// the endpoint's route, whose observation says it would have been.
-		if !s.peekBody(c) {
+		if s.peekBody(c) != peekWhole {
 			return endpoint, "", nil
 		}
 	} else if a := s.readBody(c); a != nil {

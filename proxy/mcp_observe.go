@@ -31,7 +31,7 @@ func (s *Server) observeMCP(r *http.Request, ep *mcpEndpoint, target *url.URL) (
 	}
 	c := &call{in: r, start: time.Now(), carrier: restCarrier{s}}
 	unobserved := func() { s.releaseBody(c) }
-	if !s.peekBody(c) {
+	if s.peekBody(c) != peekWhole {
 		unobserved()
 		return nil, nil
 	}

@@ -18,37 +18,51 @@ import (
 // put back byte for byte, its answer streamed to the agent as it comes,
 // with a copy of its first bytes kept for the observation.
 
+// peeked is how much of a request body peekBody holds.
+type peeked uint8
+
+const (
+	peekWhole    peeked = iota // the whole body
+	peekTooLarge               // part of it: it is larger than limits.max_body
+	peekPartial                // part of it: no room in limits.body_buffer, or a read error
+)
+
 // peekBody reads c's request body into c.body so that the key can be
 // derived, and puts back a body that gives the upstream exactly the bytes
 // the agent sent. It reads at most limits.max_body, taking room from
-// limits.body_buffer as readBody does but never waiting for it (an
-// observed call is never refused, nor held back). It reports whether
-// c.body is the whole body; when it is not (too large, no room, a read
-// error), the body is forwarded all the same: what was read, then the
-// rest, streamed.
-func (s *Server) peekBody(c *call) (whole bool) {
+// limits.body_buffer as readBody does (a body longer than the budget is
+// read alone) but never waiting for it: an observed call is never refused,
+// nor held back. A body it does not hold whole is forwarded all the same:
+// what was read, then the rest, streamed.
+func (s *Server) peekBody(c *call) peeked {
 	req := c.in
 	if req.Body == nil || req.Body == http.NoBody {
-		return true
+		return peekWhole
 	}
 	if req.ContentLength > s.opts.MaxBody {
-		return false
+		return peekTooLarge
 	}
 	orig := req.Body
 	var b []byte
+	got := peekPartial
 	for {
-		if int64(len(b)) >= c.reserved && !s.tryRoom(c) {
+		if int64(len(b)) >= c.reserved && c.reserved < s.opts.BodyBuffer && !s.tryRoom(c) {
 			break
 		}
-		room := min(c.reserved-int64(len(b)), s.opts.MaxBody+1-int64(len(b)))
+		room := c.reserved - int64(len(b))
+		if c.reserved >= s.opts.BodyBuffer {
+			room = bodyChunk // read alone: the whole budget is held
+		}
+		room = min(room, s.opts.MaxBody+1-int64(len(b)))
 		b = slices.Grow(b, int(room))
 		n, err := orig.Read(b[len(b) : len(b)+int(room)])
 		b = b[:len(b)+n]
 		if int64(len(b)) > s.opts.MaxBody {
+			got = peekTooLarge
 			break
 		}
-		if errors.Is(err, io.EOF) {
-			whole = true
+		if errors.Is(err, io.EOF) || (err == nil && req.ContentLength > 0 && int64(len(b)) == req.ContentLength) {
+			got = peekWhole
 			break
 		}
 		if err != nil {
@@ -57,14 +71,14 @@ func (s *Server) peekBody(c *call) (whole bool) {
 	}
 	c.body = b
 	var rest io.Reader = bytes.NewReader(b)
-	if !whole {
+	if got != peekWhole {
 		rest = io.MultiReader(rest, orig)
 	}
 	req.Body = struct {
 		io.Reader
 		io.Closer
 	}{rest, orig}
-	return whole
+	return got
 }
 
 // tryRoom takes the next chunk of room in the body budget for c, if it is
