@@ -111,6 +111,7 @@ func New(opts Options) *API {
 	m.HandleFunc("POST /v1/steps/{key}/approve", a.auth(RoleOperator, a.approve))
 	m.HandleFunc("POST /v1/steps/{key}/resolve", a.auth(RoleOperator, a.resolve))
 	m.HandleFunc("GET /v1/events", a.auth(RoleAgent, a.events))
+	m.HandleFunc("GET /v1/observations", a.auth(RoleAgent, a.observations))
 	m.HandleFunc("GET /v1/whoami", a.auth(RoleAgent, a.whoami))
 	if opts.UI != nil {
 		m.Handle("/ui/", opts.UI)

@@ -101,6 +101,14 @@ func (c *Client) Events(ctx context.Context, after uint64, limit int) ([]journal
 	return out.Events, err
 }
 
+// Observations reads the report of the observations of observe mode made
+// in the last window (GET /v1/observations?since=).
+func (c *Client) Observations(ctx context.Context, window time.Duration) (ObservationReport, error) {
+	var rep ObservationReport
+	err := c.do(ctx, http.MethodGet, "/v1/observations?since="+url.QueryEscape(window.String()), nil, &rep)
+	return rep, err
+}
+
 // Approve approves the step of key, which may be abbreviated, with an
 // operator's note (POST /v1/steps/{key}/approve).
 func (c *Client) Approve(ctx context.Context, key, note string) (StepView, error) {

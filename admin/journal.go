@@ -25,6 +25,8 @@ type Journal interface {
 	ForEach(fn func(journal.Step) error) error
 	// Events returns up to limit events after seq, in order.
 	Events(after uint64, limit int) ([]journal.Event, error)
+	// LastSeq returns the seq of the newest event.
+	LastSeq() (uint64, error)
 	// ListWorkflows returns up to limit workflows (0: all).
 	ListWorkflows(limit int) ([]journal.Workflow, error)
 	// PutCheckpoint stores a checkpoint as a compare-and-swap on the

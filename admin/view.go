@@ -16,8 +16,11 @@ type StepView struct {
 	// Scope is the caller's credential MAC (never the credential): the
 	// key's and the workflow's scope; absent for callers without one
 	// (credential: none).
-	Scope       string `json:"scope,omitempty"`
-	Status      string `json:"status"`
+	Scope  string `json:"scope,omitempty"`
+	Status string `json:"status"`
+	// Observed marks an observation: a call of observe mode, forwarded
+	// untouched and never replayed (journal.Step.Observed).
+	Observed    bool   `json:"observed,omitempty"`
 	Hold        string `json:"hold"`
 	HoldReason  string `json:"hold_reason,omitempty"`
 	Attempt     int    `json:"attempt"`
@@ -58,7 +61,7 @@ type StepView struct {
 func ViewOf(st *journal.Step) StepView {
 	v := StepView{
 		Key: st.Key, API: st.API, Route: st.Route, Workflow: st.Workflow, Scope: st.CredentialMAC,
-		Status: st.Status.String(), Hold: st.Hold.String(), HoldReason: st.HoldReason,
+		Status: st.Status.String(), Observed: st.Observed, Hold: st.Hold.String(), HoldReason: st.HoldReason,
 		Attempt: st.Attempt, Retryable: st.Retryable, OperationID: st.OperationID,
 		Method: st.Method, Target: targetOf(st), BodyHash: st.BodyHash,
 		KeyFields: st.KeyFields, RequestFields: st.RequestFields,

@@ -35,6 +35,7 @@ type Config struct {
 	Upstream  Upstream         `yaml:"upstream" envPrefix:"UPSTREAM_"`
 	Egress    Egress           `yaml:"egress" envPrefix:"EGRESS_"`
 	Unmatched policy.Unmatched `yaml:"unmatched" env:"UNMATCHED"`
+	Guard     Guard            `yaml:"guard" envPrefix:"GUARD_"`
 	Limits    Limits           `yaml:"limits"` // no prefix: TOOLGUARD_MAX_BODY
 	Retry     Retry            `yaml:"retry" envPrefix:"RETRY_"`
 	Recovery  Recovery         `yaml:"recovery" envPrefix:"RECOVERY_"`
@@ -150,6 +151,15 @@ type Egress struct {
 	Deny List `yaml:"deny" env:"DENY"`
 }
 
+// Guard configures how the guards apply.
+type Guard struct {
+	// Mode is enforce (replay, wait, hold and refuse as the rules say) or
+	// observe (forward every call untouched and journal what enforcement
+	// would have done). A rule file's guard: {mode} overrides it for its
+	// API.
+	Mode policy.Mode `yaml:"mode" env:"MODE"`
+}
+
 // Limits bounds what one request may cost.
 type Limits struct {
 	MaxBody           ByteSize      `yaml:"max_body" env:"MAX_BODY"`                       // largest request body on a guarded route
@@ -251,6 +261,7 @@ func Default() Config {
 		Egress: Egress{Deny: List{"169.254.169.254/32", "fd00:ec2::254/128", "169.254.170.2/32",
 			"169.254.170.23/32", "fd00:ec2::23/128", "100.100.100.200/32"}},
 		Unmatched: policy.UnmatchedPassthrough,
+		Guard:     Guard{Mode: policy.ModeEnforce},
 		Limits: Limits{
 			MaxBody:           8 * MiB,
 			BodyBuffer:        4 * MiB,

@@ -60,9 +60,10 @@ func TestParse(t *testing.T) {
 		},
 		{
 			name: "enums",
-			yaml: "unmatched: guard\nworkflows:\n  on_version_change: allow\nlog:\n  level: debug\n  format: json\n",
+			yaml: "unmatched: guard\nworkflows:\n  on_version_change: allow\nlog:\n  level: debug\n  format: json\nguard:\n  mode: observe\n",
 			want: func(c *Config) {
 				c.Unmatched = policy.UnmatchedGuard
+				c.Guard.Mode = policy.ModeObserve
 				c.Workflows.OnVersionChange = policy.VersionAllow
 				c.Log.Level = LevelDebug
 				c.Log.Format = FormatJSON
@@ -213,6 +214,10 @@ func TestParseErrors(t *testing.T) {
 			want: `2:17: retry.max_attempts (TOOLGUARD_RETRY_MAX_ATTEMPTS): want a whole number (got "three")`},
 		{name: "bad enum", yaml: "unmatched: maybe\n",
 			want: `1:12: unmatched (TOOLGUARD_UNMATCHED): unknown policy "maybe" (want passthrough, guard or reject)`},
+		{name: "bad mode", yaml: "guard:\n  mode: watch\n",
+			want: `2:9: guard.mode (TOOLGUARD_GUARD_MODE): unknown mode "watch" (want enforce or observe)`},
+		{name: "unknown guard field", yaml: "guard:\n  mod: observe\n",
+			want: `2:3: guard: unknown field "mod" (did you mean "mode"?)`},
 		{name: "bad level", yaml: "log:\n  level: verbose\n",
 			want: `2:10: log.level (TOOLGUARD_LOG_LEVEL): unknown level "verbose" (want debug, info, warn or error)`},
 		{name: "scalar for a section", yaml: "admin: 5\n",
@@ -323,6 +328,7 @@ func TestApplyEnv(t *testing.T) {
 				"TOOLGUARD_UPSTREAM_CA_FILE=/roots.pem",
 				"TOOLGUARD_UPSTREAM_TIMEOUT=1m",
 				"TOOLGUARD_UNMATCHED=reject",
+				"TOOLGUARD_GUARD_MODE=observe",
 				"TOOLGUARD_JOURNAL_BACKEND=postgres",
 				"TOOLGUARD_JOURNAL_DSN=host=db",
 				"TOOLGUARD_JOURNAL_SECRET_FILE=/s",
@@ -344,6 +350,7 @@ func TestApplyEnv(t *testing.T) {
 				c.Upstream.CAFile = "/roots.pem"
 				c.Upstream.Timeout = time.Minute
 				c.Unmatched = policy.UnmatchedReject
+				c.Guard.Mode = policy.ModeObserve
 				c.Limits.MaxBody = 512 * KiB
 				c.Limits.MaxStoredResponse = 2 * KiB
 				c.Limits.InFlightWait = 5 * time.Second
@@ -365,6 +372,8 @@ func TestApplyEnv(t *testing.T) {
 			wantErr: `TOOLGUARD_RETRY_MAX_ATTEMPTS (retry.max_attempts): want a whole number (got "x")`},
 		{name: "bad enum", environ: []string{"TOOLGUARD_UNMATCHED=maybe"},
 			wantErr: `TOOLGUARD_UNMATCHED (unmatched): unknown policy "maybe" (want passthrough, guard or reject)`},
+		{name: "bad mode", environ: []string{"TOOLGUARD_GUARD_MODE=shadow"},
+			wantErr: `TOOLGUARD_GUARD_MODE (guard.mode): unknown mode "shadow" (want enforce or observe)`},
 		{
 			name: "new settings",
 			environ: []string{
@@ -750,6 +759,8 @@ func TestValidate(t *testing.T) {
 			want: `upstream.connect_ports (TOOLGUARD_UPSTREAM_CONNECT_PORTS): invalid port "" (want a number from 1 to 65535)`},
 		{name: "unmatched", edit: func(c *Config) { c.Unmatched = 7 },
 			want: "unmatched (TOOLGUARD_UNMATCHED): unknown policy Unmatched(7) (want passthrough, guard or reject)"},
+		{name: "guard mode", edit: func(c *Config) { c.Guard.Mode = 2 },
+			want: "guard.mode (TOOLGUARD_GUARD_MODE): unknown mode Mode(2) (want enforce or observe)"},
 		{name: "max body", edit: func(c *Config) { c.Limits.MaxBody = 0 },
 			want: "limits.max_body (TOOLGUARD_MAX_BODY): must be > 0 (got 0)"},
 		{name: "max stored response", edit: func(c *Config) { c.Limits.MaxStoredResponse = -1 },
@@ -888,6 +899,7 @@ func TestSettings(t *testing.T) {
 		"unmatched": "TOOLGUARD_UNMATCHED", "limits.max_body": "TOOLGUARD_MAX_BODY",
 		"limits.in_flight_wait":       "TOOLGUARD_IN_FLIGHT_WAIT",
 		"workflows.on_version_change": "TOOLGUARD_ON_VERSION_CHANGE",
+		"guard.mode":                  "TOOLGUARD_GUARD_MODE",
 		"log.level":                   "TOOLGUARD_LOG_LEVEL", "log.format": "TOOLGUARD_LOG_FORMAT",
 		"upstream.allow_hosts":   "TOOLGUARD_UPSTREAM_ALLOW_HOSTS",
 		"upstream.connect_ports": "TOOLGUARD_UPSTREAM_CONNECT_PORTS",

@@ -35,6 +35,7 @@ func (c Config) Validate() error {
 		checkPrefixes("egress.deny", c.Egress.Deny),
 		checkEnum("unmatched", c.Unmatched.Valid(), c.Unmatched.String(), unmatchedEnum),
 		checkCredential("unmatched_credential", c.UnmatchedCredential),
+		checkEnum("guard.mode", c.Guard.Mode.Valid(), c.Guard.Mode.String(), modeEnum),
 		positive("limits.max_body", c.Limits.MaxBody),
 		positive("limits.body_buffer", c.Limits.BodyBuffer),
 		positive("limits.max_stored_response", c.Limits.MaxStoredResponse),
@@ -268,6 +269,7 @@ var (
 	unmatchedEnum = enum{"policy", policy.UnmatchedNames()}
 	unlistedEnum  = enum{"policy", policy.UnlistedNames()}
 	versionEnum   = enum{"policy", policy.VersionChangeNames()}
+	modeEnum      = enum{"mode", policy.ModeNames()}
 )
 
 func checkEnum(field string, ok bool, value string, e enum) error {

@@ -34,6 +34,15 @@
 // (Event.KeySeq, 1, 2, 3... without gaps) and leaves the step's Revision at
 // the last of them.
 //
+// # Observations
+//
+// In observe mode the proxy forwards calls untouched and journals each as an
+// observation: a Step with Observed set and an EventObserved saying what
+// enforcement would have done (Would). The allowlist keeps observations and
+// guarded steps apart: an observation never changes a guarded step and is
+// never held or claimed, and a guarded step replaces an observation as if
+// its key were new (observe.go).
+//
 // # Fencing
 //
 // Every Open of a writable journal starts a new epoch. A Change with Claim set

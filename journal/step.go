@@ -113,6 +113,11 @@ type Step struct {
 	Status     Status `json:"status"`
 	Hold       Hold   `json:"hold"`
 	HoldReason string `json:"hold_reason,omitempty"`
+	// Observed marks an observation (observe.go): a call forwarded
+	// untouched in observe mode, whose record says what happened to it. It
+	// is never replayed, held or recovered, and a guarded call treats its
+	// key as new.
+	Observed bool `json:"observed,omitempty"`
 
 	// Attempt counts the times the request was (possibly) sent upstream.
 	Attempt int `json:"attempt"`

@@ -52,6 +52,11 @@ const (
 	// the hold expiry was removed (Store.ExpireHolds); it was never sent,
 	// and a retry is a new request.
 	EventExpired EventType = "expired"
+	// EventObserved: a call in observe mode was forwarded untouched; its
+	// Reason says what enforcement would have done (ObservedReason). It is
+	// recorded on the call's observation or, when the key has a guarded
+	// step, on that step, which it leaves unchanged.
+	EventObserved EventType = "observed"
 )
 
 // Allowed is the transition allowlist every backend enforces inside Apply:
@@ -70,10 +75,19 @@ const (
 //     or started. (started to prepared is allowed here, and AllowedChange
 //     restricts it to a Change recording EventNotExecuted: the upstream
 //     said the call did not run.)
+//
+// Observations (observe.go) follow their own rules: an observation may
+// take any stored status, from nothing or from an observation, but is
+// never held and never replaces a guarded step; a guarded step replaces an
+// observation as if the key were new.
 func Allowed(from, to *Step) error {
 	if to == nil || to.Status < StatusPrepared || to.Status > StatusFailed {
 		return fmt.Errorf("%w: to an unknown status", ErrTransition)
 	}
+	if to.Observed {
+		return allowedObserved(from, to)
+	}
+	from = guardedPrior(from)
 	if from == nil {
 		if to.Status == StatusPrepared || to.Status == StatusStarted {
 			return nil
@@ -144,6 +158,13 @@ func AllowedChange(from *Step, ch *Change) error {
 	if err := Allowed(from, to); err != nil {
 		return err
 	}
+	if to.Observed {
+		if ch.Claim {
+			return transitionErr(from, to, "an observation is never claimed: nothing is sent under it")
+		}
+		return nil
+	}
+	from = guardedPrior(from)
 	if to.Status == StatusStarted && (from == nil || from.Status != StatusStarted) && !ch.Claim {
 		return transitionErr(from, to, "entering started needs a claim")
 	}
@@ -152,6 +173,27 @@ func AllowedChange(from *Step, ch *Change) error {
 		return transitionErr(from, to, "a started step is prepared again only when the upstream said the call did not run (not_executed)")
 	}
 	return nil
+}
+
+// allowedObserved: an observation starts from nothing or from another
+// observation, in any stored status, and is never held.
+func allowedObserved(from, to *Step) error {
+	switch {
+	case from != nil && !from.Observed:
+		return transitionErr(from, to, "an observation never changes a guarded step")
+	case to.Held():
+		return transitionErr(from, to, "an observation is never held")
+	}
+	return nil
+}
+
+// guardedPrior is the record a guarded change starts from: nil, as for a
+// new key, when the key holds only an observation.
+func guardedPrior(from *Step) *Step {
+	if from != nil && from.Observed {
+		return nil
+	}
+	return from
 }
 
 func transitionErr(from, to *Step, why string) error {
@@ -163,6 +205,9 @@ func transitionErr(from, to *Step, why string) error {
 }
 
 func stateName(s *Step) string {
+	if s.Observed {
+		return "observed " + s.Status.String()
+	}
 	if s.Held() {
 		return s.Status.String() + "/" + s.Hold.String()
 	}

@@ -9,6 +9,7 @@ import (
 // that keep an effect from happening twice.
 func TestAllowed(t *testing.T) {
 	st := func(s Status, h Hold) *Step { return &Step{Status: s, Hold: h} }
+	obs := func(s Status, h Hold) *Step { return &Step{Status: s, Hold: h, Observed: true} }
 	tests := []struct {
 		name  string
 		from  *Step
@@ -50,6 +51,20 @@ func TestAllowed(t *testing.T) {
 		{name: "retry budget hold", from: st(StatusFailed, HoldNone), to: st(StatusFailed, HoldNeedsReview), ok: true},
 		{name: "failed committed", from: st(StatusFailed, HoldNone), to: st(StatusCommitted, HoldNone)},
 		{name: "to unknown", from: st(StatusStarted, HoldNone), to: st(StatusUnknown, HoldNone)},
+		{name: "new observation started", to: obs(StatusStarted, HoldNone), ok: true},
+		{name: "new observation committed", to: obs(StatusCommitted, HoldNone), ok: true},
+		{name: "new observation failed", to: obs(StatusFailed, HoldNone), ok: true},
+		{name: "observation claimed", to: obs(StatusStarted, HoldNone), claim: true},
+		{name: "observation held", to: obs(StatusPrepared, HoldAwaitingApproval)},
+		{name: "observation again", from: obs(StatusCommitted, HoldNone), to: obs(StatusStarted, HoldNone), ok: true},
+		{name: "observation outcome", from: obs(StatusStarted, HoldNone), to: obs(StatusFailed, HoldNone), ok: true},
+		{name: "observation of a guarded step", from: st(StatusCommitted, HoldNone), to: obs(StatusCommitted, HoldNone)},
+		{name: "observation of a held step", from: st(StatusPrepared, HoldAwaitingApproval), to: obs(StatusCommitted, HoldNone)},
+		{name: "guarded claim replaces an observation", from: obs(StatusCommitted, HoldNone), to: st(StatusStarted, HoldNone), claim: true, ok: true},
+		{name: "guarded hold replaces an observation", from: obs(StatusStarted, HoldNone), to: st(StatusPrepared, HoldAwaitingApproval), ok: true},
+		{name: "guarded start without a claim", from: obs(StatusStarted, HoldNone), to: st(StatusStarted, HoldNone)},
+		{name: "observation turned committed", from: obs(StatusCommitted, HoldNone), to: st(StatusCommitted, HoldNone)},
+		{name: "observation resolved", from: obs(StatusStarted, HoldNone), to: st(StatusCommitted, HoldNone), claim: true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

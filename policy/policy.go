@@ -1,7 +1,8 @@
 // Package policy holds the operator's choices that both the configuration
 // and the proxy speak of: what to do with calls no route matches, with
-// calls to a described API that no route names, and with a prompt or
-// policy version change in the middle of a workflow. Each is a
+// calls to a described API that no route names, with a prompt or
+// policy version change in the middle of a workflow, and whether guards
+// are enforced or only observed. Each is a
 // typed enum with one definition here, so that config parses straight into
 // the values proxy.Options takes. It imports nothing of toolguard's.
 package policy
@@ -130,6 +131,47 @@ func (u *Unlisted) UnmarshalText(text []byte) error {
 	return err
 }
 
+// Mode says whether toolguard enforces its guards or only observes what
+// they would do (guard.mode, and a rule file's guard: {mode}). In observe
+// mode every call is forwarded as it would be without toolguard, and
+// journaled as an observation of what enforcement would have done. The
+// zero value is ModeEnforce.
+type Mode int
+
+// Guard modes.
+const (
+	ModeEnforce Mode = iota // replay, wait, hold and refuse as the rules say
+	ModeObserve             // forward untouched; journal what enforcement would have done
+)
+
+var modeNames = []string{"enforce", "observe"}
+
+// ParseMode parses "enforce" or "observe", in any case.
+func ParseMode(s string) (Mode, error) {
+	i, err := parseNamed(modeNames, "mode", s)
+	return Mode(i), err
+}
+
+func (m Mode) String() string { return name(modeNames, "Mode", int(m)) }
+
+// Valid reports whether m is one of the modes above.
+func (m Mode) Valid() bool { return m >= 0 && int(m) < len(modeNames) }
+
+// ModeNames lists the modes' names in order.
+func ModeNames() []string { return append([]string(nil), modeNames...) }
+
+// MarshalText implements encoding.TextMarshaler.
+func (m Mode) MarshalText() ([]byte, error) { return []byte(m.String()), nil }
+
+// UnmarshalText implements encoding.TextUnmarshaler with ParseMode.
+func (m *Mode) UnmarshalText(text []byte) error {
+	v, err := ParseMode(string(text))
+	if err == nil {
+		*m = v
+	}
+	return err
+}
+
 func name(names []string, typ string, i int) string {
 	if i < 0 || i >= len(names) {
 		return fmt.Sprintf("%s(%d)", typ, i)
@@ -144,6 +186,16 @@ func parse(names []string, s string) (int, error) {
 		}
 	}
 	return 0, fmt.Errorf("unknown policy %q (want %s)", s, want(names))
+}
+
+// parseNamed is parse for an enum that is not called a policy: what names
+// it in the error ("unknown mode ...").
+func parseNamed(names []string, what, s string) (int, error) {
+	i, err := parse(names, s)
+	if err != nil {
+		return 0, fmt.Errorf("unknown %s %q (want %s)", what, s, want(names))
+	}
+	return i, nil
 }
 
 // want lists names as "a, b or c", the way error messages offer them.

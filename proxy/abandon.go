@@ -22,6 +22,9 @@ import (
 //     (a business reference) that the call did not carry, holds it for
 //     review with the reason "abandoned".
 //
+// Observations (observe.go) are never resolved: one left started is only
+// marked failed once it is as old as an abandoned step (endObservation).
+//
 // Candidates are steps started, not held, untouched for Options.AbandonAfter
 // (never shorter than the lease plus the upstream timeout), whose last
 // attempt cannot still land (see settle), not in flight in this process,
@@ -96,6 +99,12 @@ func (s *Server) resolveAbandoned(r *resolver) int {
 	n := 0
 	for i := range steps {
 		st := &steps[i]
+		if st.Observed {
+			if st.UpdatedAt.Before(cutoff) && s.endObservation(*st) {
+				n++
+			}
+			continue
+		}
 		if st.Held() || !st.UpdatedAt.Before(cutoff) || s.flights.live(st.Key, now) != nil || inFlightElsewhere(st, epoch) ||
 			s.settling(st) || s.retries.since(st.Key, cutoff) {
 			continue
@@ -182,6 +191,24 @@ func stepLookupAbsent(route *rules.Route, st *journal.Step) []string {
 		return nil
 	}
 	return route.Lookup.AbsentRefs(rules.Values{Key: st.Key, Stored: st.RecoveryValues})
+}
+
+// endObservation ends an observation left started (its outcome stayed
+// unknown) that nobody came back for: it is never looked up, held or sent,
+// only marked failed so that retention removes it. It reports whether it
+// wrote.
+func (s *Server) endObservation(st journal.Step) bool {
+	rev := st.Revision
+	got, err := s.journal.Apply(s.bg, st.Key, func(cur *journal.Step) (journal.Change, error) {
+		if cur == nil || cur.Revision != rev {
+			return journal.Change{}, journal.ErrNoChange // it moved on since the pass read it
+		}
+		if ch, ok := observationEndChange(*cur); ok {
+			return ch, nil
+		}
+		return journal.Change{}, journal.ErrNoChange
+	})
+	return err == nil && got.Revision != rev
 }
 
 // backgroundLookup asks the provider whether an abandoned call took

@@ -19,6 +19,13 @@
 // nobody comes back for is settled in the background (abandon.go). Every
 // change a step goes through is a pure function in transitions.go.
 //
+// # Observe mode
+//
+// The calls of an API in observe mode (Options.Mode, or its rule file's
+// guard: {mode}) are forwarded untouched, as passed-through calls are, and
+// journaled afterwards as observations of what the pipeline would have
+// done: the same recovery table, on a read with no claim (observe.go).
+//
 // # Dependencies
 //
 // Every upstream connection is opened by egress.Dial (the egress policy,

@@ -100,16 +100,8 @@ func (s *Server) prepare(c *call) *answer {
 	if a := s.readBody(c); a != nil {
 		return a
 	}
-	in := rules.Input{
-		ContentType: c.in.Header.Get("Content-Type"),
-		Body:        c.body,
-		RawQuery:    c.in.URL.RawQuery,
-		PathValues:  c.params,
-		EscapedPath: c.in.URL.EscapedPath(),
-		Workflow:    c.in.Header.Get(HeaderWorkflow),
-		Host:        c.in.URL.Host,
-	}
-	if in.Credential = c.route.API.CallerCredential(c.in.Header); in.Credential == "" {
+	in := inputOf(c)
+	if in.Credential == "" {
 		if a := s.refuseNoCredential(c); a != nil {
 			return a
 		}
@@ -123,6 +115,21 @@ func (s *Server) prepare(c *call) *answer {
 	c.callerMAC = s.credentialMAC(c.route.API, c.in.Header)
 	s.parked.lend(c.callerMAC, c.route.API, c.in.Header)
 	return nil
+}
+
+// inputOf is what a REST call's intent is derived from: its body, target
+// and scope values.
+func inputOf(c *call) rules.Input {
+	return rules.Input{
+		ContentType: c.in.Header.Get("Content-Type"),
+		Body:        c.body,
+		RawQuery:    c.in.URL.RawQuery,
+		PathValues:  c.params,
+		EscapedPath: c.in.URL.EscapedPath(),
+		Workflow:    c.in.Header.Get(HeaderWorkflow),
+		Host:        c.in.URL.Host,
+		Credential:  c.route.API.CallerCredential(c.in.Header),
+	}
 }
 
 // refuseNoCredential answers a guarded call that carries no credential
@@ -146,7 +153,7 @@ func (s *Server) run(c *call) *answer {
 	unknown := 0
 	for {
 		st, err := s.journal.Get(key)
-		if err == nil && st.Terminal() && !st.Held() {
+		if err == nil && st.Terminal() && !st.Held() && !st.Observed {
 			return s.replay(c, &st, OutcomeReplayed, Decision{Action: ActionReplay, Why: "outcome stored"})
 		}
 		if err == nil || !errors.Is(err, journal.ErrNotFound) {
@@ -230,7 +237,7 @@ func (s *Server) legacyStep(c *call) (string, bool) {
 	if err != nil || old == c.intent.Key {
 		return "", false
 	}
-	if _, err := s.journal.Get(old); err != nil {
+	if st, err := s.journal.Get(old); err != nil || st.Observed {
 		return "", false
 	}
 	c.intent.Key = old
@@ -269,35 +276,13 @@ func (s *Server) decide(c *call) (verdict, error) {
 	var mine *flight
 	// The claim's lease counts from before its statement goes out.
 	lease := newSendLease(time.Now(), s.lease())
-	absent := c.lookupAbsent()
-	strategy, hasLookup := recoveryOf(c.route, absent)
 	st, err := s.journal.Apply(c.in.Context(), key, func(cur *journal.Step) (journal.Change, error) {
 		out = verdict{}
-		sit := Situation{
-			Step:        cur,
-			Strategy:    strategy,
-			Effect:      c.route.Effect,
-			BodyHash:    c.intent.BodyHash,
-			MaxAttempts: s.opts.MaxAttempts,
-			OverBudget:  c.overBudget,
+		if cur != nil && cur.Observed {
+			cur = nil // an observation is never replayed: the key is new to the guard
 		}
-		if cur != nil {
-			out.awaited = s.flights.liveOther(key, now, mine)
-			sit.InFlight = out.awaited != nil || inFlightElsewhere(cur, epoch)
-			if c.lookup != LookupNotAsked && c.lookupFence == cur.Fence {
-				sit.Lookup = c.lookup
-			}
-			sit.Settling = s.settling(cur)
-			sit.NativeExpired = nativeExpired(c.route, cur, now)
-			sit.HasLookup = hasLookup
-			sit.Backoff = backoff(cur, now)
-			if len(absent) > 0 && cur.Status == journal.StatusStarted {
-				c.lookupEvidence = noLookupEvidence(absent)
-			}
-		}
-		if cur == nil {
-			sit.Approval = s.needsApproval(c)
-		}
+		var sit Situation
+		sit, out.awaited = s.situation(c, cur, now, epoch, mine)
 		out.decision = Decide(sit)
 		if cur == nil {
 			out.decision = s.applyVersionPolicy(c, explain(c, out.decision))
@@ -329,6 +314,39 @@ func (s *Server) decide(c *call) (verdict, error) {
 		out.mine = nil
 	}
 	return out, err
+}
+
+// situation describes the key's record cur (nil: none) to the recovery
+// table, for c arriving at now; awaited is the call of this process in
+// flight with the key, if any, mine (c's own flight) excepted.
+func (s *Server) situation(c *call, cur *journal.Step, now time.Time, epoch uint64, mine *flight) (sit Situation, awaited *flight) {
+	absent := c.lookupAbsent()
+	strategy, hasLookup := recoveryOf(c.route, absent)
+	sit = Situation{
+		Step:        cur,
+		Strategy:    strategy,
+		Effect:      c.route.Effect,
+		BodyHash:    c.intent.BodyHash,
+		MaxAttempts: s.opts.MaxAttempts,
+		OverBudget:  c.overBudget,
+	}
+	if cur == nil {
+		sit.Approval = s.needsApproval(c)
+		return sit, nil
+	}
+	awaited = s.flights.liveOther(c.intent.Key, now, mine)
+	sit.InFlight = awaited != nil || inFlightElsewhere(cur, epoch)
+	if c.lookup != LookupNotAsked && c.lookupFence == cur.Fence {
+		sit.Lookup = c.lookup
+	}
+	sit.Settling = s.settling(cur)
+	sit.NativeExpired = nativeExpired(c.route, cur, now)
+	sit.HasLookup = hasLookup
+	sit.Backoff = backoff(cur, now)
+	if len(absent) > 0 && cur.Status == journal.StatusStarted {
+		c.lookupEvidence = noLookupEvidence(absent)
+	}
+	return sit, awaited
 }
 
 // lease is how long a claim lasts in a journal that shares leases.

@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 
 	"github.com/toolguard/toolguard/mcp"
+	"github.com/toolguard/toolguard/policy"
 	"github.com/toolguard/toolguard/rules"
 )
 
@@ -120,6 +121,10 @@ func (s *Server) serveMCP(w http.ResponseWriter, r *http.Request) bool {
 	ep := s.mcp.byName[name]
 	if ep == nil {
 		writeResponse(w, s.refuse(r, refusal{problem: newProblem(ProblemRejected, "", fmt.Sprintf("no MCP server %q is configured (mcp.servers)", name))}))
+		return true
+	}
+	if s.modeOf(ep.api) == policy.ModeObserve {
+		s.observeMCPGateway(w, r, ep)
 		return true
 	}
 	resp, listing := s.handleMCP(r, ep, ep.url)

@@ -198,12 +198,8 @@ func (s *Server) guardMCP(c *call, m *mcpCall) *http.Response {
 
 // prepareMCP derives the key of a tools/call from its tool and arguments.
 func (s *Server) prepareMCP(c *call, m *mcpCall) *answer {
-	in := rules.Input{
-		ContentType: "application/json",
-		Body:        m.tool.Arguments,
-		Workflow:    c.in.Header.Get(HeaderWorkflow),
-	}
-	if in.Credential = c.route.API.CallerCredential(c.in.Header); in.Credential == "" {
+	in := mcpInput(c, m)
+	if in.Credential == "" {
 		if a := s.refuseNoCredential(c); a != nil {
 			return a
 		}
@@ -219,10 +215,24 @@ func (s *Server) prepareMCP(c *call, m *mcpCall) *answer {
 	return nil
 }
 
+// mcpInput is what a tools/call's intent is derived from: its arguments
+// and scope values.
+func mcpInput(c *call, m *mcpCall) rules.Input {
+	return rules.Input{
+		ContentType: "application/json",
+		Body:        m.tool.Arguments,
+		Workflow:    c.in.Header.Get(HeaderWorkflow),
+		Credential:  c.route.API.CallerCredential(c.in.Header),
+	}
+}
+
 // handleMCPForward handles a request the forward proxy sees for an MCP
 // API's endpoint.
 func (s *Server) handleMCPForward(req *http.Request, ctx *goproxy.ProxyCtx, api *rules.API) (*http.Request, *http.Response) {
 	ep := s.mcp.forAPI(api)
+	if s.modeOf(ep.api) == policy.ModeObserve {
+		return s.observeMCPForward(req, ctx, ep)
+	}
 	resp, listing := s.handleMCP(req, ep, nil)
 	if resp != nil {
 		ctx.UserData = &reqState{decided: true}
@@ -238,18 +248,28 @@ func (s *Server) handleMCPForward(req *http.Request, ctx *goproxy.ProxyCtx, api 
 // mcpPassthrough sends a request of the gateway that is not guarded on to
 // the server, streaming both ways (SSE included).
 func (s *Server) mcpPassthrough(w http.ResponseWriter, r *http.Request, ep *mcpEndpoint, listing json.RawMessage) {
-	rp := &httputil.ReverseProxy{
+	s.metrics.passedThrough()
+	s.mcpReverseProxy(ep, listing, s.upstream, true).ServeHTTP(w, r)
+}
+
+// mcpReverseProxy sends a request of the gateway on to ep's server
+// through transport, streaming both ways; mark sets Toolguard-Outcome:
+// passthrough on the answer.
+func (s *Server) mcpReverseProxy(ep *mcpEndpoint, listing json.RawMessage, transport http.RoundTripper, mark bool) *httputil.ReverseProxy {
+	return &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {
 			u := *ep.url
 			pr.Out.URL = &u
 			pr.Out.Host = ""
 			stripToolguardHeaders(pr.Out.Header)
 		},
-		Transport:     s.upstream,
+		Transport:     transport,
 		FlushInterval: -1,
 		ModifyResponse: func(resp *http.Response) error {
 			stripToolguardHeaders(resp.Header)
-			resp.Header.Set(HeaderOutcome, OutcomePassthrough)
+			if mark {
+				resp.Header.Set(HeaderOutcome, OutcomePassthrough)
+			}
 			ep.tools.observe(resp, listing)
 			return nil
 		},
@@ -257,6 +277,4 @@ func (s *Server) mcpPassthrough(w http.ResponseWriter, r *http.Request, ep *mcpE
 			writeResponse(w, newProblem(ProblemUpstreamUnreachable, "", "MCP server "+ep.api.Name+" unreachable: "+err.Error()).response(r))
 		},
 	}
-	s.metrics.passedThrough()
-	rp.ServeHTTP(w, r)
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/toolguard/toolguard/journal"
+	"github.com/toolguard/toolguard/policy"
 	"github.com/toolguard/toolguard/rules"
 )
 
@@ -30,6 +31,7 @@ type Metrics struct {
 	sweptAt       prometheus.Gauge
 	holdsExpired  prometheus.Counter
 	writeFailures prometheus.Counter
+	observedCalls *prometheus.CounterVec
 }
 
 // NewMetrics creates the metrics on a new registry, with Go runtime and
@@ -62,11 +64,14 @@ func NewMetrics() *Metrics {
 			Help: "Holds for approval removed unapproved after journal.hold_expiry (never sent)."}),
 		writeFailures: prometheus.NewCounter(prometheus.CounterOpts{Name: "toolguard_journal_write_failures_total",
 			Help: "Journal writes that failed (disk full, I/O error); the proxy is not ready until one succeeds again."}),
+		observedCalls: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "toolguard_observed_total",
+			Help: "Calls of observe mode, forwarded untouched, by api, route and what enforcement would have done (forward, replay, wait, lookup, hold_approval, hold_ambiguous, refuse_invalid_body, refuse_payload_mismatch, refuse_body_too_large)."},
+			[]string{"api", "route", "would"}),
 	}
 	m.passthrough = m.requests.WithLabelValues("", "", OutcomePassthrough)
 	m.precreate()
 	reg.MustRegister(m.requests, m.upstream, m.commit, m.commitBatch, m.recoveries, m.verifications, m.rejected, m.truncated, m.swept, m.sweptAt,
-		m.holdsExpired, m.writeFailures, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+		m.holdsExpired, m.writeFailures, m.observedCalls, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
 
@@ -94,18 +99,28 @@ func (m *Metrics) precreate() {
 	m.requests.WithLabelValues("", "", OutcomeBlocked) // refused before a route was known
 }
 
-// precreateRoutes makes the request counters of every route exist at zero.
-func (m *Metrics) precreateRoutes(set *rules.Set) {
+// precreateRoutes makes the request counters of every route exist at
+// zero, and the observation counters of every route of an API in observe
+// mode (mode is the global one).
+func (m *Metrics) precreateRoutes(set *rules.Set, mode policy.Mode) {
 	if m == nil || set == nil {
 		return
 	}
 	for _, api := range set.APIs {
+		observe := api.GuardMode(mode) == policy.ModeObserve
 		for _, r := range api.Routes {
 			if !r.Effect.Guarded() {
 				continue
 			}
 			for _, o := range []string{OutcomeForwarded, OutcomeReplayed, OutcomeRecovered, OutcomeBlocked} {
 				m.requests.WithLabelValues(api.Name, r.Name, o)
+			}
+			if !observe {
+				continue
+			}
+			m.requests.WithLabelValues(api.Name, r.Name, outcomeObserved)
+			for _, w := range journal.WouldNames() {
+				m.observedCalls.WithLabelValues(api.Name, r.Name, w)
 			}
 		}
 	}
@@ -175,6 +190,12 @@ func (m *Metrics) passedThrough() {
 func (m *Metrics) request(api, route, outcome string) {
 	if m != nil {
 		m.requests.WithLabelValues(api, route, outcome).Inc()
+	}
+}
+
+func (m *Metrics) observed(api, route string, w journal.Would) {
+	if m != nil {
+		m.observedCalls.WithLabelValues(api, route, w.String()).Inc()
 	}
 }
 

@@ -121,6 +121,9 @@ type harnessConfig struct {
 	// its hosts the provider's (Routes, Errors, Credential and Top are
 	// not used).
 	Pack string
+	// Guard is the rule file's guard setting ("{mode: observe}"); ""
+	// leaves the field out.
+	Guard string
 	// Options are the proxy's options; journal, rules, CA, transport and
 	// logger are filled in.
 	Options Options
@@ -142,6 +145,9 @@ type harness struct {
 	client   *http.Client
 	metrics  *Metrics
 	logs     *syncBuffer
+	// opts and ca are the proxy's, for restart.
+	opts Options
+	ca   *tlsca.CA
 }
 
 // syncBuffer is a goroutine-safe log sink.
@@ -172,6 +178,9 @@ func startHarness(t *testing.T, cfg harnessConfig) *harness {
 	errs := ""
 	if cfg.Errors != "" {
 		errs = "errors: " + cfg.Errors + "\n"
+	}
+	if cfg.Guard != "" {
+		errs += "guard: " + cfg.Guard + "\n"
 	}
 	cred := "credential: {header: Authorization}\n"
 	switch cfg.Credential {
@@ -227,6 +236,28 @@ func startHarness(t *testing.T, cfg harnessConfig) *harness {
 		opts.ConnectPorts = []int{port}
 	}
 	opts.Transport.RootCAs = upstreamRoots
+	h.ca = ca
+	h.serve(opts)
+	return h
+}
+
+// restart replaces the proxy with a new one on the same journal, rules
+// and CA, whose options edit changes; the old one stays up, unused.
+func (h *harness) restart(edit func(*Options)) {
+	h.t.Helper()
+	opts := h.opts
+	edit(&opts)
+	h.metrics = NewMetrics()
+	opts.Metrics = h.metrics
+	h.serve(opts)
+}
+
+// serve starts a proxy with opts, its admin API and a client.
+func (h *harness) serve(opts Options) {
+	t := h.t
+	t.Helper()
+	var err error
+	h.opts = opts
 	h.srv, err = New(opts)
 	if err != nil {
 		t.Fatal(err)
@@ -234,18 +265,17 @@ func startHarness(t *testing.T, cfg harnessConfig) *harness {
 	proxyHTTP := httptest.NewServer(h.srv.Handler())
 	t.Cleanup(proxyHTTP.Close)
 	t.Cleanup(h.srv.Close)
-	h.admin = admin.New(admin.Options{Journal: h.j, Proxy: h.srv, Token: harnessToken, AgentToken: harnessAgentToken, Logger: log,
+	h.admin = admin.New(admin.Options{Journal: h.j, Proxy: h.srv, Token: harnessToken, AgentToken: harnessAgentToken, Logger: opts.Logger,
 		Metrics: h.metrics.Handler()})
 	adminHTTP := httptest.NewServer(h.admin)
 	t.Cleanup(adminHTTP.Close)
 	h.adminURL = adminHTTP.URL
 	proxyURL, _ := url.Parse(proxyHTTP.URL)
 	agentRoots := x509.NewCertPool()
-	agentRoots.AddCert(ca.Cert)
+	agentRoots.AddCert(h.ca.Cert)
 	tr := &http.Transport{Proxy: http.ProxyURL(proxyURL), TLSClientConfig: &tls.Config{RootCAs: agentRoots}}
 	t.Cleanup(tr.CloseIdleConnections)
 	h.client = &http.Client{Transport: credentialed{tr}}
-	return h
 }
 
 // packAt reads the rule pack rules/packs/<name> with its hosts replaced by

@@ -41,6 +41,9 @@ type Options struct {
 	// connections). The proxy always builds that transport itself, around
 	// the egress policy's Dial, which no option replaces.
 	Transport TransportOptions
+	// Mode is the guard mode of every API whose rule file names none
+	// (zero: enforce); see observe.go.
+	Mode policy.Mode
 	// Unmatched is the policy for calls no route matches on hosts no
 	// rule file of routes names, and, when reject, on every host (zero:
 	// passthrough). A write to a named host follows its file's unlisted:.
@@ -205,6 +208,11 @@ type Server struct {
 	// cancelHeld, when set (tests), runs when a notifications/cancelled
 	// for a guarded call is held back.
 	cancelHeld func()
+	// observing holds the observations not yet journaled (observe.go);
+	// writes counts their background journal writes, which Close waits
+	// for.
+	observing observing
+	writes    activity
 }
 
 // activity counts work in progress; idle returns a channel closed when the
@@ -300,7 +308,7 @@ func New(opts Options) (*Server, error) {
 	s.mcp = newMCPEndpoints(opts.MCPServers, opts.MCPUnlistedCredential)
 	s.bg, s.stopBg = context.WithCancel(context.Background())
 	s.metrics = opts.Metrics
-	s.metrics.precreateRoutes(opts.Rules)
+	s.metrics.precreateRoutes(opts.Rules, opts.Mode)
 	s.health.metrics, s.health.log = opts.Metrics, s.log
 	s.journal = healthRecordingStore{Store: opts.Journal, h: &s.health}
 	s.metrics.watchState(s, opts.Journal, opts.Maintainer)
@@ -400,6 +408,7 @@ func (s *Server) Drain(ctx context.Context) error {
 func (s *Server) Close() {
 	s.stopBg()
 	s.bgWork.Wait()
+	<-s.writes.idle()
 }
 
 // buildGoproxy wires goproxy. Quirks relied on are noted at each line.
@@ -507,6 +516,11 @@ type reqState struct {
 	// of a tools/list request, whose answer shows tool annotations.
 	mcp     *mcpEndpoint
 	listing json.RawMessage
+	// observe: the call's API is in observe mode, so its answer gets no
+	// toolguard header (observe.go); observed is its observation, nil for
+	// a call that is not observed (a read, a message that is no tool call).
+	observe  bool
+	observed *observation
 }
 
 // decided reports whether ctx's request has had its decision line.
@@ -573,34 +587,38 @@ func (s *Server) handleRequest(req *http.Request, ctx *goproxy.ProxyCtx) (*http.
 		why = "effect safe"
 	}
 	if route == nil || !route.Effect.Guarded() {
-		if why != "" {
-			ctx.UserData = &reqState{why: why}
-		}
-		stripToolguardHeaders(req.Header)
-		req = s.tracePassthrough(req, ctx)
-		ctx.RoundTripper = passthroughTripper{s}
-		return req, nil
+		return s.passThrough(req, ctx, why, route != nil && s.modeOf(route.API) == policy.ModeObserve)
+	}
+	if s.modeOf(route.API) == policy.ModeObserve {
+		return s.observe(req, ctx, route, params)
 	}
 	ctx.UserData = &reqState{decided: true}
 	return req, s.guard(req, route, params)
 }
 
-// handleResponse marks passed-through answers.
+// handleResponse marks passed-through answers; observed ones, it leaves
+// as passed-through answers are, without the mark (observe.go).
 func (s *Server) handleResponse(resp *http.Response, ctx *goproxy.ProxyCtx) *http.Response {
 	st, _ := ctx.UserData.(*reqState)
 	if st != nil && resp != nil && st.mcp != nil {
 		st.mcp.tools.observe(resp, st.listing) // tools/list: the annotations
 	}
-	if resp != nil && !decided(ctx) {
-		why := "no route"
-		if st != nil && st.why != "" {
-			why = st.why
-		}
-		stripToolguardHeaders(resp.Header) // the upstream's: see stripToolguardHeaders
-		resp.Header.Set(HeaderOutcome, OutcomePassthrough)
-		s.metrics.passedThrough()
-		s.logRequest(ctx.Req, slog.LevelDebug, OutcomePassthrough, resp.StatusCode, why)
+	if resp == nil || decided(ctx) {
+		return resp
 	}
+	stripToolguardHeaders(resp.Header) // the upstream's: see stripToolguardHeaders
+	if st != nil && st.observed != nil {
+		return resp // observed: nothing is added, and the line comes when it ends
+	}
+	if st == nil || !st.observe {
+		resp.Header.Set(HeaderOutcome, OutcomePassthrough)
+	}
+	why := "no route"
+	if st != nil && st.why != "" {
+		why = st.why
+	}
+	s.metrics.passedThrough()
+	s.logRequest(ctx.Req, slog.LevelDebug, OutcomePassthrough, resp.StatusCode, why)
 	return resp
 }
 
@@ -659,16 +677,22 @@ type passthroughTripper struct{ s *Server }
 
 func (p passthroughTripper) RoundTrip(req *http.Request, ctx *goproxy.ProxyCtx) (*http.Response, error) {
 	resp, err := p.s.sendUpstream(req)
+	return p.s.passedThrough(req, ctx, resp, err), nil
+}
+
+// passedThrough is the answer to a passed-through (or observed) call
+// whose round trip returned resp and err.
+func (s *Server) passedThrough(req *http.Request, ctx *goproxy.ProxyCtx, resp *http.Response, err error) *http.Response {
 	if r := refusedByEgress(err); r != nil {
 		// The same answer as a request aimed at a refused address
 		// literally.
 		ctx.UserData = &reqState{decided: true}
-		return p.s.refuse(req, egressRefusal(r)), nil
+		return s.refuse(req, egressRefusal(r))
 	}
 	if err != nil {
-		return newProblem(ProblemUpstreamUnreachable, "", fmt.Sprintf("passthrough to %s failed: %v", req.URL.Host, err)).response(req), nil
+		return newProblem(ProblemUpstreamUnreachable, "", fmt.Sprintf("passthrough to %s failed: %v", req.URL.Host, err)).response(req)
 	}
-	return resp, nil
+	return resp
 }
 
 type discardLogger struct{}

@@ -24,6 +24,9 @@ import (
 //	response hash committed → committed (hash of a streamed response)
 //	verify finish committed → verified | committed/needs_review
 //	abandon       started → committed | failed | started/needs_review
+//	observe       new/observed → observed (any status, as the call went);
+//	              a guarded step: unchanged, with an observed event
+//	observation end  observed started → observed failed (nobody came back)
 //
 // An operator's approve and resolve are the admin API's (admin/transitions.go).
 
@@ -371,4 +374,50 @@ func mcpNotExecuted(next journal.Step, v mcpVerdict, why string) journal.Change 
 		next.ApprovedBodyHash = v.bodyHash
 	}
 	return journal.Change{Step: next, Event: journal.EventNotExecuted, Reason: why + "; the tool did not run"}
+}
+
+// observedChange records a call of observe mode (observe.go) in the key's
+// record cur: the observation fresh (or cur, an earlier observation)
+// taken through the attempt's outcome, as outcome classifies it for the
+// call's protocol, kept as an observation — never held, never verified,
+// and without the response body, which is never replayed. A guarded step
+// is never changed by an observation: it only gets the event. reason says
+// what enforcement would have done (journal.ObservedReason).
+func observedChange(cur *journal.Step, fresh journal.Step, outcome func(journal.Step) journal.Change, reason string) journal.Change {
+	if cur != nil && !cur.Observed {
+		return journal.Change{Step: *cur, Event: journal.EventObserved, Reason: reason}
+	}
+	st := fresh
+	if cur != nil {
+		st.Attempt = cur.Attempt
+	}
+	st.Observed, st.Status = true, journal.StatusStarted
+	st.Attempt++
+	ch := outcome(st)
+	next := ch.Step
+	next.Observed = true
+	next.Hold, next.HoldReason = journal.HoldNone, ""
+	next.VerifyBy, next.ApprovedBodyHash = time.Time{}, ""
+	if r := next.Response; r != nil {
+		kept := *r
+		kept.Body, kept.Truncated = nil, false
+		next.Response = &kept
+	}
+	if next.Status == journal.StatusCommitted && next.Response == nil && next.Evidence == "" {
+		next.Evidence = ch.Reason
+	}
+	return journal.Change{Step: next, Event: journal.EventObserved, Reason: reason + "; " + ch.Reason}
+}
+
+// observationEndChange ends an observation whose outcome stayed unknown
+// (a 5xx, no answer) and that nobody came back for: failed, so that
+// retention removes it. ok is false when cur is no such observation.
+func observationEndChange(cur journal.Step) (journal.Change, bool) {
+	if !cur.Observed || cur.Status != journal.StatusStarted {
+		return journal.Change{}, false
+	}
+	st := cur
+	st.Status, st.Retryable = journal.StatusFailed, false
+	return journal.Change{Step: st, Event: journal.EventObserved,
+		Reason: "observation ended: its outcome stayed unknown and nobody came back for it"}, true
 }

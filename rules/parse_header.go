@@ -3,7 +3,8 @@ package rules
 import "github.com/goccy/go-yaml/ast"
 
 // This file parses the fields every rule file opens with, REST or MCP:
-// version, api, hosts and credential (credential.go).
+// version, api, hosts, credential (credential.go) and guard
+// (parse_guard.go).
 
 // fileKind is what a kind of rule file, of routes or of an MCP server's
 // tools, adds to the header every rule file opens with.
@@ -21,7 +22,7 @@ type fileKind struct {
 
 // header reads the top mapping n of a rule file of the given kind and,
 // into api, the fields every rule file opens with: version, api, the
-// kind's section, hosts and credential, in that order. It returns the
+// kind's section, hosts, credential and guard, in that order. It returns the
 // mapping's fields for the kind to read the rest; ok is false when n is
 // not a mapping.
 func (d *decoder) header(n ast.Node, kind fileKind, api *API) (fs map[string]entry, ok bool) {
@@ -51,6 +52,9 @@ func (d *decoder) header(n ast.Node, kind fileKind, api *API) (fs map[string]ent
 	}
 	if e, ok := fs["credential"]; ok {
 		d.credential(api, e)
+	}
+	if e, ok := fs["guard"]; ok {
+		d.guard(api, e)
 	}
 	return fs, true
 }

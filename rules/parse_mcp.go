@@ -48,7 +48,7 @@ func (d *decoder) isMCP(n ast.Node) bool {
 
 // mcpFile is a rule file of an MCP server's tools.
 var mcpFile = fileKind{
-	fields:        []string{"version", "api", "mcp", "hosts", "credential", "tools"},
+	fields:        []string{"version", "api", "mcp", "hosts", "credential", "guard", "tools"},
 	hostsOptional: true,
 	section:       (*decoder).mcpSection,
 }

@@ -13,7 +13,7 @@ import (
 
 // routesFile is a rule file of routes.
 var routesFile = fileKind{
-	fields: []string{"version", "api", "hosts", "credential", "unlisted", "native_idempotency", "volatile", "errors", "routes"},
+	fields: []string{"version", "api", "hosts", "credential", "guard", "unlisted", "native_idempotency", "volatile", "errors", "routes"},
 }
 
 // api reads a rule file of routes.

@@ -118,6 +118,9 @@ func dumpAPI(a *API) string {
 	p("api %s at %s", a.Name, a.Pos)
 	p("hosts %q", a.Hosts)
 	p("credential %q", a.Credential)
+	if a.Mode != nil {
+		p("guard mode %s", *a.Mode)
+	}
 	if a.Errors != (ErrorFormat{}) {
 		p("errors %s template=%q", a.Errors.Style, a.Errors.Template)
 	}

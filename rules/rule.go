@@ -3,6 +3,8 @@ package rules
 import (
 	"fmt"
 	"time"
+
+	"github.com/toolguard/toolguard/policy"
 )
 
 // Effect classifies what a route does to the outside world.
@@ -86,6 +88,10 @@ type API struct {
 	// one key and workflow scope on purpose. Without it, a guarded call
 	// that carries no credential is refused.
 	NoCredential bool
+	// Mode is the file's guard.mode (guard: {mode: observe}), which
+	// overrides the global one for the API's calls (see GuardMode); nil:
+	// the global one.
+	Mode *policy.Mode
 	// Errors is the shape of toolguard's own refusals on the API's routes;
 	// its zero value is problem+json.
 	Errors ErrorFormat

@@ -15,7 +15,7 @@ var commands = [][]string{
 	{"journal", "ls"}, {"journal", "show"}, {"journal", "tail"}, {"journal", "backup"},
 	{"journal", "check"}, {"journal", "export"}, {"journal", "compact"}, {"journal", "migrate"},
 	{"review", "ls"}, {"review", "approve"}, {"review", "resolve"},
-	{"workflow", "ls"}, {"workflow", "show"}, {"workflow", "resume"},
+	{"workflow", "ls"}, {"workflow", "show"}, {"workflow", "resume"}, {"report"},
 	{"rules", "check"}, {"rules", "init"}, {"rules", "coverage"}, {"key", "explain"}, {"ca", "init"}, {"version"},
 }
 

@@ -65,6 +65,7 @@ Usage:
   toolguard workflow ls [--json]
   toolguard workflow show ID [--json]
   toolguard workflow resume ID [--json]
+  toolguard report [--since DURATION] [--json]
   toolguard rules check [DIR|FILE] [--sample FILE|DIR]
   toolguard rules init --from-openapi SPEC [--api NAME] [-o FILE] [--force]
   toolguard rules coverage --from-openapi SPEC [--server URL]... [--json | --markdown] FILE
@@ -101,6 +102,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return runReview(ctx, rest, stdout, stderr)
 	case "workflow":
 		return runWorkflow(ctx, rest, stdout, stderr)
+	case "report":
+		return runReport(ctx, rest, stdout)
 	case "rules":
 		return runRules(rest, stdout, stderr)
 	case "key":

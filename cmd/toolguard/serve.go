@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -23,6 +24,7 @@ import (
 	"github.com/toolguard/toolguard/internal/wire"
 	"github.com/toolguard/toolguard/journal"
 	"github.com/toolguard/toolguard/journal/bolt"
+	"github.com/toolguard/toolguard/policy"
 	"github.com/toolguard/toolguard/proxy"
 	"github.com/toolguard/toolguard/rules"
 	"github.com/toolguard/toolguard/telemetry"
@@ -134,6 +136,10 @@ func serveWith(ctx context.Context, cfg config.Config, log *slog.Logger, out ser
 	}
 	for _, w := range set.Warnings() {
 		log.Warn("rule file: " + w)
+	}
+	if observed := observedAPIs(cfg.Guard.Mode, set); len(observed) > 0 {
+		log.Warn("OBSERVE MODE: calls of these APIs are forwarded untouched, never replayed, held or refused; toolguard report shows what enforcement would have done",
+			"apis", strings.Join(observed, ","), "guard_mode", cfg.Guard.Mode.String())
 	}
 	ca, created, err := tlsca.LoadOrCreate(cfg.CA.Dir)
 	if err != nil {
@@ -344,6 +350,18 @@ func absPath(p string) string {
 		return a
 	}
 	return p
+}
+
+// observedAPIs names the APIs whose calls are observed, not guarded:
+// their rule file's guard mode, else the global one.
+func observedAPIs(global policy.Mode, set *rules.Set) []string {
+	var out []string
+	for _, a := range set.APIs {
+		if a.GuardMode(global) == policy.ModeObserve {
+			out = append(out, a.Name)
+		}
+	}
+	return out
 }
 
 // logStartup writes one line summarising what the journal holds.

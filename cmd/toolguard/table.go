@@ -31,10 +31,19 @@ func printSteps(w io.Writer, steps []admin.StepView) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "KEY\tSTATUS\tHOLD\tAPI\tROUTE\tWORKFLOW\tATTEMPT\tOPERATION_ID\tUPDATED")
 	for _, s := range steps {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\n", s.Key, s.Status, dash(s.Hold), s.API, s.Route,
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\n", s.Key, statusText(s), dash(s.Hold), s.API, s.Route,
 			dash(s.Workflow), s.Attempt, dash(s.OperationID), s.UpdatedAt.UTC().Format(time.RFC3339))
 	}
 	return tw.Flush()
+}
+
+// statusText is a step's status, marked when the step is an observation
+// of observe mode, never replayed.
+func statusText(s admin.StepView) string {
+	if s.Observed {
+		return s.Status + " (observed)"
+	}
+	return s.Status
 }
 
 // printStep prints one step as aligned fields.
@@ -46,7 +55,7 @@ func printStep(w io.Writer, s admin.StepView) error {
 	row("route", s.Route)
 	row("target", s.Method+" "+s.Target)
 	row("workflow", s.Workflow)
-	row("status", s.Status)
+	row("status", statusText(s))
 	row("hold", strings.TrimSpace(s.Hold+" "+s.HoldReason))
 	row("attempt", fmt.Sprint(s.Attempt))
 	row("operation_id", s.OperationID)

@@ -59,6 +59,7 @@ func Proxy(cfg config.Config, d Deps) (*proxy.Server, error) {
 		Rules: d.Rules, Journal: d.Journal, Maintainer: d.Maintainer, Secret: d.Secret, CA: d.CA,
 		Transport:         proxy.TransportOptions{CAFile: cfg.Upstream.CAFile, MaxIdleConnsPerHost: cfg.Upstream.MaxIdleConnsPerHost},
 		Unmatched:         cfg.Unmatched,
+		Mode:              cfg.Guard.Mode,
 		AllowHosts:        cfg.Upstream.AllowHosts,
 		ConnectPorts:      ports,
 		SelfAddrs:         d.SelfAddrs,

@@ -166,6 +166,9 @@ func (b *Journal) prepare(bk *buckets, key string, cur *journal.Step, ch journal
 	if cur != nil {
 		s.CreatedAt, s.Epoch, s.Fence, s.Revision = cur.CreatedAt, cur.Epoch, cur.Fence, cur.Revision
 		from = cur.Status
+		if journal.Replaces(cur, &s) {
+			s.CreatedAt, from = now, journal.StatusUnknown
+		}
 	}
 	if ch.Claim {
 		s.Epoch, s.Fence = b.epoch, getUint(bk.meta, keyFence)+1

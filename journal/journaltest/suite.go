@@ -3,7 +3,7 @@
 // can rely on the same behaviour from each (transitions and their
 // allowlist, fencing, per-key event numbering, read-your-writes, workflows,
 // checkpoints, filters, sweeps, leases and wake-ups, budgets, caps on
-// holds and their expiry).
+// holds and their expiry, and observations).
 //
 // A backend runs it from its own test file:
 //
@@ -68,6 +68,7 @@ func Run(t *testing.T, open Opener) {
 		{"BudgetConcurrent", testBudgetConcurrent},
 		{"MaxHolds", testMaxHolds},
 		{"ExpireHolds", testExpireHolds},
+		{"Observations", testObservations},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, open) })

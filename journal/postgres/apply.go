@@ -158,6 +158,9 @@ func (j *Journal) prepare(key string, cur *journal.Step, ch journal.Change, read
 	if cur != nil {
 		s.CreatedAt, s.Epoch, s.Fence, s.Revision, s.LeaseUntil = cur.CreatedAt, cur.Epoch, cur.Fence, cur.Revision, cur.LeaseUntil
 		from = cur.Status
+		if journal.Replaces(cur, &s) {
+			s.CreatedAt, from = now, journal.StatusUnknown
+		}
 	}
 	if ch.Claim {
 		s.Epoch, s.Fence, s.LeaseUntil = j.epoch, s.Fence+1, time.Time{}

@@ -82,6 +82,11 @@
   // ago is age(t) with the UTC time in the title.
   function ago(t) { return t ? el('time', { datetime: t, title: utc(t) }, age(t)) : ''; }
   function badge(v, cls) { return v ? el('span', { class: 'badge ' + (cls || v) }, v) : ''; }
+  // observedBadge marks an observation of observe mode: a call forwarded
+  // untouched, never replayed, which no enforcement decided.
+  function observedBadge(s) {
+    return s.observed ? [' ', el('span', { class: 'badge observed', title: 'observe mode: forwarded untouched, never replayed' }, 'observed')] : '';
+  }
   function table(headers, rows, cls) {
     return el('table', { class: cls || '' },
       el('thead', null, el('tr', null, headers.map((h) => el('th', null, h)))),
@@ -191,6 +196,10 @@
       text('count-replayed', replayed === null ? '0' : String(replayed));
       const held = metric(m, 'toolguard_held_steps');
       text('count-held', held === null ? '0' : String(held));
+      const observed = metric(m, 'toolguard_observed_total');
+      const stopped = metric(m, 'toolguard_observed_total', { would: ['replay', 'wait'] });
+      document.getElementById('count-observed-box').hidden = !observed;
+      text('count-observed', observed ? String(observed) + ' · would stop ' + String(stopped || 0) : '0');
       const size = metric(m, 'toolguard_journal_size_bytes');
       let health = 'ok';
       try { await api('/readyz'); } catch (e) { health = 'not ready'; }
@@ -410,8 +419,8 @@
       for (const [k, v] of new FormData(form)) if (v) p.set(k, v);
       location.hash = '#/steps?' + p;
     });
-    const rows = steps.map((s) => el('tr', { 'data-key': s.key },
-      el('td', null, stepLink(s.key)), el('td', null, badge(s.status)), el('td', null, badge(s.hold)),
+    const rows = steps.map((s) => el('tr', { 'data-key': s.key, class: s.observed ? 'observed' : null },
+      el('td', null, stepLink(s.key)), el('td', { class: 'status' }, badge(s.status), observedBadge(s)), el('td', null, badge(s.hold)),
       el('td', null, s.api + ' / ' + s.route), el('td', null, wfLink(s.workflow)), el('td', null, String(s.attempt)),
       el('td', null, s.operation_id || ''), el('td', null, ago(s.updated_at))));
     show(el('h1', null, 'Steps'), form,
@@ -444,7 +453,9 @@
       e.note ? el('span', { class: 'note' }, ' note: ', el('q', null, e.note)) : '')));
     show(el('h1', null, 'Step'), el('p', null, el('code', { class: 'key' }, s.key), ' ', copyButton(s.key)),
       el('div', { class: 'actions' }, actions(s)),
-      dl([['status', badge(s.status)], ['hold', badge(s.hold)], ['hold reason', s.hold_reason], ['route', s.api + ' / ' + s.route],
+      s.observed ? notice('An observation of observe mode: this call was forwarded untouched, and its record is never replayed. ' +
+        'Its events say what enforcement would have done.', 'observed') : '',
+      dl([['status', [badge(s.status), observedBadge(s)]], ['hold', badge(s.hold)], ['hold reason', s.hold_reason], ['route', s.api + ' / ' + s.route],
         ['workflow', wfLink(s.workflow)], ['request', el('code', null, s.method + ' ' + s.target)], ['attempt', String(s.attempt)],
         ['operation id', s.operation_id], ['evidence', s.evidence], ['last error', s.last_error], ['decision', s.decision],
         ['key fields', keyFields(s)], ['request fields', (s.request_fields || []).length ? requestFields(s) : ''], ['body hash', el('code', null, s.body_hash)], ['response', s.response_status ? String(s.response_status) + ' (' + s.response_bytes + ' bytes)' : ''],
@@ -490,6 +501,31 @@
       el('details', null, el('summary', null, 'Resume packet (JSON)'), el('pre', { class: 'json' }, JSON.stringify(p, null, 2))));
   }
 
+  // viewObserved shows what enforcement would have done with the calls of
+  // observe mode, by route: the duplicates it would have stopped, the holds
+  // and refusals it would have made, with example keys.
+  async function viewObserved(params) {
+    const since = params.get('since') || '24h';
+    const r = await api('/v1/observations?since=' + encodeURIComponent(since));
+    const cls = { replay: 'stopped', wait: 'stopped', hold_approval: 'held', hold_ambiguous: 'held' };
+    const woulds = (counts) => el('ul', { class: 'woulds' }, Object.entries(counts).map(([w, n]) =>
+      el('li', { 'data-would': w }, badge(w, 'would ' + (cls[w] || (w.startsWith('refuse') ? 'refused' : ''))), ' ', String(n))));
+    const examples = (ex) => el('ul', { class: 'examples' }, Object.entries(ex || {}).map(([w, keys]) =>
+      el('li', null, w + ': ', keys.map((k) => [stepLink(k), ' ']))));
+    const rows = r.routes.map((x) => el('tr', { 'data-route': x.api + '/' + x.route },
+      el('td', null, x.api + ' / ' + x.route), el('td', { class: 'observed-n' }, String(x.observed)),
+      el('td', { class: 'stopped-n' }, String(x.stopped)), el('td', { class: 'held-n' }, String(x.held)),
+      el('td', { class: 'refused-n' }, String(x.refused)), el('td', null, woulds(x.would)), el('td', null, examples(x.examples))));
+    show(el('h1', null, 'Observe mode'),
+      el('p', null, 'Calls of APIs in observe mode are forwarded untouched; this is what enforcement would have done with those made since ' +
+        utc(r.since) + '. Switching an API to enforce needs no migration: observations are never replayed.'),
+      el('p', { id: 'observed-totals', class: 'totals' }, 'Observed ', el('b', { id: 'observed-total' }, String(r.observed)), ' calls: enforcement would have stopped ',
+        el('b', { id: 'would-stop' }, String(r.stopped)), ' duplicates, held ', el('b', { id: 'would-hold' }, String(r.held)),
+        ' and refused ', el('b', { id: 'would-refuse' }, String(r.refused)), '.'),
+      rows.length ? table(['route', 'observed', 'would stop', 'would hold', 'would refuse', 'would', 'example keys'], rows, 'observations')
+        : notice('No observations: no API is in observe mode (guard.mode), or none of its calls came.', 'empty'));
+  }
+
   function viewEvents() {
     const rows = state.feed.map((e) => el('tr', { 'data-seq': e.seq },
       el('td', null, String(e.seq)), el('td', null, el('time', { datetime: e.time }, utc(e.time))), el('td', null, e.type),
@@ -517,6 +553,7 @@
         case 'workflows': await viewWorkflows(); break;
         case 'workflow': await viewWorkflow(decodeURIComponent(parts.slice(1).join('/'))); break;
         case 'events': await viewEvents(); break;
+        case 'observed': await viewObserved(params); break;
         default: await viewReview();
       }
       document.body.dataset.view = parts[0] || 'review';
