@@ -23,6 +23,9 @@ type mockFront struct {
 	seen map[string]int      // "METHOD /path" → requests
 	keys map[string][]string // "METHOD /path" → the Idempotency-Key of each request
 	hold *frontHold
+	// adapt, when set before the first request, adapts each request to
+	// what the mock understands (e.g. an Accept header Prism cannot match).
+	adapt func(*http.Request)
 }
 
 // frontHold holds the mock's answer to the first request whose body
@@ -49,6 +52,9 @@ func newMockFront(t *testing.T, mockAddr string, useTLS bool) *mockFront {
 			hold = nil
 		}
 		f.mu.Unlock()
+		if f.adapt != nil {
+			f.adapt(r)
+		}
 		if hold == nil {
 			rp.ServeHTTP(w, r)
 			return
@@ -94,6 +100,20 @@ func (f *mockFront) count(route string) int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.seen[route]
+}
+
+// writeCount is how many writes (POST, PUT, PATCH, DELETE) reached the
+// mock.
+func (f *mockFront) writeCount() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	n := 0
+	for route, c := range f.seen {
+		if isWriteRoute(route) {
+			n += c
+		}
+	}
+	return n
 }
 
 // frontWrite is one write that reached the mock: its route and the
