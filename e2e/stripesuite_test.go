@@ -27,8 +27,11 @@ const stripeGo = "github.com/stripe/stripe-go/v82"
 // stripeSuiteCI is the part of the stripe-go suite CI runs: the generated
 // examples (one test per API method, 1,292 tests, 684 writes), the root
 // package, and the packages with the most writes of their own, refunds
-// among them (the hold). Together they make 805 of the suite's 859 writes;
-// the other ~100 packages take most of the suite's time to build and link.
+// among them (the hold). Together they make 804 of the suite's 859 writes
+// in 1,728 of its 1,994 tests. Measured on 2 cores with a warm build
+// cache: this subset runs in ~25s (~70s more to build it cold), the
+// examples and the root package alone in ~6s, the whole suite ("all",
+// ~130 packages to build and link) in ~60s (~2.5 minutes cold).
 var stripeSuiteCI = []string{
 	"example", ".", "invoice", "bankaccount", "token", "paymentintent", "subscription",
 	"account", "customer", "paymentmethod", "paymentsource", "payout", "setupintent", "source",
@@ -237,7 +240,7 @@ func TestStripeGoSuite(t *testing.T) {
 	pkgs := stripeSuitePackages()
 	ctx, cancel := context.WithTimeout(context.Background(), 12*time.Minute)
 	defer cancel()
-	args := append([]string{"test", "-count=1", "-json", "-timeout", "10m"}, pkgs...)
+	args := append([]string{"test", "-count=1", "-json", "-vet=off", "-timeout", "10m"}, pkgs...)
 	cmd := exec.CommandContext(ctx, "go", args...)
 	cmd.Dir = ".."
 	cmd.Env = append(os.Environ(), "STRIPE_MOCK_PORT="+relay.port())
