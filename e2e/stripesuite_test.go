@@ -261,6 +261,9 @@ func TestStripeGoSuite(t *testing.T) {
 	for pkg, out := range res.brokenPackages {
 		t.Errorf("package %s failed outside its tests:\n%s", pkg, tail(out, 40))
 	}
+	if len(res.brokenPackages) > 0 {
+		t.Logf("go test's stderr:\n%s", tail(stderr.String(), 40))
+	}
 	if res.passed == 0 {
 		t.Fatalf("go test %s ran no test (%v):\n%s", strings.Join(pkgs, " "), runErr, tail(stderr.String(), 40))
 	}
