@@ -8,6 +8,8 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -102,18 +104,59 @@ func postmarkPack(t *testing.T, host string) string {
 // shortened to settle.
 func shippedPack(t *testing.T, name, apiHost, host, settle string) string {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join("..", "rules", "packs", name, name+".yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	// The API host in the hosts list (a pack may name others beside it,
-	// as GitHub's names uploads.github.com), then in lookup URLs.
-	s := strings.Replace(string(data), "hosts: ["+apiHost, fmt.Sprintf("hosts: [%q", host), 1)
-	s = strings.ReplaceAll(s, "https://"+apiHost+"/", "http://"+host+"/")
+	s := packAt(t, name, "http", map[string]string{apiHost: host})
 	if strings.Contains(s, apiHost) || !strings.Contains(s, "settle: 2m") {
 		t.Fatalf("the %s pack changed shape; update this test", name)
 	}
 	return strings.ReplaceAll(s, "settle: 2m", "settle: "+settle)
+}
+
+// packHosts matches the hosts list of a rule file, in flow style (group 1)
+// or block style (group 2).
+var packHosts = regexp.MustCompile(`(?m)^hosts:[ \t]*(?:\[([^\]\n]*)\][ \t]*$|\n((?:[ \t]+-[^\n]*\n)+))`)
+
+// packAt is the rule file of rules/packs/NAME with its hosts pointed at
+// simulators: each host the pack names that at maps (an API host, or a
+// host pattern such as "*.s3.amazonaws.com") becomes the simulator's
+// host:port, reached over scheme; hosts at does not map are dropped. The
+// pack's own https://HOST/ URLs (lookups, verifications) follow. Routes,
+// keys and policies stay as shipped.
+func packAt(t *testing.T, name, scheme string, at map[string]string) string {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join("..", "rules", "packs", name, name+".yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(data)
+	m := packHosts.FindStringSubmatchIndex(s)
+	if m == nil {
+		t.Fatalf("the %s pack has no hosts list", name)
+	}
+	var listed []string
+	end := "" // the flow style's match stops before its line's end
+	if m[2] >= 0 {
+		listed = strings.Split(s[m[2]:m[3]], ",")
+	} else {
+		end = "\n"
+		for _, l := range strings.Split(strings.TrimSpace(s[m[4]:m[5]]), "\n") {
+			listed = append(listed, strings.TrimPrefix(strings.TrimSpace(l), "-"))
+		}
+	}
+	var hosts []string
+	for _, h := range listed {
+		h = strings.Trim(strings.TrimSpace(h), `"'`)
+		if to, ok := at[h]; ok && !slices.Contains(hosts, strconv.Quote(to)) {
+			hosts = append(hosts, strconv.Quote(to))
+		}
+	}
+	if len(hosts) == 0 {
+		t.Fatalf("the %s pack names none of the hosts %v", name, at)
+	}
+	s = s[:m[0]] + "hosts: [" + strings.Join(hosts, ", ") + "]" + end + s[m[1]:]
+	for from, to := range at {
+		s = strings.ReplaceAll(s, "https://"+from+"/", scheme+"://"+to+"/")
+	}
+	return s
 }
 
 // The Postmark pack through the crash matrix: toolguard is SIGKILLed while

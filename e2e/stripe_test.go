@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -10,9 +9,6 @@ import (
 	"github.com/toolguard/toolguard/internal/skipped"
 	"io"
 	"net/http"
-	"net/http/httptest"
-	"net/http/httputil"
-	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -79,85 +75,6 @@ func startStripeMock(t *testing.T) string {
 	}
 }
 
-// stripeFront is a reverse proxy before stripe-mock, over plain HTTP or
-// TLS with httptest's certificate (valid for 127.0.0.1, which
-// stripe-mock's own is not), that counts the requests reaching it.
-type stripeFront struct {
-	*httptest.Server
-	mu   sync.Mutex
-	seen map[string]int      // "METHOD /path" → requests
-	keys map[string][]string // "METHOD /path" → the Idempotency-Key of each request
-	hold *frontHold
-}
-
-// frontHold holds stripe-mock's answer to the first request whose body
-// contains match: reached is closed once stripe-mock has answered (the
-// effect is done), and the answer goes back only after release is closed.
-type frontHold struct {
-	match            string
-	reached, release chan struct{}
-}
-
-func newStripeFront(t *testing.T, mockAddr string, useTLS bool) *stripeFront {
-	f := &stripeFront{seen: map[string]int{}, keys: map[string][]string{}}
-	rp := httputil.NewSingleHostReverseProxy(&url.URL{Scheme: "http", Host: mockAddr})
-	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, _ := io.ReadAll(r.Body)
-		r.Body = io.NopCloser(bytes.NewReader(body))
-		f.mu.Lock()
-		f.seen[r.Method+" "+r.URL.Path]++
-		f.keys[r.Method+" "+r.URL.Path] = append(f.keys[r.Method+" "+r.URL.Path], r.Header.Get("Idempotency-Key"))
-		hold := f.hold
-		if hold != nil && bytes.Contains(body, []byte(hold.match)) {
-			f.hold = nil
-		} else {
-			hold = nil
-		}
-		f.mu.Unlock()
-		if hold == nil {
-			rp.ServeHTTP(w, r)
-			return
-		}
-		rec := httptest.NewRecorder()
-		rp.ServeHTTP(rec, r)
-		close(hold.reached)
-		<-hold.release
-		for k, v := range rec.Header() {
-			w.Header()[k] = v
-		}
-		w.WriteHeader(rec.Code)
-		w.Write(rec.Body.Bytes())
-	})
-	if useTLS {
-		f.Server = httptest.NewTLSServer(h)
-	} else {
-		f.Server = httptest.NewServer(h)
-	}
-	t.Cleanup(f.Close)
-	return f
-}
-
-// holdNext arms a hold of the next request whose body contains match.
-func (f *stripeFront) holdNext(match string) *frontHold {
-	h := &frontHold{match: match, reached: make(chan struct{}), release: make(chan struct{})}
-	f.mu.Lock()
-	f.hold = h
-	f.mu.Unlock()
-	return h
-}
-
-func (f *stripeFront) idempotencyKeys(route string) []string {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return append([]string(nil), f.keys[route]...)
-}
-
-func (f *stripeFront) count(route string) int {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.seen[route]
-}
-
 // dropFirst is the SDK's transport: the first request to path reaches
 // toolguard, but its answer is lost on the way back (a network error), so
 // the SDK retries it. It records the SDK's Idempotency-Key of every send.
@@ -218,7 +135,7 @@ func TestStripeSDK(t *testing.T) {
 			name = "https"
 		}
 		t.Run(name, func(t *testing.T) {
-			front := newStripeFront(t, mock, useTLS)
+			front := newMockFront(t, mock, useTLS)
 			host := strings.TrimPrefix(strings.TrimPrefix(front.URL, "http://"), "https://")
 			s := newSetup(t, map[string]string{"stripe.yaml": strings.ReplaceAll(string(rulesYAML), "HOST", host)})
 			if useTLS {
@@ -367,7 +284,7 @@ func stripeSDK(httpClient *http.Client, url string, retries int64) *stripe.Clien
 }
 
 // directGet reads path from the front without toolguard.
-func directGet(t *testing.T, front *stripeFront, path string) string {
+func directGet(t *testing.T, front *mockFront, path string) string {
 	t.Helper()
 	pool := x509.NewCertPool()
 	if front.Certificate() != nil {

@@ -57,7 +57,7 @@ func renderProblem(f rules.ErrorFormat, p *Problem, req *http.Request) *http.Res
 	case rules.ErrorsStripe:
 		return withRetryAfter(bodyResponse(req, p.Status, jsonHeader(), stripeBody(p)), p.RetryAfter, headerStripeShouldRetry, shouldRetry(p))
 	case rules.ErrorsJSON:
-		body := f.RenderError(map[string]string{"type": p.Type, "title": p.Title, "detail": p.Detail, "key": p.Key})
+		body := f.RenderError(map[string]string{"type": p.Type, "title": p.Title, "detail": p.Detail, "key": p.Key, "status": strconv.Itoa(p.Status)})
 		return withRetryAfter(bodyResponse(req, p.Status, jsonHeader(), append(body, '\n')), p.RetryAfter, headerXShouldRetry, shouldRetry(p))
 	}
 	return p.response(req)

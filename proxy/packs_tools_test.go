@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -283,38 +284,49 @@ func TestPackGoogleCalendarEventID(t *testing.T) {
 	}
 }
 
-// S3 PutObject: every send carries If-None-Match: *; after an unknown
-// outcome the (reversible) retry is re-sent, S3 refuses it with 412, and
-// the step is already done: one object, written once. Two buckets are two
-// intents.
-func TestPackS3ConditionalPut(t *testing.T) {
-	objects := map[string]string{}
+// S3 PutObject: the key is the object and its bytes. After an unknown
+// outcome the (reversible) retry is re-sent: the same bytes land on the
+// same object again, and the step commits. Other bytes to the same object
+// are another intent and are sent (an overwrite is valid S3: the pack
+// never makes it create-only), and another bucket is another intent.
+func TestPackS3PutObject(t *testing.T) {
+	objects, writes := map[string]string{}, 0
 	sim := &toolSim{answer: func(c simCall) (int, http.Header, string) {
 		u, _ := url.Parse(c.URL)
 		name := u.Host + u.Path
-		if c.Header.Get("If-None-Match") != "*" {
-			return 400, nil, `<Error><Code>MissingCondition</Code></Error>`
-		}
-		if _, ok := objects[name]; ok {
-			return 412, http.Header{"Content-Type": {"application/xml"}}, `<Error><Code>PreconditionFailed</Code></Error>`
+		if c.Header.Get("If-None-Match") != "" {
+			return 400, nil, `<Error><Code>UnexpectedCondition</Code></Error>`
 		}
 		objects[name] = c.Body
-		return 500, nil, `<Error><Code>InternalError</Code></Error>` // written, answer lost
+		writes++
+		if writes == 1 {
+			return 500, nil, `<Error><Code>InternalError</Code></Error>` // written, answer lost
+		}
+		return 200, http.Header{"ETag": {`"` + strconv.Itoa(writes) + `"`}}, ""
 	}}
 	p := startPackProxy(t, "s3", sim)
-	put := func(rawURL, auth string) (*http.Response, string) {
-		return p.send(t, http.MethodPut, rawURL, "text/csv", "day,total\n2026-12-01,4200\n", http.Header{"Authorization": {auth}})
+	put := func(rawURL, body, auth string) (*http.Response, string) {
+		return p.send(t, http.MethodPut, rawURL, "text/csv", body, http.Header{"Authorization": {auth}})
 	}
-	first, b := put("http://reports.s3.amazonaws.com/2026/12/summary.csv", "AWS4-HMAC-SHA256 Signature=1")
+	const obj, day1, day2 = "http://reports.s3.amazonaws.com/2026/12/summary.csv", "day,total\n2026-12-01,4200\n", "day,total\n2026-12-02,4300\n"
+	first, b := put(obj, day1, "AWS4-HMAC-SHA256 Signature=1")
 	wantOutcome(t, "first put", first, b, http.StatusGatewayTimeout, OutcomeBlocked)
-	retry, b := put("http://reports.s3.amazonaws.com/2026/12/summary.csv", "AWS4-HMAC-SHA256 Signature=2")
-	if retry.StatusCode != http.StatusPreconditionFailed || retry.Header.Get(HeaderKey) != first.Header.Get(HeaderKey) {
-		t.Fatalf("retry: %d %s key %s, want S3's 412 for the same key", retry.StatusCode, b, retry.Header.Get(HeaderKey))
+	retry, b := put(obj, day1, "AWS4-HMAC-SHA256 Signature=2")
+	if retry.StatusCode != http.StatusOK || retry.Header.Get(HeaderKey) != first.Header.Get(HeaderKey) {
+		t.Fatalf("retry: %d %s key %s, want the re-send's 200 for the same key", retry.StatusCode, b, retry.Header.Get(HeaderKey))
 	}
-	if st, _ := p.j.Get(first.Header.Get(HeaderKey)); st.Status != journal.StatusCommitted || !strings.HasPrefix(st.Evidence, "already done") {
-		t.Fatalf("step %s %q, want committed already done", st.Status, st.Evidence)
+	if st, _ := p.j.Get(first.Header.Get(HeaderKey)); st.Status != journal.StatusCommitted {
+		t.Fatalf("step %s %q, want committed", st.Status, st.Evidence)
 	}
-	other, _ := put("http://reports-eu.s3.eu-west-1.amazonaws.com/2026/12/summary.csv", "AWS4-HMAC-SHA256 Signature=3")
+	again, _ := put(obj, day1, "AWS4-HMAC-SHA256 Signature=3")
+	if again.Header.Get(HeaderReplayed) != "true" || writes != 2 {
+		t.Fatalf("a third identical put: replayed %q, %d writes; want a replay and 2 writes", again.Header.Get(HeaderReplayed), writes)
+	}
+	over, b := put(obj, day2, "AWS4-HMAC-SHA256 Signature=4")
+	if over.StatusCode != http.StatusOK || over.Header.Get(HeaderKey) == first.Header.Get(HeaderKey) || objects["reports.s3.amazonaws.com/2026/12/summary.csv"] != day2 {
+		t.Fatalf("overwrite: %d %s key %s; want it sent as another intent and applied", over.StatusCode, b, over.Header.Get(HeaderKey))
+	}
+	other, _ := put("http://reports-eu.s3.eu-west-1.amazonaws.com/2026/12/summary.csv", day1, "AWS4-HMAC-SHA256 Signature=5")
 	if other.Header.Get(HeaderKey) == first.Header.Get(HeaderKey) || len(objects) != 2 {
 		t.Fatalf("another bucket: key %s (first %s), %d objects; want another intent", other.Header.Get(HeaderKey), first.Header.Get(HeaderKey), len(objects))
 	}

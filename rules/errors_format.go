@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
+	"strconv"
 	"strings"
 
 	"github.com/goccy/go-yaml/ast"
@@ -46,7 +47,9 @@ func ParseErrorStyle(s string) (ErrorStyle, error) {
 type ErrorFormat struct {
 	Style ErrorStyle
 	// Template is the body of ErrorsJSON, with {{type}}, {{title}},
-	// {{detail}} and {{key}} inside JSON strings; "" for other styles.
+	// {{detail}} and {{key}} inside JSON strings, and {{status}} (the HTTP
+	// status, a JSON number) anywhere a number may stand; "" for other
+	// styles.
 	Template string
 }
 
@@ -54,14 +57,22 @@ type ErrorFormat struct {
 var errorTemplateRef = regexp.MustCompile(`\{\{\s*([A-Za-z_]*)\s*\}\}`)
 
 // errorTemplateNames are the values an error template may use.
-var errorTemplateNames = []string{"type", "title", "detail", "key"}
+var errorTemplateNames = []string{"type", "title", "detail", "key", "status"}
 
 // RenderError fills an ErrorsJSON template: each placeholder becomes its
 // value escaped as the inside of a JSON string (the template puts the
-// quotes), so no value can change the document's shape.
+// quotes), so no value can change the document's shape; {{status}} becomes
+// the status's digits (0 when vals holds no number there), a JSON number
+// or, inside quotes, a string.
 func (f ErrorFormat) RenderError(vals map[string]string) []byte {
 	out := errorTemplateRef.ReplaceAllStringFunc(f.Template, func(m string) string {
 		name := errorTemplateRef.FindStringSubmatch(m)[1]
+		if name == "status" {
+			if n, err := strconv.Atoi(vals[name]); err == nil && n >= 0 {
+				return strconv.Itoa(n)
+			}
+			return "0"
+		}
 		b, _ := json.Marshal(vals[name]) // a string always marshals
 		return string(b[1 : len(b)-1])
 	})
@@ -74,17 +85,17 @@ func checkErrorTemplate(t string) (off int, msg string) {
 	for _, m := range errorTemplateRef.FindAllStringSubmatchIndex(t, -1) {
 		name := t[m[2]:m[3]]
 		if !contains(errorTemplateNames, name) {
-			return m[0], fmt.Sprintf("unknown placeholder {{%s}} (want {{type}}, {{title}}, {{detail}} or {{key}})", name)
+			return m[0], fmt.Sprintf("unknown placeholder {{%s}} (want {{type}}, {{title}}, {{detail}}, {{key}} or {{status}})", name)
 		}
 	}
 	if i := strings.Index(errorTemplateRef.ReplaceAllString(t, ""), "{{"); i >= 0 {
-		return 0, "unterminated or malformed placeholder (want {{type}}, {{title}}, {{detail}} or {{key}})"
+		return 0, "unterminated or malformed placeholder (want {{type}}, {{title}}, {{detail}}, {{key}} or {{status}})"
 	}
 	sample := ErrorFormat{Style: ErrorsJSON, Template: t}.RenderError(map[string]string{
-		"type": "urn:toolguard:in-progress", "title": `a "title"`, "detail": "a detail\nline", "key": "k"})
+		"type": "urn:toolguard:in-progress", "title": `a "title"`, "detail": "a detail\nline", "key": "k", "status": "409"})
 	var v map[string]any
 	if err := json.Unmarshal(sample, &v); err != nil {
-		return 0, fmt.Sprintf("not a JSON object once filled (placeholders go inside JSON strings): %v", err)
+		return 0, fmt.Sprintf("not a JSON object once filled (placeholders go inside JSON strings, {{status}} where a number may stand): %v", err)
 	}
 	return 0, ""
 }
