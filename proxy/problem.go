@@ -87,16 +87,6 @@ func (p *Problem) response(req *http.Request) *http.Response {
 	return bodyResponse(req, p.Status, h, p.body())
 }
 
-// write renders p to an http.ResponseWriter.
-func (p *Problem) write(w http.ResponseWriter) {
-	w.Header().Set("Content-Type", "application/problem+json")
-	if p.RetryAfter > 0 {
-		w.Header().Set("Retry-After", strconv.Itoa(int((p.RetryAfter+time.Second-1)/time.Second)))
-	}
-	w.WriteHeader(p.Status)
-	w.Write(p.body())
-}
-
 func bodyResponse(req *http.Request, status int, h http.Header, body []byte) *http.Response {
 	if h == nil {
 		h = http.Header{} // a stored answer that kept no header

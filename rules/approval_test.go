@@ -109,7 +109,7 @@ func TestNeedsApprovalRequired(t *testing.T) {
 // TestApprovalOnTools: MCP tools take approval: {when} and budget: over
 // their arguments, like routes; a safe tool takes neither.
 func TestApprovalOnTools(t *testing.T) {
-	api, err := Parse("t.yaml", []byte(`api: tickets
+	_, err := Parse("t.yaml", []byte(`api: tickets
 mcp: {}
 tools:
   - name: refund
@@ -128,7 +128,7 @@ tools:
 	if err.Error() != want {
 		t.Errorf("errors:\n%s\nwant:\n%s", err, want)
 	}
-	api, err = Parse("t.yaml", []byte(`api: tickets
+	api, err := Parse("t.yaml", []byte(`api: tickets
 mcp: {}
 tools:
   - name: refund

@@ -45,7 +45,7 @@ func (bk *buckets) expireHolds(cutoff time.Time, batch int, now time.Time) (expi
 	limit := timeBytes(cutoff)
 	var victims []*journal.Step
 	c := bk.byExpiry.Cursor()
-	for k, _ := c.First(); k != nil && len(k) > 8 && bytes.Compare(k[:8], limit) < 0; k, _ = c.Next() {
+	for k, _ := c.First(); len(k) > 8 && bytes.Compare(k[:8], limit) < 0; k, _ = c.Next() {
 		if len(victims) == batch {
 			more = true
 			break
