@@ -39,7 +39,12 @@ const (
 // API; ok is false when it has none (an older binary).
 func scrapeCommits(adminURL string) (commitStats, bool) {
 	c := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{Proxy: nil}}
-	resp, err := c.Get(adminURL + "/metrics")
+	req, err := http.NewRequest(http.MethodGet, adminURL+"/metrics", nil)
+	if err != nil {
+		return commitStats{}, false
+	}
+	req.Header.Set("Authorization", "Bearer "+benchAdminToken)
+	resp, err := c.Do(req)
 	if err != nil {
 		return commitStats{}, false
 	}

@@ -61,6 +61,10 @@ func moduleRoot(ctx context.Context) (string, error) {
 	return filepath.Dir(gomod), nil
 }
 
+// benchAdminToken is the operator token of the toolguard processes the
+// harness starts.
+const benchAdminToken = "bench-operator-token-0123456789"
+
 // startToolguard runs toolguard serve on free ports with its journal and CA
 // in dir; env holds extra TOOLGUARD_* settings (K=V).
 func startToolguard(bin, dir, rulesDir, configFile string, env []string) (*proc, error) {
@@ -74,7 +78,10 @@ func startToolguard(bin, dir, rulesDir, configFile string, env []string) (*proc,
 	cmd := exec.Command(bin, args...)
 	// A clean environment: the harness's own HTTP(S)_PROXY or TOOLGUARD_*
 	// variables must not change what is measured.
-	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir}, env...)
+	// The admin API asks every caller but the probes for a token (a
+	// generated one when none is set): the harness sets its own, with which
+	// it reads /metrics.
+	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir, "TOOLGUARD_ADMIN_TOKEN=" + benchAdminToken}, env...)
 	return startProc("toolguard", cmd)
 }
 
