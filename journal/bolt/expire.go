@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	"go.etcd.io/bbolt"
-
 	"github.com/toolguard/toolguard/journal"
 )
 
@@ -16,27 +14,9 @@ import (
 // are found through idx_expiry, which holds exactly those steps, so a
 // pass reads nothing else.
 func (b *Journal) ExpireHolds(cutoff time.Time, batch int) (expired int, more bool, err error) {
-	if b.readOnly {
-		return 0, false, fmt.Errorf("expire holds: %w", journal.ErrReadOnly)
-	}
-	if batch <= 0 {
-		batch = 500
-	}
-	b.cache.begin(nil, true)
-	defer b.cache.end()
-	err = b.db.Update(func(tx *bbolt.Tx) error {
-		bk, err := openBuckets(tx)
-		if err != nil {
-			return err
-		}
-		expired, more, err = bk.expireHolds(cutoff, batch, b.now().UTC())
-		return err
+	return b.removeBatch("expire holds", batch, func(bk *buckets, now time.Time, batch int) (int, bool, error) {
+		return bk.expireHolds(cutoff, batch, now)
 	})
-	if err != nil {
-		return 0, false, fmt.Errorf("expire holds: %w", err)
-	}
-	b.commits.Add(1)
-	return expired, more, nil
 }
 
 // expireHolds removes the expirable steps of idx_expiry older than

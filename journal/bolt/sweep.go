@@ -17,8 +17,23 @@ import (
 // that another call may find more to remove. Call it repeatedly in small
 // batches: each call holds the writer lock only for its own transaction.
 func (b *Journal) Sweep(cutoff time.Time, batch int) (removed int, more bool, err error) {
+	return b.removeBatch("sweep journal", batch, func(bk *buckets, now time.Time, batch int) (int, bool, error) {
+		removed, more, err := bk.sweepSteps(cutoff, batch, now)
+		if err != nil {
+			return 0, false, err
+		}
+		evMore, err := bk.sweepEvents(cutoff, batch)
+		return removed, more || evMore, err
+	})
+}
+
+// removeBatch runs one batched removal (Sweep, ExpireHolds) in its own
+// write transaction: refused on a read-only journal, batch 500 when not
+// positive, the read cache told that steps may go. op names the operation
+// in errors.
+func (b *Journal) removeBatch(op string, batch int, fn func(bk *buckets, now time.Time, batch int) (int, bool, error)) (n int, more bool, err error) {
 	if b.readOnly {
-		return 0, false, fmt.Errorf("sweep: %w", journal.ErrReadOnly)
+		return 0, false, fmt.Errorf("%s: %w", op, journal.ErrReadOnly)
 	}
 	if batch <= 0 {
 		batch = 500
@@ -30,19 +45,14 @@ func (b *Journal) Sweep(cutoff time.Time, batch int) (removed int, more bool, er
 		if err != nil {
 			return err
 		}
-		removed, more, err = bk.sweepSteps(cutoff, batch, b.now().UTC())
-		if err != nil {
-			return err
-		}
-		evMore, err := bk.sweepEvents(cutoff, batch)
-		more = more || evMore
+		n, more, err = fn(bk, b.now().UTC(), batch)
 		return err
 	})
 	if err != nil {
-		return 0, false, fmt.Errorf("sweep journal: %w", err)
+		return 0, false, fmt.Errorf("%s: %w", op, err)
 	}
 	b.commits.Add(1)
-	return removed, more, nil
+	return n, more, nil
 }
 
 // finishedStatuses are the statuses of the steps a sweep may remove.
