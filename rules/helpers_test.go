@@ -1,53 +1,24 @@
 package rules
 
-import "testing"
+import (
+	"os"
+	"testing"
+)
 
 // requestSideRules has a route for each request-side feature: multipart
 // uploads, GraphQL operations, injected keys, raw content keys and
-// conditional headers.
-const requestSideRules = `
-api: requestside
-hosts: [api.example.com]
-routes:
-  - name: upload
-    match: POST /v1/files
-    effect: irreversible
-    key: {fields: [purpose, file]}
-  - name: create_issue
-    match: POST /graphql
-    graphql: {field: issueCreate}
-    effect: irreversible
-    key: {fields: [variables.input.title]}
-  - name: archive
-    match: POST /graphql
-    graphql: {operation: Archive}
-    effect: reversible
-    key: {fields: [variables.id]}
-  - name: export
-    match: POST /graphql
-    graphql: {field: exportData, type: query}
-    effect: reversible
-  - name: charge
-    match: POST /v1/charges
-    effect: irreversible
-    inject: {form: "metadata[toolguard_key]"}
-  - name: email
-    match: POST /email
-    effect: irreversible
-    key: {fields: [To]}
-    inject: {body: Metadata.toolguard_key}
-  - name: issue
-    match: POST /issues
-    effect: irreversible
-    key: {fields: [title, body]}
-    inject: {append: body, template: "\n<!-- toolguard:{{key}} -->"}
-  - name: put
-    match: PUT /{bucket}/{object...}
-    effect: reversible
-    key: {content: sha256}
-    inject: {header: X-Amz-Meta-Toolguard-Key}
-    conditional: {header: If-None-Match, value: "*"}
-`
+// conditional headers (testdata/request_side.yaml, which rules/samples'
+// tests read too).
+var requestSideRules = readFixture("testdata/request_side.yaml")
+
+// readFixture reads a rule file the tests share with rules/samples.
+func readFixture(path string) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		panic(err)
+	}
+	return string(b)
+}
 
 // routeNamed returns the named route of api, failing the test without
 // one.

@@ -1,6 +1,7 @@
 package samples
 
 import (
+	"os"
 	"strings"
 	"testing"
 
@@ -131,50 +132,15 @@ func TestSampleGaps(t *testing.T) {
 }
 
 // requestSideRules has routes with the request-side features: multipart
-// uploads, GraphQL operations, injected keys and raw content keys.
-const requestSideRules = `
-api: requestside
-hosts: [api.example.com]
-routes:
-  - name: upload
-    match: POST /v1/files
-    effect: irreversible
-    key: {fields: [purpose, file]}
-  - name: create_issue
-    match: POST /graphql
-    graphql: {field: issueCreate}
-    effect: irreversible
-    key: {fields: [variables.input.title]}
-  - name: archive
-    match: POST /graphql
-    graphql: {operation: Archive}
-    effect: reversible
-    key: {fields: [variables.id]}
-  - name: export
-    match: POST /graphql
-    graphql: {field: exportData, type: query}
-    effect: reversible
-  - name: charge
-    match: POST /v1/charges
-    effect: irreversible
-    inject: {form: "metadata[toolguard_key]"}
-  - name: email
-    match: POST /email
-    effect: irreversible
-    key: {fields: [To]}
-    inject: {body: Metadata.toolguard_key}
-  - name: issue
-    match: POST /issues
-    effect: irreversible
-    key: {fields: [title, body]}
-    inject: {append: body, template: "\n<!-- toolguard:{{key}} -->"}
-  - name: put
-    match: PUT /{bucket}/{object...}
-    effect: reversible
-    key: {content: sha256}
-    inject: {header: X-Amz-Meta-Toolguard-Key}
-    conditional: {header: If-None-Match, value: "*"}
-`
+// uploads, GraphQL operations, injected keys and raw content keys (the
+// rules package's fixture).
+var requestSideRules = func() string {
+	b, err := os.ReadFile("../testdata/request_side.yaml")
+	if err != nil {
+		panic(err)
+	}
+	return string(b)
+}()
 
 func TestCheckSamplesRequestSide(t *testing.T) {
 	set, err := rules.NewSet(mustParse(t, requestSideRules))
