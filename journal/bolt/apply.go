@@ -150,7 +150,7 @@ type pending struct {
 // prepare validates ch and stamps the step; it writes nothing.
 func (b *Journal) prepare(bk *buckets, key string, cur *journal.Step, ch journal.Change) (*pending, error) {
 	s := ch.Step
-	if err := validate(key, &s); err != nil {
+	if err := journal.Validate(key, &s); err != nil {
 		return nil, err
 	}
 	if err := journal.AllowedChange(cur, &ch); err != nil && !b.anyTransition {
@@ -204,26 +204,6 @@ func (b *Journal) prepare(bk *buckets, key string, cur *journal.Step, ch journal
 		p.extra = append(p.extra, e)
 	}
 	return p, nil
-}
-
-func validate(key string, s *journal.Step) error {
-	switch {
-	case key == "":
-		return fmt.Errorf("%w: empty key", journal.ErrInvalidChange)
-	case len(key) > maxKeyLen:
-		return fmt.Errorf("%w: key is %d bytes (max %d)", journal.ErrInvalidChange, len(key), maxKeyLen)
-	case s.Key != key:
-		return fmt.Errorf("%w: step key is %q", journal.ErrInvalidChange, s.Key)
-	case s.Status < journal.StatusPrepared || s.Status > journal.StatusFailed:
-		return fmt.Errorf("%w: status %v cannot be stored", journal.ErrInvalidChange, s.Status)
-	case s.Hold > journal.HoldNeedsReview:
-		return fmt.Errorf("%w: unknown %v", journal.ErrInvalidChange, s.Hold)
-	case (s.Status == journal.StatusCommitted || s.Status == journal.StatusVerified) && s.Response == nil && s.Evidence == "":
-		return fmt.Errorf("%w: %v step without a response or evidence", journal.ErrInvalidChange, s.Status)
-	case len(s.Workflow) > maxWorkflowLen:
-		return fmt.Errorf("%w: workflow id is %d bytes (max %d)", journal.ErrInvalidChange, len(s.Workflow), maxWorkflowLen)
-	}
-	return nil
 }
 
 // write puts the step, its index entries, the counters, the fence counter

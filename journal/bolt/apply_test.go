@@ -117,7 +117,7 @@ func TestApplyTransitions(t *testing.T) {
 			{m: change(journal.Step{Key: "a"}), wantErr: journal.ErrInvalidChange},
 			{m: change(journal.Step{Key: "a", Status: journal.StatusFailed + 1}), wantErr: journal.ErrInvalidChange},
 			{m: change(journal.Step{Key: "a", Status: journal.StatusFailed, Hold: journal.HoldNeedsReview + 1}), wantErr: journal.ErrInvalidChange},
-			{m: change(journal.Step{Key: "a", Status: journal.StatusFailed, Workflow: strings.Repeat("w", maxWorkflowLen+1)}), wantErr: journal.ErrInvalidChange},
+			{m: change(journal.Step{Key: "a", Status: journal.StatusFailed, Workflow: strings.Repeat("w", journal.MaxWorkflowLen+1)}), wantErr: journal.ErrInvalidChange},
 			{m: change(journal.Step{Key: "a", Status: journal.StatusCommitted}), wantErr: journal.ErrInvalidChange},
 			{m: change(journal.Step{Key: "a", Status: journal.StatusVerified}), wantErr: journal.ErrInvalidChange},
 		},
@@ -227,12 +227,12 @@ func TestApplyMutationPanic(t *testing.T) {
 
 func TestApplyKeyLimits(t *testing.T) {
 	b := mustOpen(t)
-	for _, key := range []string{"", strings.Repeat("k", maxKeyLen+1)} {
+	for _, key := range []string{"", strings.Repeat("k", journal.MaxKeyLen+1)} {
 		_, err := b.Apply(context.Background(), key, put(journal.Step{Key: key, Status: journal.StatusFailed}))
 		if !errors.Is(err, journal.ErrInvalidChange) {
 			t.Errorf("key of %d bytes: err = %v, want ErrInvalidChange", len(key), err)
 		}
 	}
-	key := strings.Repeat("k", maxKeyLen)
-	mustApply(t, b, key, put(journal.Step{Key: key, Status: journal.StatusFailed, Workflow: strings.Repeat("w", maxWorkflowLen)}))
+	key := strings.Repeat("k", journal.MaxKeyLen)
+	mustApply(t, b, key, put(journal.Step{Key: key, Status: journal.StatusFailed, Workflow: strings.Repeat("w", journal.MaxWorkflowLen)}))
 }

@@ -73,13 +73,6 @@ var (
 	keyCountHold   = []byte("count/hold/")
 )
 
-// Limits on what a step key and a workflow id may be, so that every index
-// key stays far below bbolt's MaxKeySize.
-const (
-	maxKeyLen      = 1024
-	maxWorkflowLen = 1024
-)
-
 // appendFill is the FillPercent of buckets written mostly at their end.
 const appendFill = 0.9
 

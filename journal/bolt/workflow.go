@@ -214,8 +214,8 @@ func (b *Journal) PutCheckpoint(scope, id string, ifVersion *uint64, checkpoint 
 	if b.readOnly {
 		return journal.Workflow{}, fmt.Errorf("put checkpoint %s: %w", id, journal.ErrReadOnly)
 	}
-	if id == "" || len(id) > maxWorkflowLen || strings.IndexByte(id, 0) >= 0 {
-		return journal.Workflow{}, fmt.Errorf("put checkpoint: %w: workflow id must be 1 to %d bytes, without NUL", journal.ErrInvalidChange, maxWorkflowLen)
+	if id == "" || len(id) > journal.MaxWorkflowLen || strings.IndexByte(id, 0) >= 0 {
+		return journal.Workflow{}, fmt.Errorf("put checkpoint: %w: workflow id must be 1 to %d bytes, without NUL", journal.ErrInvalidChange, journal.MaxWorkflowLen)
 	}
 	var out journal.Workflow
 	err := b.db.Update(func(tx *bbolt.Tx) error {

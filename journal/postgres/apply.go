@@ -14,10 +14,7 @@ import (
 	"github.com/toolguard/toolguard/journal"
 )
 
-// Limits shared with the bbolt backend.
 const (
-	maxKeyLen      = 1024
-	maxWorkflowLen = 1024
 	// maxEvents bounds the events of one change: seq leaves 10 bits for
 	// the events of one transaction.
 	maxEvents = 1000
@@ -140,7 +137,7 @@ type pending struct {
 // prepare validates ch and stamps the step; it writes nothing.
 func (j *Journal) prepare(key string, cur *journal.Step, ch journal.Change, readAt time.Time) (*pending, error) {
 	s := ch.Step
-	if err := validate(key, &s); err != nil {
+	if err := journal.Validate(key, &s); err != nil {
 		return nil, err
 	}
 	if err := journal.AllowedChange(cur, &ch); err != nil && !j.anyTransition {
@@ -200,27 +197,6 @@ func (j *Journal) prepare(key string, cur *journal.Step, ch journal.Change, read
 	}
 	p.flows = flowDeltas(cur, &p.step)
 	return p, nil
-}
-
-// validate refuses what the bbolt backend refuses, with the same limits.
-func validate(key string, s *journal.Step) error {
-	switch {
-	case key == "":
-		return fmt.Errorf("%w: empty key", journal.ErrInvalidChange)
-	case len(key) > maxKeyLen:
-		return fmt.Errorf("%w: key is %d bytes (max %d)", journal.ErrInvalidChange, len(key), maxKeyLen)
-	case s.Key != key:
-		return fmt.Errorf("%w: step key is %q", journal.ErrInvalidChange, s.Key)
-	case s.Status < journal.StatusPrepared || s.Status > journal.StatusFailed:
-		return fmt.Errorf("%w: status %v cannot be stored", journal.ErrInvalidChange, s.Status)
-	case s.Hold > journal.HoldNeedsReview:
-		return fmt.Errorf("%w: unknown %v", journal.ErrInvalidChange, s.Hold)
-	case (s.Status == journal.StatusCommitted || s.Status == journal.StatusVerified) && s.Response == nil && s.Evidence == "":
-		return fmt.Errorf("%w: %v step without a response or evidence", journal.ErrInvalidChange, s.Status)
-	case len(s.Workflow) > maxWorkflowLen:
-		return fmt.Errorf("%w: workflow id is %d bytes (max %d)", journal.ErrInvalidChange, len(s.Workflow), maxWorkflowLen)
-	}
-	return nil
 }
 
 // encodeStep splits s into its JSON record (without the response body,

@@ -126,8 +126,8 @@ func (j *Journal) PutCheckpoint(scope, id string, ifVersion *uint64, checkpoint 
 	if j.readOnly {
 		return journal.Workflow{}, fmt.Errorf("%s: %w", op, journal.ErrReadOnly)
 	}
-	if id == "" || len(id) > maxWorkflowLen || strings.IndexByte(id, 0) >= 0 {
-		return journal.Workflow{}, fmt.Errorf("put checkpoint: %w: workflow id must be 1 to %d bytes, without NUL", journal.ErrInvalidChange, maxWorkflowLen)
+	if id == "" || len(id) > journal.MaxWorkflowLen || strings.IndexByte(id, 0) >= 0 {
+		return journal.Workflow{}, fmt.Errorf("put checkpoint: %w: workflow id must be 1 to %d bytes, without NUL", journal.ErrInvalidChange, journal.MaxWorkflowLen)
 	}
 	if err := j.begin(op); err != nil {
 		return journal.Workflow{}, err
