@@ -23,8 +23,9 @@ const (
 	maxRecord = 512 << 20
 )
 
-// Apply reads the current record of key (one round trip, no commit), runs m
-// on a private copy of it, and writes the Change m returns in one
+// Apply reads the current record of key (one round trip, no commit; none
+// when the journal has a hint of it, see hints.go), runs m on a private
+// copy of it, and writes the Change m returns in one
 // conditional statement that commits on its own under READ COMMITTED: the
 // step (only if its Revision is still the one read), its events, numbered
 // per key without gaps, and its workflow's counts. When another writer
@@ -51,15 +52,23 @@ func (j *Journal) Apply(ctx context.Context, key string, m journal.Mutation) (jo
 	if err := j.begin("apply step " + key); err != nil {
 		return journal.Step{}, err
 	}
-	for {
+	h, hinted := j.hints.take(key)
+	for ; ; hinted = false {
 		if err := ctx.Err(); err != nil {
 			return journal.Step{}, fmt.Errorf("apply step %s: %w", key, err)
 		}
-		cur, readAt, err := j.read(ctx, key)
-		if err != nil {
+		cur, readAt, err := h.step, h.now(), error(nil)
+		if hinted {
+			if cur != nil {
+				cur.ReadAt = readAt
+			}
+		} else if cur, readAt, err = j.read(ctx, key); err != nil {
 			return journal.Step{}, fmt.Errorf("apply step %s: %w", key, err)
 		}
 		ch, err := run(key, m, cur)
+		if hinted && err != nil {
+			continue // decided on a hint, not written: decide on a read (hints.go)
+		}
 		if errors.Is(err, journal.ErrNoChange) {
 			if cur == nil {
 				return journal.Step{}, fmt.Errorf("apply step %s: %w", key, journal.ErrNotFound)
@@ -81,11 +90,13 @@ func (j *Journal) Apply(ctx context.Context, key string, m journal.Mutation) (jo
 		if err != nil {
 			return journal.Step{}, fmt.Errorf("apply step %s: %w", key, err)
 		}
+		w.hinted = hinted
 		step, won, err := j.write(ctx, w)
 		if err != nil {
 			return journal.Step{}, err
 		}
 		if won {
+			j.hints.put(key, &step, step.ReadAt)
 			j.commits.Add(1)
 			j.watch.signal(key)
 			if final(&step) {
@@ -126,9 +137,12 @@ type pending struct {
 	record  []byte
 	body    []byte
 	claimed bool
-	lease   time.Duration
-	events  []journal.Event
-	flows   []flowDelta
+	// hinted: old is a hint (hints.go), so the write also checks that the
+	// row is the one the hint saw.
+	hinted bool
+	lease  time.Duration
+	events []journal.Event
+	flows  []flowDelta
 	// budget and maxHolds limit the creation of the step (quota.go).
 	budget   *journal.Budget
 	maxHolds int
@@ -250,6 +264,9 @@ func (j *Journal) write(ctx context.Context, p *pending) (journal.Step, bool, er
 		string(p.record), body, types, froms, reasons, notes, false, // NOTIFY: after the commit (notify.go)
 		f.ids, f.steps, f.held, f.started, f.retryable, f.verifying, f.done, f.prepared,
 		f.curStep, f.curRoute, f.inputHash, f.prompt, f.policy, j.channel, f.scopes,
+	}
+	if p.old != nil && p.hinted {
+		stmt, args = j.sql.updateHinted, append(args, p.old.UpdatedAt)
 	}
 	var lease *time.Time
 	var notified int64

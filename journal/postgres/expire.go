@@ -51,6 +51,7 @@ func (j *Journal) ExpireHolds(cutoff time.Time, batch int) (expired int, more bo
 		return 0, false, j.fault(op, err, true)
 	}
 	j.commits.Add(1)
+	j.hints.clear() // steps were deleted (hints.go)
 	return expired, expired == batch, nil
 }
 

@@ -128,6 +128,7 @@ type Journal struct {
 	watch    *watcher
 	notify   *notifier
 	sql      statements
+	hints    hints
 	// anyTransition lets the package's own tests seed any state without
 	// the allowlist (journal.AllowedChange), which the conformance suite
 	// (journaltest) tests on its own.

@@ -478,8 +478,10 @@ func (c *countingTracer) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx
 
 func (c *countingTracer) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
 
-// A guarded call costs a read and a committing write for its claim, the
-// same for its outcome; a replay costs one read.
+// A guarded call as the proxy makes it costs three statements: the Get
+// that finds no step, the claim and the outcome, each write sent at once on
+// what the journal knows (hints.go). A replay costs one read; an Apply
+// with nothing known reads first.
 func TestRoundTripsPerCall(t *testing.T) {
 	tr := &countingTracer{}
 	var observed atomic.Int32
@@ -496,14 +498,20 @@ func TestRoundTripsPerCall(t *testing.T) {
 		do   func()
 		want int32
 	}{
-		{name: "claim", want: 2, do: func() { s = mustApply(t, j, "k", claim("k", time.Minute)) }},
-		{name: "outcome", want: 2, do: func() { mustApply(t, j, "k", commit(s.Epoch, s.Fence, "ok")) }},
+		{name: "get of a new key", want: 1, do: func() {
+			if _, err := j.Get("k"); !errors.Is(err, journal.ErrNotFound) {
+				t.Fatalf("get of a new key: %v", err)
+			}
+		}},
+		{name: "claim", want: 1, do: func() { s = mustApply(t, j, "k", claim("k", time.Minute)) }},
+		{name: "outcome", want: 1, do: func() { mustApply(t, j, "k", commit(s.Epoch, s.Fence, "ok")) }},
 		{name: "replay", want: 1, do: func() {
 			if _, err := j.Get("k"); err != nil {
 				t.Fatal(err)
 			}
 		}},
 		{name: "duplicate claim (no change)", want: 1, do: func() { mustApply(t, j, "k", claim("k", time.Minute)) }},
+		{name: "claim, nothing known", want: 2, do: func() { mustApply(t, j, "k2", claim("k2", time.Minute)) }},
 	} {
 		before := tr.n.Load()
 		tc.do()
@@ -511,11 +519,11 @@ func TestRoundTripsPerCall(t *testing.T) {
 			t.Errorf("%s: %d statements, want %d", tc.name, got, tc.want)
 		}
 	}
-	if got := j.Commits() - commitsBefore; got != 2 {
-		t.Errorf("%d commits for a claim, an outcome, a replay and a duplicate; want 2", got)
+	if got := j.Commits() - commitsBefore; got != 3 {
+		t.Errorf("%d commits for two claims, an outcome, a replay and a duplicate; want 3", got)
 	}
-	if got := observed.Load(); got != 4 {
-		t.Errorf("OnCommit saw %d commits, want 4 (2 warm-up, claim, outcome)", got)
+	if got := observed.Load(); got != 5 {
+		t.Errorf("OnCommit saw %d commits, want 5 (2 warm-up, 2 claims, outcome)", got)
 	}
 }
 

@@ -80,9 +80,12 @@ func (j *Journal) Get(key string) (journal.Step, error) {
 	}
 	ctx, cancel := j.opContext()
 	defer cancel()
-	s, _, err := j.read(ctx, key)
+	s, now, err := j.read(ctx, key)
 	if err != nil {
 		return journal.Step{}, fmt.Errorf("get step %s: %w", key, err)
+	}
+	if !j.readOnly {
+		j.hints.put(key, s, now) // for the Apply that usually follows (hints.go)
 	}
 	if s == nil {
 		return journal.Step{}, fmt.Errorf("get step %s: %w", key, journal.ErrNotFound)

@@ -1,8 +1,14 @@
 package postgres
 
+import "strings"
+
 // statements are the SQL texts of the hot path, built once.
 type statements struct {
 	insert, update string
+	// updateHinted is update, also conditional on the step's updated_at
+	// ($36): a step written on a hint (hints.go) must be the very row the
+	// hint saw, not one deleted and created again since.
+	updateHinted string
 }
 
 // The write of a transition is one statement: the step (s), its events
@@ -94,5 +100,7 @@ func newStatements() statements {
 	return statements{
 		insert: "WITH s AS (" + insertStep + ")" + writeRest,
 		update: "WITH s AS (" + updateStep + ")" + writeRest,
+		updateHinted: "WITH s AS (" + strings.Replace(updateStep, "revision = $3::bigint",
+			"revision = $3::bigint AND updated_at = $36::timestamptz", 1) + ")" + writeRest,
 	}
 }

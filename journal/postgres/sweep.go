@@ -75,6 +75,7 @@ func (j *Journal) Sweep(cutoff time.Time, batch int) (removed int, more bool, er
 		return 0, false, j.fault(op, err, true)
 	}
 	j.commits.Add(1)
+	j.hints.clear() // steps were deleted (hints.go)
 	return removed, removed == batch || events == int64(batch), nil
 }
 
