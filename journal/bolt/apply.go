@@ -69,7 +69,10 @@ func (b *Journal) Apply(ctx context.Context, key string, m journal.Mutation) (jo
 // and a non-nil error only when a write failed, which spoils the whole
 // transaction.
 func (b *Journal) applyOne(bk *buckets, r *request) (wrote bool, err error) {
-	cur, ref, err := bk.loadStep(r.key)
+	cur, ref, ok := b.recent.take(r.key)
+	if !ok {
+		cur, ref, err = bk.loadStep(r.key)
+	}
 	if err != nil && !errors.Is(err, journal.ErrNotFound) {
 		r.err = fmt.Errorf("apply step %s: %w", r.key, err)
 		return false, nil
@@ -105,6 +108,7 @@ func (b *Journal) applyOne(bk *buckets, r *request) (wrote bool, err error) {
 	if err := w.write(bk); err != nil {
 		return true, fmt.Errorf("write step %s: %w", r.key, err)
 	}
+	r.written, r.ref = w.step, w.ref
 	r.step = w.step
 	r.step.ReadAt = w.step.UpdatedAt
 	r.wrote = true
@@ -209,7 +213,7 @@ func (b *Journal) prepare(bk *buckets, key string, cur *journal.Step, ch journal
 // write puts the step, its index entries, the counters, the fence counter
 // and the event.
 func (p *pending) write(bk *buckets) error {
-	if err := bk.putStep(p.step.Key, p.ref, p.data); err != nil {
+	if err := bk.putStep(p.step.Key, &p.ref, p.data); err != nil {
 		return err
 	}
 	if err := bk.reindex(p.old, &p.step); err != nil {

@@ -44,6 +44,10 @@ type Journal struct {
 	stopped chan struct{} // closed when the committer has returned
 	// cache holds steps Get decoded (cache.go).
 	cache readCache
+	// recent holds the steps the committer last wrote; sweeps counts the
+	// other writers of steps (recent.go).
+	recent recentSteps
+	sweeps atomic.Uint64
 	// watch wakes the callers of Watch after commits (lease.go).
 	watch watchers
 	// anyTransition lets tests seed any state without the allowlist
@@ -84,7 +88,8 @@ func Open(path string, opts Options) (*Journal, error) {
 		Timeout:  opts.Timeout,
 		ReadOnly: opts.ReadOnly,
 		// The hashmap freelist stays fast on large, fragmented files.
-		FreelistType: bbolt.FreelistMapType,
+		FreelistType:    bbolt.FreelistMapType,
+		InitialMmapSize: 1 << 30,
 	})
 	if errors.Is(err, berrors.ErrTimeout) {
 		return nil, fmt.Errorf("open journal %s: %w: waited %s for the lock; is another toolguard using this file?",

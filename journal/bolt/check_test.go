@@ -17,7 +17,7 @@ func TestCheckFindsProblems(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		return bk.putStep(key, ref, v)
+		return bk.putStep(key, &ref, v)
 	}
 	editStep := func(edit func(s *journal.Step)) func(bk *buckets) error {
 		return func(bk *buckets) error {

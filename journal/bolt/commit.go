@@ -57,8 +57,11 @@ type request struct {
 	step  journal.Step
 	err   error
 	panic *panicError
-	// wrote is set when the request's change is part of the commit.
-	wrote bool
+	// wrote is set when the request's change is part of the commit;
+	// written and ref are then the step as written and where (recent.go).
+	wrote   bool
+	written journal.Step
+	ref     stepRef
 }
 
 // errNothingWritten rolls back a batch in which no request wrote, saving
@@ -137,6 +140,7 @@ func (b *Journal) commit(batch []*request) {
 		if err != nil {
 			return err
 		}
+		b.recent.check(b.sweeps.Load())
 		wrote := false
 		if b.onApplied != nil {
 			t0 := time.Now()
@@ -156,6 +160,7 @@ func (b *Journal) commit(batch []*request) {
 	})
 	switch {
 	case err == nil:
+		b.recent.keep(batch)
 		b.commits.Add(1)
 		if b.onCommit != nil {
 			b.onCommit(time.Since(start), len(batch))

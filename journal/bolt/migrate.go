@@ -130,7 +130,7 @@ func moveStep(tx *bbolt.Tx, k, v []byte) error {
 	}
 	bk := &buckets{records: tx.Bucket(bucketRecords), keys: tx.Bucket(bucketKeys)}
 	bk.records.FillPercent, bk.keys.FillPercent = appendFill, appendFill // both grow in key order here
-	return bk.putStep(s.Key, stepRef{}, v)
+	return bk.putStep(s.Key, &stepRef{}, v)
 }
 
 // indexStatus adds the status entry of the step of one time-index entry.

@@ -61,8 +61,9 @@ func (bk *buckets) loadStep(key string) (*journal.Step, stepRef, error) {
 }
 
 // putStep stores data as the record of key: in place when ref locates an
-// existing record, else under a new sequence number.
-func (bk *buckets) putStep(key string, ref stepRef, data []byte) error {
+// existing record, else under a new sequence number, which ref then
+// locates.
+func (bk *buckets) putStep(key string, ref *stepRef, data []byte) error {
 	seq := ref.seq
 	if seq == nil {
 		n, err := bk.records.NextSequence()
@@ -73,6 +74,7 @@ func (bk *buckets) putStep(key string, ref stepRef, data []byte) error {
 		if err := bk.keys.Put([]byte(key), seq); err != nil {
 			return err
 		}
+		ref.seq = seq
 	}
 	return bk.records.Put(seq, data)
 }

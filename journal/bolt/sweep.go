@@ -38,6 +38,7 @@ func (b *Journal) removeBatch(op string, batch int, fn func(bk *buckets, now tim
 	if batch <= 0 {
 		batch = 500
 	}
+	b.sweeps.Add(1) // before the transaction (recent.go)
 	b.cache.begin(nil, true)
 	defer b.cache.end()
 	err = b.db.Update(func(tx *bbolt.Tx) error {
