@@ -164,3 +164,28 @@ func TestMeasuredNotesQuoteOnlyMeasuredFigures(t *testing.T) {
 		t.Fatalf("notes = %q", r.Notes)
 	}
 }
+
+func TestParseFlagsScale(t *testing.T) {
+	for _, tt := range []struct {
+		args  []string
+		scale int
+		err   string
+	}{
+		{args: nil, scale: 1000000},
+		{args: []string{"-quick"}, scale: 0},
+		{args: []string{"-quick", "-scale", "5000"}, scale: 5000},
+		{args: []string{"-scale", "0"}, scale: 0},
+		{args: []string{"-scale", "-1"}, err: "-scale: -1 is negative"},
+	} {
+		o, err := parseFlags(tt.args)
+		if tt.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tt.err) {
+				t.Errorf("parseFlags(%q) error = %v, want %q", tt.args, err, tt.err)
+			}
+			continue
+		}
+		if err != nil || o.scale != tt.scale {
+			t.Errorf("parseFlags(%q) = scale %d, %v; want %d", tt.args, o.scale, err, tt.scale)
+		}
+	}
+}
