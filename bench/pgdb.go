@@ -55,7 +55,10 @@ func (s *pgServer) createFrom(ctx context.Context, what, template string) (strin
 	ident := pgx.Identifier{name}.Sanitize()
 	create := "CREATE DATABASE " + ident
 	if template != "" {
-		create += " TEMPLATE " + pgx.Identifier{template}.Sanitize()
+		// FILE_COPY (PostgreSQL 15) copies the files between two
+		// checkpoints; the default, WAL_LOG, would write the whole copy to
+		// the WAL, to be flushed and checkpointed during what follows.
+		create += " TEMPLATE " + pgx.Identifier{template}.Sanitize() + " STRATEGY = FILE_COPY"
 	}
 	if _, err := conn.Exec(ctx, create); err != nil {
 		return "", fmt.Errorf("create database %s: %w", name, err)

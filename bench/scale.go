@@ -96,9 +96,11 @@ func runScale(ctx context.Context, o options, rep *report, up *upstreams, pg *pg
 		}
 		if n > 0 {
 			progress("scale: copying the pre-filled journal (%.0f MiB)", fill.FileMiB)
+			t0 := time.Now()
 			if err := copyFile(path, filepath.Join(dir, "tg.db")); err != nil {
 				return err
 			}
+			progress("scale: copied and synced in %.1f s", time.Since(t0).Seconds())
 		}
 		sc, err := runScaleCell(ctx, o, up, bin, dir, rulesDir, configFile, "bolt", n, nil, "", "")
 		if err != nil {
@@ -121,7 +123,10 @@ func runScale(ctx context.Context, o options, rep *report, up *upstreams, pg *pg
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		from := ""
+		// Both databases are copies made the same way (template1 is the
+		// empty one CREATE DATABASE copies by default), so that both loads
+		// start right after the checkpoint FILE_COPY makes.
+		from := "template1"
 		if n > 0 {
 			from = template
 			progress("scale: copying the pre-filled database %s (%.0f MiB)", template, fill.FileMiB)
@@ -383,7 +388,10 @@ func fillOutcome(epoch, fence uint64, i int64) journal.Mutation {
 	})
 }
 
-// copyFile copies src to dst (copy_file_range where the kernel has it).
+// copyFile copies src to dst (copy_file_range where the kernel has it)
+// and syncs it: dirty pages of the copy left to the kernel's writeback
+// would be written by toolguard's first fdatasync of the file, inside the
+// measurement.
 func copyFile(src, dst string) error {
 	in, err := os.Open(src)
 	if err != nil {
@@ -395,6 +403,10 @@ func copyFile(src, dst string) error {
 		return err
 	}
 	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return err
+	}
+	if err := out.Sync(); err != nil {
 		out.Close()
 		return err
 	}
@@ -438,7 +450,7 @@ func (r *report) writeScale(b io.Writer) {
 		fmt.Fprintf(b, "| %s | %d | %s | %.0f | %s | %.3f | %.3f | %s | %s | %s | %.0f | %s |\n", c.Backend, c.Steps, fmtMiB(c.FileMiB), c.RPS, ratio,
 			c.P50MS, c.P99MS, errs, opt(c.CommitsPerCall, "%.3f"), opt(c.CommitMeanMS, "%.3f"), c.ToolguardCPUUS, opt(c.PostgresCPUUS, "%.0f"))
 	}
-	fmt.Fprintf(b, "\njournal MiB: the bbolt file, or pg_database_size of the PostgreSQL database, after the load. Columns as in the backends table.\n\n")
+	fmt.Fprintf(b, "\njournal MiB: the bbolt file, or pg_database_size of the PostgreSQL database, after the load. Columns as in the backends table. Both PostgreSQL databases are made with CREATE DATABASE … STRATEGY FILE_COPY, which checkpoints: each load starts right after a checkpoint, when the first change to a page writes a full-page image to the WAL (more pages are touched on the larger database), as it does after every checkpoint of a running server.\n\n")
 	for _, c := range r.Scale {
 		if c.FirstError != "" {
 			fmt.Fprintf(b, "- %s %d steps: first error: `%s`\n", c.Backend, c.Steps, c.FirstError)
