@@ -5,7 +5,8 @@
 //
 //	go run ./bench                       # full grid, 5s per cell
 //	go run ./bench -duration 3s          # full grid, shorter
-//	go run ./bench -quick                # one concurrency, one latency, 2s per cell
+//	go run ./bench -quick                # one concurrency, one latency, 2s per cell, no scale cell
+//	go run ./bench -scale 200000         # a smaller pre-filled journal for the scale cell
 //	go run ./bench -cpuprofile           # also profile the in-process proxy (guarded, replay; conc 64)
 //	go run ./bench -memprofile           # and its heap (guarded, conc 256, 64 KiB bodies)
 //	go run ./bench -toolguard-env TOOLGUARD_UPSTREAM_MAX_IDLE_CONNS_PER_HOST=512   # an experiment
@@ -82,6 +83,30 @@
 // (ALTER DATABASE ... SET, e.g. synchronous_commit=off, commit_delay=200),
 // never on the server. -grid=false skips the grid.
 //
+// # Journal size
+//
+// -scale N (default 1,000,000; 0 or -quick: none) measures guarded at
+// concurrency 64, upstream latency 0, on a bbolt journal pre-filled with N
+// committed steps and on an empty one, each on a fresh toolguard process.
+// The pre-fill goes through the journal's own Apply, as the proxy writes a
+// guarded call (a claim of a new key, then its outcome with the stored
+// answer: the step, its events and every index), from 1024 goroutines that
+// share group commits; the file is kept in -scale-cache (default
+// $TMPDIR/toolguard-bench-cache), named by N, the journal's schema version
+// and the fill's shape, so later runs reuse it, and each run measures a
+// copy. With -backend postgres or both the same runs on PostgreSQL: the
+// journal is filled through the postgres package's Apply into a database
+// kept on the server (named by N, both schema versions and the fill's
+// shape; DROP DATABASE reclaims it), and each measurement runs on a copy
+// made with CREATE DATABASE ... TEMPLATE.
+//
+// # Targets
+//
+// The report's Targets table evaluates the performance issue's targets
+// (bench/targets.go) from cells of the same run, each at every latency and
+// concurrency it names that was run; a target whose cells were not run is
+// left out.
+//
 // Before the grid and after the run, a probe times fdatasync of a 4 KiB
 // write on the journal's file system: guarded calls are bounded by it, and
 // it varies with the machine and with other I/O.
@@ -130,6 +155,10 @@ type options struct {
 	backends   []string
 	dsn        string
 	pgSettings []string
+	// scale is the number of steps of the pre-filled journal of the scale
+	// cell (0: no scale cell); scaleCache is where the filled file is kept.
+	scale      int
+	scaleCache string
 }
 
 func main() {
@@ -179,6 +208,8 @@ func parseFlags(args []string) (options, error) {
 	fs.StringVar(&backend, "backend", "bolt", "journal of the measured toolguard: bolt, postgres or both (postgres adds the cross-replica scenarios and a backends table)")
 	fs.StringVar(&o.dsn, "dsn", defaultDSN, "PostgreSQL server URL (backend postgres): each run creates a fresh database there and drops it at the end")
 	fs.StringVar(&pgSet, "pg-settings", "", "comma-separated name=value settings for the bench database (ALTER DATABASE ... SET), for experiments")
+	fs.IntVar(&o.scale, "scale", 1000000, "steps of the pre-filled bbolt journal of the scale cell (guarded c64 on it and on an empty journal; 0: no scale cell; -quick: 0 unless set)")
+	fs.StringVar(&o.scaleCache, "scale-cache", "", "directory keeping pre-filled journals between runs, keyed by steps and schema version (default $TMPDIR/toolguard-bench-cache)")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
@@ -199,6 +230,9 @@ func parseFlags(args []string) (options, error) {
 		}
 		if !set["replay-set"] {
 			o.replaySet = 512
+		}
+		if !set["scale"] {
+			o.scale = 0
 		}
 	}
 	for _, kv := range strings.Split(tgEnv, ",") {
@@ -226,6 +260,9 @@ func parseFlags(args []string) (options, error) {
 			return o, fmt.Errorf("-pg-settings: %q is not name=value", kv)
 		}
 		o.pgSettings = append(o.pgSettings, kv)
+	}
+	if o.scale < 0 {
+		return o, fmt.Errorf("-scale: %d is negative", o.scale)
 	}
 	if o.warmup <= 0 {
 		o.warmup = min(o.duration/6, 500*time.Millisecond).Round(time.Millisecond)

@@ -36,6 +36,12 @@ func newPGServer(dsn string, settings []string) *pgServer {
 // create makes a fresh database named for what it serves and returns its
 // DSN.
 func (s *pgServer) create(ctx context.Context, what string) (string, error) {
+	return s.createFrom(ctx, what, "")
+}
+
+// createFrom is create with the new database a copy of template (none
+// when empty), which must have no connections.
+func (s *pgServer) createFrom(ctx context.Context, what, template string) (string, error) {
 	u, err := url.Parse(s.admin)
 	if err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
 		return "", fmt.Errorf("-dsn: want a postgres:// URL")
@@ -47,7 +53,14 @@ func (s *pgServer) create(ctx context.Context, what string) (string, error) {
 	}
 	defer conn.Close(ctx)
 	ident := pgx.Identifier{name}.Sanitize()
-	if _, err := conn.Exec(ctx, "CREATE DATABASE "+ident); err != nil {
+	create := "CREATE DATABASE " + ident
+	if template != "" {
+		// FILE_COPY (PostgreSQL 15) copies the files between two
+		// checkpoints; the default, WAL_LOG, would write the whole copy to
+		// the WAL, to be flushed and checkpointed during what follows.
+		create += " TEMPLATE " + pgx.Identifier{template}.Sanitize() + " STRATEGY = FILE_COPY"
+	}
+	if _, err := conn.Exec(ctx, create); err != nil {
 		return "", fmt.Errorf("create database %s: %w", name, err)
 	}
 	s.created = append(s.created, name)
@@ -60,6 +73,16 @@ func (s *pgServer) create(ctx context.Context, what string) (string, error) {
 	u.Path = "/" + name
 	s.names = append(s.names, name)
 	return u.String(), nil
+}
+
+// dsnFor is the -dsn with database name.
+func (s *pgServer) dsnFor(name string) string {
+	u, err := url.Parse(s.admin)
+	if err != nil {
+		return s.admin
+	}
+	u.Path = "/" + name
+	return u.String()
 }
 
 // adminDSN is the -dsn without pgxpool's own parameters (pool_max_conns
@@ -155,4 +178,18 @@ func writeSecret(dir string) (string, error) {
 // at dsn with the shared secret.
 func pgEnv(dsn, secretFile string) []string {
 	return []string{"TOOLGUARD_JOURNAL_BACKEND=postgres", "TOOLGUARD_JOURNAL_DSN=" + dsn, "TOOLGUARD_JOURNAL_SECRET_FILE=" + secretFile}
+}
+
+// size is database name's size in MiB (0 when it cannot be read).
+func (s *pgServer) size(ctx context.Context, name string) float64 {
+	conn, err := pgx.Connect(ctx, s.adminDSN())
+	if err != nil {
+		return 0
+	}
+	defer conn.Close(context.Background())
+	var b int64
+	if err := conn.QueryRow(ctx, "SELECT pg_database_size($1)", name).Scan(&b); err != nil {
+		return 0
+	}
+	return mib(b)
 }

@@ -34,11 +34,15 @@ type report struct {
 	Memory        []memCell         `json:"memory,omitempty"`
 	Journal       []journalCell     `json:"journal,omitempty"`
 	Backends      []backendCell     `json:"backends,omitempty"`
-	PGServer      []string          `json:"postgres_server,omitempty"`
-	PGSettings    []string          `json:"postgres_database_settings,omitempty"`
-	Targets       []target          `json:"targets,omitempty"`
-	Profiles      []string          `json:"profiles,omitempty"`
-	Notes         []string          `json:"notes,omitempty"`
+	Scale         []scaleCell       `json:"scale,omitempty"`
+	ScaleFill     []scaleFill       `json:"scale_fill,omitempty"`
+	// GridBackend is the journal of the grid's toolguard (bolt or postgres).
+	GridBackend string   `json:"grid_backend,omitempty"`
+	PGServer    []string `json:"postgres_server,omitempty"`
+	PGSettings  []string `json:"postgres_database_settings,omitempty"`
+	Targets     []target `json:"targets,omitempty"`
+	Profiles    []string `json:"profiles,omitempty"`
+	Notes       []string `json:"notes,omitempty"`
 }
 
 // cell is one scenario at one concurrency and upstream latency.
@@ -202,6 +206,7 @@ func (r *report) markdown() string {
 	}
 	r.writeMemory(&b)
 	r.writeBackends(&b)
+	r.writeScale(&b)
 	r.writeJournal(&b)
 	fmt.Fprintf(&b, "## Scenarios\n\n")
 	for _, name := range allScenarios {

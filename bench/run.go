@@ -62,10 +62,10 @@ func run(ctx context.Context, o options) error {
 			return fmt.Errorf("read PostgreSQL settings: %w", err)
 		}
 		rep.PGSettings = o.pgSettings
-		rep.Notes = append(rep.Notes, "On PostgreSQL every transition is its own transaction (no group commit across calls in toolguard): a guarded call is 2 commits and 5 statements, bounded by the journal's pgx pool (4 connections by default; pool_max_conns in the DSN), by the lock NOTIFY takes at commit (pg_database/0/0 in the waits: the outcome's commit, WAL flush included, is serialized across the server) and by the WAL flush; see bench/results/diary.md.")
 		progress("PostgreSQL %v", rep.PGServer)
 	}
 	gridEnv := o.toolguardEnv
+	rep.GridBackend = "bolt"
 	if len(o.backends) == 1 && o.backends[0] == "postgres" && usesToolguard(o.scenarios) {
 		dsn, err := pg.create(ctx, "grid")
 		if err != nil {
@@ -76,6 +76,7 @@ func run(ctx context.Context, o options) error {
 			return err
 		}
 		gridEnv = append(append([]string{}, gridEnv...), pgEnv(dsn, secret)...)
+		rep.GridBackend = "postgres"
 		rep.Notes = append(rep.Notes, "The grid's toolguard journals on PostgreSQL (-backend postgres).")
 	}
 	if o.grid {
@@ -85,6 +86,11 @@ func run(ctx context.Context, o options) error {
 	}
 	if pg != nil && ctx.Err() == nil {
 		if err := runBackends(ctx, o, rep, up, pg, bin, tmp, rulesDir, configFile); err != nil {
+			return err
+		}
+	}
+	if o.scale > 0 && ctx.Err() == nil {
+		if err := runScale(ctx, o, rep, up, pg, bin, tmp, rulesDir, configFile); err != nil {
 			return err
 		}
 	}
@@ -112,6 +118,7 @@ func run(ctx context.Context, o options) error {
 	probe("after the run")
 	rep.relate()
 	rep.evaluate()
+	rep.measuredNotes()
 	rep.Elapsed = time.Since(started).Round(time.Second).String()
 	md := rep.markdown()
 	fmt.Print(md)
@@ -141,7 +148,7 @@ func newReport(ctx context.Context, o options, root string, started time.Time) *
 		Scenarios:     map[string]string{},
 		Notes: []string{
 			"One machine runs the upstream, the proxies and the load clients (and whatever else it is doing): compare ratios within a run, not absolute numbers across runs.",
-			"Guarded calls are bounded by the journal's serial group commit: see the commit times and writes per commit, and the fdatasync probe.",
+			"Guarded calls wait for the journal's durable commits: see the commit times and writes per commit, and the fdatasync probe.",
 			"Peak RSS in the grid is VmHWM reset before each cell; the Go runtime keeps heap it grew in earlier cells, so the fresh-process memory table is the one to judge.",
 		},
 	}
