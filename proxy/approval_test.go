@@ -19,6 +19,7 @@ import (
 	"github.com/toolguard/toolguard/journal"
 	"github.com/toolguard/toolguard/journal/bolt"
 	"github.com/toolguard/toolguard/journal/postgres"
+	"github.com/toolguard/toolguard/lifecycle"
 	"github.com/toolguard/toolguard/rules"
 )
 
@@ -140,8 +141,8 @@ func TestApprovalWhen(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if st.Hold != journal.HoldAwaitingApproval || st.HoldReason != ReasonApproval || st.Status != journal.StatusPrepared {
-					t.Errorf("held step: %s/%s (%s), want prepared/awaiting_approval (%s)", st.Status, st.Hold, st.HoldReason, ReasonApproval)
+				if st.Hold != journal.HoldAwaitingApproval || st.HoldReason != lifecycle.ReasonApproval || st.Status != journal.StatusPrepared {
+					t.Errorf("held step: %s/%s (%s), want prepared/awaiting_approval (%s)", st.Status, st.Hold, st.HoldReason, lifecycle.ReasonApproval)
 				}
 				if !strings.Contains(st.Evidence, tc.evidence) {
 					t.Errorf("evidence %q, want it to say %q", st.Evidence, tc.evidence)
@@ -188,7 +189,7 @@ func TestBudget(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if st.Hold != journal.HoldAwaitingApproval || st.HoldReason != ReasonBudget || st.Status != journal.StatusPrepared {
+			if st.Hold != journal.HoldAwaitingApproval || st.HoldReason != lifecycle.ReasonBudget || st.Status != journal.StatusPrepared {
 				t.Errorf("third: %s/%s (%s), want prepared/awaiting_approval (budget)", st.Status, st.Hold, st.HoldReason)
 			}
 			r.postAs(t, "Bearer sk_test_other", `{"ref":"3"}`).expect(t, "another caller", http.StatusCreated, "")
@@ -311,7 +312,7 @@ func TestHoldExpiry(t *testing.T) {
 	review := "review-" + key
 	if _, err := store.Apply(context.Background(), review, func(*journal.Step) (journal.Change, error) {
 		return journal.Change{Step: journal.Step{Key: review, API: "test", Route: "create", Status: journal.StatusPrepared,
-			Hold: journal.HoldNeedsReview, HoldReason: ReasonVersionChanged}, Event: journal.EventHeld}, nil
+			Hold: journal.HoldNeedsReview, HoldReason: lifecycle.ReasonVersionChanged}, Event: journal.EventHeld}, nil
 	}); err != nil {
 		t.Fatal(err)
 	}

@@ -15,9 +15,9 @@
 // answers the agent. A duplicate is answered from the journal, or waits for
 // the call in flight (in this process, or on another replica sharing the
 // journal). A step whose outcome is unknown is resolved by the recovery
-// table (Decide, decide.go), never by blindly sending it again; a step
+// table (lifecycle.Decide), never by blindly sending it again; a step
 // nobody comes back for is settled in the background (abandon.go). Every
-// change a step goes through is a pure function in transitions.go.
+// change a step goes through is a pure function of package lifecycle.
 //
 // # Observe mode
 //

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/toolguard/toolguard/lifecycle"
 	"github.com/toolguard/toolguard/rules"
 )
 
@@ -55,10 +56,10 @@ func shouldRetry(p *Problem) bool {
 func renderProblem(f rules.ErrorFormat, p *Problem, req *http.Request) *http.Response {
 	switch f.Style {
 	case rules.ErrorsStripe:
-		return withRetryAfter(bodyResponse(req, p.Status, jsonHeader(), stripeBody(p)), p.RetryAfter, headerStripeShouldRetry, shouldRetry(p))
+		return withRetryAfter(bodyResponse(req, p.Status, jsonHeader(), stripeBody(p)), p.RetryAfter, lifecycle.HeaderStripeShouldRetry, shouldRetry(p))
 	case rules.ErrorsJSON:
 		body := f.RenderError(map[string]string{"type": p.Type, "title": p.Title, "detail": p.Detail, "key": p.Key, "status": strconv.Itoa(p.Status)})
-		return withRetryAfter(bodyResponse(req, p.Status, jsonHeader(), append(body, '\n')), p.RetryAfter, headerXShouldRetry, shouldRetry(p))
+		return withRetryAfter(bodyResponse(req, p.Status, jsonHeader(), append(body, '\n')), p.RetryAfter, lifecycle.HeaderXShouldRetry, shouldRetry(p))
 	}
 	return p.response(req)
 }
@@ -91,7 +92,7 @@ func stripeBody(p *Problem) []byte {
 func withRetryAfter(resp *http.Response, after time.Duration, shouldHeader string, should bool) *http.Response {
 	resp.Header.Set(shouldHeader, strconv.FormatBool(should))
 	if after > 0 {
-		resp.Header.Set(headerRetryAfter, strconv.Itoa(int((after+time.Second-1)/time.Second)))
+		resp.Header.Set(lifecycle.HeaderRetryAfter, strconv.Itoa(int((after+time.Second-1)/time.Second)))
 	}
 	return resp
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/toolguard/toolguard/journal"
+	"github.com/toolguard/toolguard/lifecycle"
 	"github.com/toolguard/toolguard/mcp"
 )
 
@@ -15,7 +16,7 @@ import (
 
 // forwarded answers a tools/call just sent: from the record, or with
 // the server's own answer when the tool did not run.
-func (m *mcpCall) forwarded(c *call, rec journal.Step, res result, d Decision) *answer {
+func (m *mcpCall) forwarded(c *call, rec journal.Step, res result, d lifecycle.Decision) *answer {
 	s := m.s
 	outcome := OutcomeForwarded
 	if d.Recovered {
@@ -48,7 +49,7 @@ func (m *mcpCall) forwarded(c *call, rec journal.Step, res result, d Decision) *
 // replay answers a tools/call from a step: the stored response under
 // the new request's id, or — where the effect was established by a lookup
 // or an operator — a tool result saying so.
-func (m *mcpCall) replay(c *call, st *journal.Step, outcome string, d Decision) *answer {
+func (m *mcpCall) replay(c *call, st *journal.Step, outcome string, d lifecycle.Decision) *answer {
 	s := m.s
 	var body []byte
 	if r := st.Response; r != nil && !r.Truncated {
@@ -87,7 +88,7 @@ func evidenceResult(st *journal.Step) mcp.ToolResult {
 }
 
 // problem renders a problem as a tool result with isError: true.
-func (m *mcpCall) problem(c *call, p *Problem, d Decision) *answer {
+func (m *mcpCall) problem(c *call, p *Problem, d lifecycle.Decision) *answer {
 	h := mcp.Hold{Type: p.Type, Title: p.Title, Status: p.Status, Detail: p.Detail, Key: p.Key}
 	if p.RetryAfter > 0 {
 		h.RetryAfter = int((p.RetryAfter + time.Second - 1) / time.Second)

@@ -12,6 +12,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolguard/toolguard/journal"
+	"github.com/toolguard/toolguard/lifecycle"
 	"github.com/toolguard/toolguard/rules"
 	"github.com/toolguard/toolguard/verifiers"
 )
@@ -25,15 +26,15 @@ func (m *mcpCall) lookup(c *call, st *journal.Step) {
 	l := c.route.Lookup
 	c.lookupFence = st.Fence
 	res, evidence := m.lookupTool(c, st, l)
-	c.lookup = LookupUnknown
+	c.lookup = lifecycle.LookupUnknown
 	c.lookupFound = nil
 	switch {
 	case res == nil || res.IsError:
 	case l.Found.Match(http.StatusOK, res.raw):
-		c.lookup = LookupFound
-		c.lookupFound = &lookupResult{operationID: l.OperationID.Extract(nil, res.raw), evidence: "lookup " + evidence}
+		c.lookup = lifecycle.LookupFound
+		c.lookupFound = &lifecycle.Found{OperationID: l.OperationID.Extract(nil, res.raw), Evidence: "lookup " + evidence}
 	case l.Absent != nil && l.Absent.Match(http.StatusOK, res.raw):
-		c.lookup = LookupAbsent
+		c.lookup = lifecycle.LookupAbsent
 	}
 	c.lookupEvidence = "lookup " + evidence
 	s.log.Info("lookup", logKey, st.Key, logRoute, c.route.Name, "answer", c.lookup.String(), "evidence", evidence)

@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/toolguard/toolguard/journal"
+	"github.com/toolguard/toolguard/lifecycle"
 	"github.com/toolguard/toolguard/policy"
 	"github.com/toolguard/toolguard/rules"
 )
@@ -88,7 +89,7 @@ func (m *Metrics) precreate() {
 	for _, r := range rejectReasons {
 		m.rejected.WithLabelValues(r)
 	}
-	for _, st := range []Strategy{StrategyNone, StrategyNative, StrategyLookup} {
+	for _, st := range []lifecycle.Strategy{lifecycle.StrategyNone, lifecycle.StrategyNative, lifecycle.StrategyLookup} {
 		for _, r := range recoveryResults {
 			m.recoveries.WithLabelValues(st.String(), r)
 		}
@@ -205,7 +206,7 @@ func (m *Metrics) upstreamCall(api, route string, d time.Duration) {
 	}
 }
 
-func (m *Metrics) recovery(strategy Strategy, result string) {
+func (m *Metrics) recovery(strategy lifecycle.Strategy, result string) {
 	if m != nil {
 		m.recoveries.WithLabelValues(strategy.String(), result).Inc()
 	}

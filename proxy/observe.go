@@ -14,6 +14,7 @@ import (
 	"github.com/elazarl/goproxy"
 
 	"github.com/toolguard/toolguard/journal"
+	"github.com/toolguard/toolguard/lifecycle"
 	"github.com/toolguard/toolguard/policy"
 	"github.com/toolguard/toolguard/rules"
 )
@@ -218,33 +219,12 @@ func (o *observation) decide() {
 		started.Status = journal.StatusStarted
 		sit.Step, sit.InFlight = &started, true
 	}
-	d := Decide(sit)
+	d := lifecycle.Decide(sit)
 	if sit.Step == nil {
 		c.versionChange = s.versionChange(c)
 		d = s.applyVersionPolicy(c, d)
 	}
-	o.base, o.would, o.why = cur, wouldOf(d), d.Why+o.why
-}
-
-// wouldOf names what a decision of the recovery table would have done.
-func wouldOf(d Decision) journal.Would {
-	switch d.Action {
-	case ActionForward:
-		return journal.WouldForward
-	case ActionReplay, ActionRecordFound:
-		return journal.WouldReplay
-	case ActionWait, ActionSettle:
-		return journal.WouldWait
-	case ActionLookup:
-		return journal.WouldLookup
-	case ActionMismatch:
-		return journal.WouldRefusePayloadMismatch
-	case ActionHold, ActionBlock:
-		if d.Hold == journal.HoldAwaitingApproval {
-			return journal.WouldHoldApproval
-		}
-	}
-	return journal.WouldHoldAmbiguous
+	o.base, o.would, o.why = cur, lifecycle.Would(d), d.Why+o.why
 }
 
 // ended journals the observation once the call has ended: res is the
@@ -266,7 +246,7 @@ func (o *observation) ended(res result, sum string) {
 		}
 		reason := journal.ObservedReason(o.would, o.why)
 		write := func(cur *journal.Step) (journal.Change, error) {
-			return observedChange(cur, o.fresh, withHash, reason), nil
+			return lifecycle.Observed(cur, o.fresh, withHash, reason), nil
 		}
 		preview, _ := write(o.base)
 		s.observing.ended(o.key, &preview.Step)

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/toolguard/toolguard/journal"
+	"github.com/toolguard/toolguard/lifecycle"
 )
 
 // Tests of the response- and recovery-side rule features through the
@@ -322,7 +323,7 @@ func TestNativeKeyExpiredHolds(t *testing.T) {
 	h.post("/x/things", `{"ref":"late"}`)
 	p.drop.Store(false)
 	resp, body := h.post("/x/things", `{"ref":"late"}`)
-	if resp.StatusCode != http.StatusConflict || !strings.Contains(body, ReasonKeyExpired) {
+	if resp.StatusCode != http.StatusConflict || !strings.Contains(body, lifecycle.ReasonKeyExpired) {
 		t.Fatalf("retry past the ttl: %d %s", resp.StatusCode, body)
 	}
 	if n := p.effects.Load(); n != 1 {

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/toolguard/toolguard/journal"
+	"github.com/toolguard/toolguard/lifecycle"
 )
 
 // A provider that commits a call and then loses the connection before it
@@ -110,7 +111,7 @@ func TestWireCapsTheDialToTheLease(t *testing.T) {
 		return (&net.Dialer{}).DialContext(ctx, network, addr)
 	}}
 	defer tr.CloseIdleConnections()
-	lease := newSendLease(time.Now(), 100*time.Millisecond)
+	lease := lifecycle.NewLease(time.Now(), 100*time.Millisecond)
 	ctx, w := watchWire(context.Background(), lease)
 	req, _ := http.NewRequestWithContext(ctx, "POST", srv.URL, strings.NewReader(`{"a":1}`))
 	noTransportResend(req, false)
@@ -141,7 +142,7 @@ func TestWireCapsTheWriteToTheLease(t *testing.T) {
 	defer close(stuck)
 	tr := &http.Transport{}
 	defer tr.CloseIdleConnections()
-	lease := newSendLease(time.Now(), time.Second)
+	lease := lifecycle.NewLease(time.Now(), time.Second)
 	ctx, w := watchWire(context.Background(), lease)
 	body := bytes.Repeat([]byte("x"), 64<<20)
 	req, _ := http.NewRequestWithContext(ctx, "POST", srv.URL, bytes.NewReader(body))
@@ -170,7 +171,7 @@ func TestWireCapsTheWriteToTheLease(t *testing.T) {
 // the request was written whole, is the transport re-sending on its own:
 // refused the same way.
 func TestWireChecksTheLeaseOnTheConnection(t *testing.T) {
-	lapsed := newSendLease(time.Now().Add(-time.Hour), time.Second)
+	lapsed := lifecycle.NewLease(time.Now().Add(-time.Hour), time.Second)
 	_, w := watchWire(context.Background(), nil)
 	w.lease = lapsed
 	c1, c2 := net.Pipe()
@@ -183,7 +184,7 @@ func TestWireChecksTheLeaseOnTheConnection(t *testing.T) {
 		t.Fatal("a refused connection counted as sent")
 	}
 
-	_, w = watchWire(context.Background(), newSendLease(time.Now(), time.Hour))
+	_, w = watchWire(context.Background(), lifecycle.NewLease(time.Now(), time.Hour))
 	a1, a2 := net.Pipe()
 	defer a2.Close()
 	w.gotConn(httptrace.GotConnInfo{Conn: a1})
@@ -195,28 +196,6 @@ func TestWireChecksTheLeaseOnTheConnection(t *testing.T) {
 		t.Fatal("a re-send's connection was not closed")
 	}
 	w.stop()
-}
-
-// A renewal the journal accepted extends the lease from the moment it
-// went out, less the margin for the clock's rate.
-func TestSendLeaseExtends(t *testing.T) {
-	t0 := time.Now()
-	l := newSendLease(t0, time.Second)
-	if want := t0.Add(time.Second - leaseMargin(time.Second)); !l.until().Equal(want) {
-		t.Fatalf("until = %v, want %v", l.until(), want)
-	}
-	l.extend(t0.Add(-time.Second), time.Second) // an older renewal never shortens it
-	l.extend(t0.Add(500*time.Millisecond), time.Second)
-	if want := t0.Add(1500*time.Millisecond - leaseMargin(time.Second)); !l.until().Equal(want) {
-		t.Fatalf("until after a renewal = %v, want %v", l.until(), want)
-	}
-	if !l.holds(t0) || l.holds(l.until()) {
-		t.Fatal("holds is wrong at the ends")
-	}
-	var none *sendLease
-	if !none.holds(time.Now()) {
-		t.Fatal("a nil lease must hold")
-	}
 }
 
 // A stored answer that kept no header at all is replayed, not dropped

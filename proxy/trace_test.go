@@ -17,6 +17,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/toolguard/toolguard/lifecycle"
 	"github.com/toolguard/toolguard/policy"
 )
 
@@ -187,8 +188,8 @@ func TestTraceHold(t *testing.T) {
 	}
 	server := rec.one(t, trace.SpanKindServer, "POST create_invoice")
 	wantAttrs(t, server, map[string]string{
-		"toolguard.outcome": OutcomeBlocked, "toolguard.decision": "hold", "toolguard.reason": ReasonApproval,
-		"toolguard.hold": "awaiting_approval", "toolguard.hold.reason": ReasonApproval, "toolguard.step.status": "prepared",
+		"toolguard.outcome": OutcomeBlocked, "toolguard.decision": "hold", "toolguard.reason": lifecycle.ReasonApproval,
+		"toolguard.hold": "awaiting_approval", "toolguard.hold.reason": lifecycle.ReasonApproval, "toolguard.step.status": "prepared",
 		"toolguard.step.key": resp.Header.Get(HeaderKey),
 	})
 	if n := len(rec.spans(trace.SpanKindClient, "")); n != 0 {

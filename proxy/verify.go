@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/toolguard/toolguard/journal"
+	"github.com/toolguard/toolguard/lifecycle"
 	"github.com/toolguard/toolguard/rules"
 	"github.com/toolguard/toolguard/verifiers"
 )
@@ -137,7 +138,7 @@ func (s *Server) awaitCredential(ctx context.Context, v *verification) bool {
 func (s *Server) finishVerify(v verification, res verifiers.Result, visible bool) {
 	within := v.route.Verify.Within
 	_, err := s.journal.Apply(context.Background(), v.step.Key, journal.Fenced(v.step.Epoch, v.step.Fence, func(cur *journal.Step) (journal.Change, error) {
-		if ch, ok := verifyFinishChange(*cur, visible, res.Evidence, within); ok {
+		if ch, ok := lifecycle.VerifyFinish(*cur, visible, res.Evidence, within); ok {
 			return ch, nil
 		}
 		return journal.Change{}, journal.ErrNoChange
