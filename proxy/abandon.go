@@ -173,7 +173,7 @@ func (s *Server) abandon(r *resolver, st journal.Step, now time.Time) bool {
 	if route != nil {
 		strategy = lifecycle.StrategyOf(route)
 	}
-	s.metrics.recovery(strategy, result)
+	s.metrics.Recovery(strategy, result)
 	s.log.Warn("abandoned step settled in the background; nothing was sent",
 		slog.String(logKey, st.Key), slog.String(logRoute, st.Route), slog.String("status", got.Status.String()),
 		slog.String("hold", got.Hold.String()), slog.String("evidence", evidence))

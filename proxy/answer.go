@@ -159,14 +159,14 @@ func (s *Server) logDecision(c *call, a *answer) {
 	if c.intent != nil {
 		key = c.intent.Key
 	}
-	s.metrics.request(c.route.API.Name, c.carrier.routeLabel(c), a.outcome)
+	s.metrics.Request(c.route.API.Name, c.carrier.routeLabel(c), a.outcome)
 	switch d := a.decision; {
 	case d.Action == lifecycle.ActionRecordFound:
-		s.metrics.recovery(lifecycle.StrategyOf(c.route), "found")
+		s.metrics.Recovery(lifecycle.StrategyOf(c.route), "found")
 	case d.Recovered:
-		s.metrics.recovery(lifecycle.StrategyOf(c.route), "resent")
+		s.metrics.Recovery(lifecycle.StrategyOf(c.route), "resent")
 	case d.Action == lifecycle.ActionHold && (d.Reason == lifecycle.ReasonOutcomeUnknown || d.Reason == lifecycle.ReasonLookupUnknown || d.Reason == lifecycle.ReasonKeyExpired):
-		s.metrics.recovery(lifecycle.StrategyOf(c.route), "held")
+		s.metrics.Recovery(lifecycle.StrategyOf(c.route), "held")
 	}
 	s.log.LogAttrs(c.in.Context(), level, "guarded call",
 		slog.String(logKey, key),

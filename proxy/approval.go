@@ -78,7 +78,7 @@ const tooManyHoldsRetry = time.Minute
 // tooManyHolds answers a new intent that would be held while its caller
 // has limits.max_open_holds holds already: 429, and nothing journaled.
 func (s *Server) tooManyHolds(c *call) *answer {
-	s.metrics.reject("too_many_holds")
+	s.metrics.Reject("too_many_holds")
 	p := newProblem(ProblemTooManyHolds, c.intent.Key, fmt.Sprintf(
 		"this call would be held for an operator, and its caller has %d held calls already (limits.max_open_holds); it was not recorded: retry once an operator has settled some",
 		s.opts.MaxOpenHolds))

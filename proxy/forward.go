@@ -98,7 +98,7 @@ func (r restCarrier) forwarded(c *call, rec journal.Step, res result, d lifecycl
 	}
 	switch {
 	case errors.Is(res.err, egress.ErrRefused):
-		s.metrics.reject("egress")
+		s.metrics.Reject("egress")
 		return s.problemWith(c, newProblem(ProblemRejected, rec.Key, "nothing was sent: "+res.err.Error()), d)
 	case res.err != nil && !res.sent:
 		return s.problemWith(c, newProblem(ProblemUpstreamUnreachable, rec.Key, "nothing was sent: "+res.err.Error()+"; safe to retry"), d)
@@ -263,7 +263,7 @@ func (r restCarrier) send(c *call) result {
 	began := time.Now()
 	resp, err := s.sendUpstream(out)
 	w.stop()
-	s.metrics.upstreamCall(c.route.API.Name, c.route.Name, time.Since(began))
+	s.metrics.UpstreamCall(c.route.API.Name, c.route.Name, time.Since(began))
 	if err != nil {
 		w.end()
 		cancel()
@@ -291,7 +291,7 @@ func (s *Server) leaseLapsed(c *call) (result, bool) {
 	if c.lease.Holds(time.Now()) {
 		return result{}, false
 	}
-	s.metrics.reject("lease_lapsed")
+	s.metrics.Reject("lease_lapsed")
 	s.log.Warn("not sent: the claim's lease ended before the call was sent", slog.String(logKey, c.intent.Key),
 		slog.Time("lease_end", c.lease.Until()))
 	return result{err: errLeaseLapsed}, true
@@ -387,7 +387,7 @@ func (s *Server) storedResponse(res result) *journal.Response {
 		// The hash is recorded once the body has been streamed whole.
 		r.BodyHash = ""
 		r.Truncated = true
-		s.metrics.truncatedResponse()
+		s.metrics.TruncatedResponse()
 	} else {
 		r.Body = res.body
 	}

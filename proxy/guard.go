@@ -77,7 +77,7 @@ func (s *Server) guard(req *http.Request, route *rules.Route, params map[string]
 // decision line.
 func (s *Server) admit(c *call, prepare func(*call) *answer) *http.Response {
 	if !s.active.tryAdd(s.opts.MaxInFlight) {
-		s.metrics.reject("in_flight_limit")
+		s.metrics.Reject("in_flight_limit")
 		p := newProblem(ProblemUnavailable, "", "too many calls in flight (limits.max_in_flight); retry shortly")
 		p.RetryAfter = time.Second
 		a := s.problem(c, p)
@@ -87,7 +87,7 @@ func (s *Server) admit(c *call, prepare func(*call) *answer) *http.Response {
 	defer s.active.Done()
 	var a *answer
 	if s.draining.Load() {
-		s.metrics.reject("draining")
+		s.metrics.Reject("draining")
 		a = s.problem(c, newProblem(ProblemUnavailable, "", "toolguard is shutting down; retry shortly"))
 	} else if a = prepare(c); a == nil {
 		a = s.run(c)
@@ -109,7 +109,7 @@ func (s *Server) prepare(c *call) *answer {
 	}
 	intent, err := s.deriver.Derive(c.route, in)
 	if err != nil {
-		s.metrics.reject("invalid_body")
+		s.metrics.Reject("invalid_body")
 		return s.problem(c, newProblem(ProblemInvalidBody, "", err.Error()))
 	}
 	c.intent, c.input = intent, in
@@ -142,7 +142,7 @@ func (s *Server) refuseNoCredential(c *call) *answer {
 	if why == "" {
 		return nil
 	}
-	s.metrics.reject("no_credential")
+	s.metrics.Reject("no_credential")
 	return s.problem(c, newProblem(ProblemInvalidBody, "", why))
 }
 

@@ -51,7 +51,7 @@ func (s *Server) readMessages(c *call) (mcp.Body, *http.Response) {
 	r.Body, r.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
 	msgs, err := mcp.Parse(body)
 	if err != nil {
-		s.metrics.reject("invalid_body")
+		s.metrics.Reject("invalid_body")
 		return mcp.Body{}, rpcError(r, http.StatusBadRequest, nil, mcp.Code(err), "toolguard: "+err.Error())
 	}
 	return msgs, nil
@@ -75,7 +75,7 @@ func (s *Server) dispatchMCP(c *call, ep *mcpEndpoint, target *url.URL, msgs mcp
 		}
 		return nil, nil
 	case msgs.Batch && n < len(msgs.Messages):
-		s.metrics.reject("invalid_body")
+		s.metrics.Reject("invalid_body")
 		return rpcError(r, http.StatusBadRequest, nil, mcp.CodeInvalidRequest,
 			"toolguard: a batch that mixes tools/call with other messages is not accepted; send the tools/call requests in a batch of their own, or one per POST"), nil
 	case msgs.Batch:
@@ -95,7 +95,7 @@ func (s *Server) dispatchMCP(c *call, ep *mcpEndpoint, target *url.URL, msgs mcp
 func (s *Server) mcpCallOne(r *http.Request, ep *mcpEndpoint, target *url.URL, c *call, m mcp.Message, stream bool) (resp *http.Response, pass bool) {
 	tc, err := mcp.ParseCall(m)
 	if err != nil {
-		s.metrics.reject("invalid_body")
+		s.metrics.Reject("invalid_body")
 		return rpcError(r, http.StatusOK, m.ID, mcp.Code(err), "toolguard: "+err.Error()), false
 	}
 	route, guarded := s.mcpRoute(ep, tc.Name)
@@ -206,7 +206,7 @@ func (s *Server) prepareMCP(c *call, m *mcpCall) *answer {
 	}
 	intent, err := s.deriver.Derive(c.route, in)
 	if err != nil {
-		s.metrics.reject("invalid_body")
+		s.metrics.Reject("invalid_body")
 		return s.problem(c, newProblem(ProblemInvalidBody, "", "arguments of "+m.tool.Name+": "+err.Error()))
 	}
 	c.intent, c.input = intent, in
@@ -248,7 +248,7 @@ func (s *Server) handleMCPForward(req *http.Request, ctx *goproxy.ProxyCtx, api 
 // mcpPassthrough sends a request of the gateway that is not guarded on to
 // the server, streaming both ways (SSE included).
 func (s *Server) mcpPassthrough(w http.ResponseWriter, r *http.Request, ep *mcpEndpoint, listing json.RawMessage) {
-	s.metrics.passedThrough()
+	s.metrics.PassedThrough()
 	s.mcpReverseProxy(ep, listing, s.upstream, true).ServeHTTP(w, r)
 }
 

@@ -76,7 +76,7 @@ func (s *Server) callTool(ctx context.Context, target *url.URL, creds http.Heade
 	}
 	defer sess.Close()
 	res, err := sess.CallTool(ctx, &sdk.CallToolParams{Name: tc.Name, Arguments: json.RawMessage(args)})
-	s.metrics.upstreamCall(route.API.Name, route.Name+" "+tc.Name, time.Since(began))
+	s.metrics.UpstreamCall(route.API.Name, route.Name+" "+tc.Name, time.Since(began))
 	if err != nil {
 		return nil, fmt.Sprintf("%s: %v", tc.Name, err)
 	}

@@ -111,7 +111,7 @@ func (s *Server) observeMCPGateway(w http.ResponseWriter, r *http.Request, ep *m
 	if o != nil {
 		transport = observingTransport{o}
 	} else {
-		s.metrics.passedThrough()
+		s.metrics.PassedThrough()
 	}
 	s.mcpReverseProxy(ep, listing, transport, false).ServeHTTP(w, r)
 }

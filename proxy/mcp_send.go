@@ -41,7 +41,7 @@ func (m *mcpCall) send(c *call) result {
 	began := time.Now()
 	resp, err := s.sendUpstream(out)
 	w.stop()
-	s.metrics.upstreamCall(c.route.API.Name, m.routeLabel(c), time.Since(began))
+	s.metrics.UpstreamCall(c.route.API.Name, m.routeLabel(c), time.Since(began))
 	if err != nil {
 		return result{err: wireCause(ctx, err), sent: w.sent(err)}
 	}

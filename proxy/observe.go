@@ -15,6 +15,7 @@ import (
 
 	"github.com/toolguard/toolguard/journal"
 	"github.com/toolguard/toolguard/lifecycle"
+	"github.com/toolguard/toolguard/metrics"
 	"github.com/toolguard/toolguard/policy"
 	"github.com/toolguard/toolguard/rules"
 )
@@ -48,7 +49,7 @@ import (
 
 // outcomeObserved is the outcome of an observed call in the decision line
 // and in toolguard_requests_total; it is never sent in Toolguard-Outcome.
-const outcomeObserved = "observed"
+const outcomeObserved = metrics.OutcomeObserved
 
 // modeOf is the guard mode of api's calls: its rule file's, else the
 // global one.
@@ -275,8 +276,8 @@ func (o *observation) dropped() {
 func (o *observation) log(res result) {
 	s, c := o.s, o.c
 	route := c.carrier.routeLabel(c)
-	s.metrics.request(c.route.API.Name, route, outcomeObserved)
-	s.metrics.observed(c.route.API.Name, route, o.would)
+	s.metrics.Request(c.route.API.Name, route, outcomeObserved)
+	s.metrics.Observed(c.route.API.Name, route, o.would)
 	status := 0
 	if res.resp != nil {
 		status = res.resp.StatusCode

@@ -26,7 +26,7 @@ type refusal struct {
 // as toolguard_requests_total{outcome="blocked"} (and under its reason),
 // and its decision line.
 func (s *Server) refuse(req *http.Request, r refusal) *http.Response {
-	s.metrics.refused(r.reason)
+	s.metrics.Refused(r.reason)
 	why := r.why
 	if why == "" {
 		why = r.problem.Detail

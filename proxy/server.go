@@ -20,6 +20,7 @@ import (
 
 	"github.com/toolguard/toolguard/egress"
 	"github.com/toolguard/toolguard/journal"
+	"github.com/toolguard/toolguard/metrics"
 	"github.com/toolguard/toolguard/policy"
 	"github.com/toolguard/toolguard/rules"
 	"github.com/toolguard/toolguard/tlsca"
@@ -138,7 +139,7 @@ type Options struct {
 	// and not journaled. Zero means no cap.
 	MaxOpenHolds int
 	// Metrics records Prometheus metrics; nil records none.
-	Metrics *Metrics
+	Metrics *metrics.Metrics
 	// Logger receives one decision line per guarded call; nil discards.
 	Logger *slog.Logger
 	// Tracer receives a span per guarded or passed-through request, and
@@ -181,7 +182,7 @@ type Server struct {
 	bg      context.Context
 	stopBg  context.CancelFunc
 	bgWork  sync.WaitGroup
-	metrics *Metrics
+	metrics *metrics.Metrics
 	egress  *egress.Policy
 	parked  parking
 	// verifying holds the keys this process verifies (see verifylease.go).
@@ -308,10 +309,10 @@ func New(opts Options) (*Server, error) {
 	s.mcp = newMCPEndpoints(opts.MCPServers, opts.MCPUnlistedCredential)
 	s.bg, s.stopBg = context.WithCancel(context.Background())
 	s.metrics = opts.Metrics
-	s.metrics.precreateRoutes(opts.Rules, opts.Mode)
+	s.metrics.PrecreateRoutes(opts.Rules, opts.Mode)
 	s.health.metrics, s.health.log = opts.Metrics, s.log
 	s.journal = healthRecordingStore{Store: opts.Journal, h: &s.health}
-	s.metrics.watchState(s, opts.Journal, opts.Maintainer)
+	s.metrics.WatchState(s.flights.count, opts.Journal, opts.Maintainer)
 	if opts.CA != nil {
 		s.certs = tlsca.NewCache(opts.CA, opts.CertCacheSize)
 	}
@@ -617,7 +618,7 @@ func (s *Server) handleResponse(resp *http.Response, ctx *goproxy.ProxyCtx) *htt
 	if st != nil && st.why != "" {
 		why = st.why
 	}
-	s.metrics.passedThrough()
+	s.metrics.PassedThrough()
 	s.logRequest(ctx.Req, slog.LevelDebug, OutcomePassthrough, resp.StatusCode, why)
 	return resp
 }

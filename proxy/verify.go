@@ -145,12 +145,12 @@ func (s *Server) finishVerify(v verification, res verifiers.Result, visible bool
 	}))
 	switch {
 	case errors.Is(err, journal.ErrFenced):
-		s.metrics.verification("discarded")
+		s.metrics.Verification("discarded")
 		s.log.Warn("verification result discarded: the step was taken over", slog.String(logKey, v.step.Key), slog.Any("error", err))
 	case err != nil && !errors.Is(err, journal.ErrNoChange):
 		s.log.Error("record verification", slog.String(logKey, v.step.Key), slog.Any("error", err))
 	default:
-		s.metrics.verification(map[bool]string{true: "verified", false: "not_visible"}[visible])
+		s.metrics.Verification(map[bool]string{true: "verified", false: "not_visible"}[visible])
 		s.log.Info("verification", slog.String(logKey, v.step.Key), slog.Bool("visible", visible), slog.String("evidence", res.Evidence))
 	}
 }
