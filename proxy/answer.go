@@ -13,7 +13,7 @@ import (
 
 // replay answers from a step's stored outcome, in the call's protocol.
 func (s *Server) replay(c *call, st *journal.Step, outcome string, d lifecycle.Decision) *answer {
-	s.traceStep(c, st)
+	s.trace.Step(c.in.Context(), st)
 	return c.carrier.replay(c, st, outcome, d)
 }
 

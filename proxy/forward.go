@@ -53,7 +53,7 @@ func (s *Server) forward(c *call, st journal.Step, fl *flight, d lifecycle.Decis
 		return a, err
 	}
 	c.lease = fl.lease
-	s.traceAttempt(c, st.Attempt)
+	s.trace.Attempt(c.in.Context(), st.Attempt)
 	stop := s.heartbeat(st, c.lease)
 	res := c.carrier.send(c)
 	stop()
@@ -77,7 +77,7 @@ func (s *Server) forward(c *call, st journal.Step, fl *flight, d lifecycle.Decis
 		s.log.Error("record outcome failed; the step stays started", slog.String(logKey, st.Key), slog.Any("error", err))
 		return s.problemWith(c, newProblem(ProblemOutcomeUnknown, st.Key, "the call was sent but its outcome could not be recorded; the next retry resolves it"), d), nil
 	}
-	s.traceStep(c, &rec)
+	s.trace.Step(c.in.Context(), &rec)
 	return c.carrier.forwarded(c, rec, res, d), nil
 }
 

@@ -65,7 +65,7 @@ type answer struct {
 
 // guard runs a request that a route describes through the pipeline.
 func (s *Server) guard(req *http.Request, route *rules.Route, params map[string]string) *http.Response {
-	req = s.traceRoute(req, route)
+	req = s.trace.Route(req, route)
 	c := &call{in: req, route: route, params: params, start: time.Now(), carrier: restCarrier{s}}
 	defer s.releaseBody(c)
 	return s.admit(c, s.prepare)
@@ -184,7 +184,7 @@ func (s *Server) run(c *call) *answer {
 			return s.journalFailure(c, err)
 		}
 		d, st := dd.decision, dd.step
-		s.traceStep(c, &st)
+		s.trace.Step(c.in.Context(), &st)
 		switch d.Action {
 		case lifecycle.ActionReplay:
 			return s.replay(c, &st, OutcomeReplayed, d)

@@ -47,7 +47,8 @@ func lookupSettle(r *rules.Route) time.Duration {
 // lookupFor asks the provider whether the step's call took effect and
 // remembers the answer for the step's current fence.
 func (s *Server) lookupFor(c *call, st *journal.Step) {
-	defer s.traceLookup(c, st)()
+	end := s.trace.Lookup(c.in.Context(), c.route, st.Key)
+	defer func() { end(c.lookup) }()
 	c.carrier.lookup(c, st)
 }
 

@@ -108,7 +108,7 @@ func (s *Server) mcpCallOne(r *http.Request, ep *mcpEndpoint, target *url.URL, c
 	in := *r
 	in.URL = target
 	c.in, c.route, c.body = &in, route, m.Raw
-	c.in = s.traceTool(c.in, route, m, tc)
+	c.in = s.trace.Tool(c.in, route, m, tc)
 	mc := &mcpCall{s: s, server: ep, tool: tc, target: target}
 	c.carrier = mc
 	key := inflightKey(r, tc.ID)

@@ -65,7 +65,7 @@ func (s *Server) callTool(ctx context.Context, target *url.URL, creds http.Heade
 	client := sdk.NewClient(&sdk.Implementation{Name: "toolguard", Version: "1"}, nil)
 	tr := &sdk.StreamableClientTransport{
 		Endpoint:             target.String(),
-		HTTPClient:           lookupClient(tracedTransport{s, s.upstream}, creds),
+		HTTPClient:           lookupClient(s.trace.Transport(s.upstream), creds),
 		MaxRetries:           -1,
 		DisableStandaloneSSE: true,
 	}

@@ -7,7 +7,7 @@ import (
 )
 
 // NextAction says what is safe to do about st now, from the same recovery
-// table the proxy decides calls with (Decide); "" when nothing is left to
+// table the proxy decides calls with (lifecycle.Decide); "" when nothing is left to
 // do. The admin API's resume packet (admin.Recovery) asks it for every
 // step of a workflow.
 func (s *Server) NextAction(st *journal.Step) string {

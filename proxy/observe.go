@@ -33,7 +33,7 @@ import (
 //
 // It is journaled all the same, as an observation (journal.Step.Observed)
 // that is never replayed: when the call arrives, its key is derived, the
-// key's record read, and the recovery table (Decide, the one enforcement
+// key's record read, and the recovery table (lifecycle.Decide, the one enforcement
 // uses) says what enforcement would have done, with no claim. A call
 // whose key cannot be derived would have been refused; its observation is
 // keyed on the refused request (refusedKey). What enforcement would have

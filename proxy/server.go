@@ -19,6 +19,7 @@ import (
 	"golang.org/x/sync/semaphore"
 
 	"github.com/toolguard/toolguard/egress"
+	"github.com/toolguard/toolguard/internal/calltrace"
 	"github.com/toolguard/toolguard/journal"
 	"github.com/toolguard/toolguard/metrics"
 	"github.com/toolguard/toolguard/policy"
@@ -143,8 +144,8 @@ type Options struct {
 	// Logger receives one decision line per guarded call; nil discards.
 	Logger *slog.Logger
 	// Tracer receives a span per guarded or passed-through request, and
-	// its upstream attempts, lookups and probes (see trace.go); nil traces
-	// nothing, at no cost.
+	// its upstream attempts, lookups and probes (see package
+	// internal/calltrace); nil traces nothing, at no cost.
 	Tracer trace.Tracer
 	// MCPServers are served at /mcp/{name} on the proxy listener.
 	MCPServers []MCPServer
@@ -183,8 +184,10 @@ type Server struct {
 	stopBg  context.CancelFunc
 	bgWork  sync.WaitGroup
 	metrics *metrics.Metrics
-	egress  *egress.Policy
-	parked  parking
+	// trace makes the spans of Options.Tracer (nil traces nothing).
+	trace  *calltrace.Tracer
+	egress *egress.Policy
+	parked parking
 	// verifying holds the keys this process verifies (see verifylease.go).
 	verifying localVerifications
 	pickup    sync.Once
@@ -309,6 +312,7 @@ func New(opts Options) (*Server, error) {
 	s.mcp = newMCPEndpoints(opts.MCPServers, opts.MCPUnlistedCredential)
 	s.bg, s.stopBg = context.WithCancel(context.Background())
 	s.metrics = opts.Metrics
+	s.trace = calltrace.New(opts.Tracer)
 	s.metrics.PrecreateRoutes(opts.Rules, opts.Mode)
 	s.health.metrics, s.health.log = opts.Metrics, s.log
 	s.journal = healthRecordingStore{Store: opts.Journal, h: &s.health}
@@ -323,7 +327,7 @@ func New(opts Options) (*Server, error) {
 		return nil, err
 	}
 	s.upstream = t
-	s.verifier = &verifiers.Client{Transport: tracedTransport{s, s.upstream}, MaxBody: opts.MaxStoredResponse}
+	s.verifier = &verifiers.Client{Transport: s.trace.Transport(s.upstream), MaxBody: opts.MaxStoredResponse}
 	s.goproxy = s.buildGoproxy()
 	return s, nil
 }

@@ -2,7 +2,6 @@ package proxy
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -411,13 +410,4 @@ func TestTraceMCPToolCall(t *testing.T) {
 	wantAttrs(t, rec.one(t, trace.SpanKindServer, "tools/call close_ticket"), map[string]string{
 		"error.type": "tool_error", "toolguard.outcome": OutcomeBlocked, "toolguard.hold": "awaiting_approval"})
 	rec.noSecrets(t, "MCPSECRET", "ARGVALUE")
-}
-
-// rpcID renders JSON-RPC ids as text.
-func TestRPCID(t *testing.T) {
-	for raw, want := range map[string]string{`7`: "7", `"abc"`: "abc", ` 12 `: "12"} {
-		if got := rpcID(json.RawMessage(raw)); got != want {
-			t.Errorf("rpcID(%s) = %q, want %q", raw, got, want)
-		}
-	}
 }

@@ -84,7 +84,7 @@ func (s *Server) verify(ctx context.Context, v verification) {
 	delay := firstProbeDelay
 	var last verifiers.Result
 	for {
-		pctx, end := s.traceProbe(ctx, v)
+		pctx, end := s.trace.Probe(ctx, v.route, v.step.Key)
 		if v.route.Verify.Request.Tool != nil {
 			last = s.mcpProbe(pctx, v)
 		} else {
