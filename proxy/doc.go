@@ -26,15 +26,28 @@
 // journaled afterwards as observations of what the pipeline would have
 // done: the same recovery table, on a read with no claim (observe.go).
 //
+// # What lives here
+//
+// The forward proxy and its TLS interception (server.go, intercept.go,
+// tunnel.go), the guard pipeline (guard.go, forward.go, answer.go) and its
+// two carriers (carrier.go): REST, and the MCP gateway and MCP calls of
+// the forward proxy (the mcp*.go files). Observe mode (observe.go,
+// observe_stream.go, observing.go), the background work (abandon.go,
+// verify.go, verifylease.go, sweeper.go) and the problems toolguard
+// answers with (problem.go, envelope.go, refuse.go).
+//
 // # Dependencies
 //
-// Every upstream connection is opened by egress.Dial (the egress policy,
-// checked at dial time on every address a name resolves to), through a
-// transport the proxy always builds itself; certificates for intercepted
-// hosts come from tlsca. The package consumes the journal through one
-// interface, journal.Store,
-// whatever its backend, and discovers nothing at run time; file
-// maintenance (the size gauge) is the optional journal.Maintainer, passed
-// in Options. It consumes rules through *rules.Set; neither knows about
-// this package, and neither does admin.
+// The recovery table and every transition of a step are package
+// lifecycle's, pure functions with no I/O; the Prometheus metrics are
+// package metrics' (Options.Metrics), and the spans of Options.Tracer are
+// made by internal/calltrace. Every upstream connection is opened by
+// egress.Dial (the egress policy, checked at dial time on every address a
+// name resolves to), through a transport the proxy always builds itself;
+// certificates for intercepted hosts come from tlsca. The package consumes
+// the journal through one interface, journal.Store, whatever its backend,
+// and discovers nothing at run time; file maintenance (the size gauge) is
+// the optional journal.Maintainer, passed in Options. It consumes rules
+// through *rules.Set; none of these packages knows about this one, and
+// neither does admin.
 package proxy
