@@ -1,13 +1,17 @@
 package proxy
 
 import (
+	"bytes"
 	"encoding/json"
+	"io"
 	"log/slog"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/toolguard/toolguard/journal"
 	"github.com/toolguard/toolguard/lifecycle"
+	"github.com/toolguard/toolguard/problem"
 	"github.com/toolguard/toolguard/rules"
 )
 
@@ -79,22 +83,22 @@ func (s *Server) recoveredAnswer(c *call, st *journal.Step, d lifecycle.Decision
 // blocked answers a held step with the problem its hold calls for.
 func (s *Server) blocked(c *call, st *journal.Step, d lifecycle.Decision) *answer {
 	key := st.Key
-	var p *Problem
+	var p *problem.Details
 	switch {
 	case d.Hold == journal.HoldAwaitingApproval && d.Reason == lifecycle.ReasonBudget:
-		p = newProblem(ProblemOverBudget, key, "the route's budget of calls is spent for now; an operator may let this call through: toolguard review approve "+key)
+		p = problem.New(problem.OverBudget, key, "the route's budget of calls is spent for now; an operator may let this call through: toolguard review approve "+key)
 		p.RetryAfter = 30 * time.Second
 	case d.Hold == journal.HoldAwaitingApproval:
-		p = newProblem(ProblemAwaitingApproval, key, "an operator must approve this call: toolguard review approve "+key)
+		p = problem.New(problem.AwaitingApproval, key, "an operator must approve this call: toolguard review approve "+key)
 		p.RetryAfter = 30 * time.Second
 	case d.Reason == lifecycle.ReasonVersionChanged:
-		p = newProblem(ProblemVersionChanged, key, "the prompt or policy version changed in the middle of the workflow; an operator must review it")
+		p = problem.New(problem.VersionChanged, key, "the prompt or policy version changed in the middle of the workflow; an operator must review it")
 	case d.Reason == lifecycle.ReasonRetryBudget:
-		p = newProblem(ProblemRetryBudget, key, "the call failed on every allowed attempt; an operator must review it")
+		p = problem.New(problem.RetryBudget, key, "the call failed on every allowed attempt; an operator must review it")
 	case d.Reason == lifecycle.ReasonNotVisible:
-		p = newProblem(ProblemAmbiguousEffect, key, "the call was answered but its effect never became visible; held for review")
+		p = problem.New(problem.AmbiguousEffect, key, "the call was answered but its effect never became visible; held for review")
 	default:
-		p = newProblem(ProblemAmbiguousEffect, key, "the call may have taken effect and cannot be checked; held for review ("+d.Reason+")")
+		p = problem.New(problem.AmbiguousEffect, key, "the call may have taken effect and cannot be checked; held for review ("+d.Reason+")")
 	}
 	a := s.problemWith(c, p, d)
 	a.outcome = OutcomeBlocked
@@ -102,13 +106,13 @@ func (s *Server) blocked(c *call, st *journal.Step, d lifecycle.Decision) *answe
 	return a
 }
 
-func (s *Server) problem(c *call, p *Problem) *answer {
+func (s *Server) problem(c *call, p *problem.Details) *answer {
 	return s.problemWith(c, p, lifecycle.Decision{})
 }
 
 // problemWith answers with p; a decision without a reason of its own is
 // logged with the problem's detail, so every refusal says why.
-func (s *Server) problemWith(c *call, p *Problem, d lifecycle.Decision) *answer {
+func (s *Server) problemWith(c *call, p *problem.Details, d lifecycle.Decision) *answer {
 	if d.Why == "" {
 		d.Why = p.Detail
 	}
@@ -117,12 +121,12 @@ func (s *Server) problemWith(c *call, p *Problem, d lifecycle.Decision) *answer 
 
 // problem renders p as problem+json, or in the API's own error envelope
 // where its rule file declares one.
-func (r restCarrier) problem(c *call, p *Problem, d lifecycle.Decision) *answer {
+func (r restCarrier) problem(c *call, p *problem.Details, d lifecycle.Decision) *answer {
 	var format rules.ErrorFormat
 	if c.route != nil && c.route.API != nil {
 		format = c.route.API.Errors
 	}
-	resp := renderProblem(format, p, c.in)
+	resp := problemResponse(c.in, format, p)
 	outcome := OutcomeBlocked
 	if p.Key != "" {
 		resp.Header.Set(HeaderKey, p.Key)
@@ -194,4 +198,30 @@ func decisionWhy(r *rules.Route, d lifecycle.Decision) string {
 		return why
 	}
 	return why + "; " + d.Why
+}
+
+// problemResponse is p in the error format f (the zero format is RFC
+// 9457's), as an answer for goproxy to send.
+func problemResponse(req *http.Request, f rules.ErrorFormat, p *problem.Details) *http.Response {
+	status, h, body := problem.Render(f, p)
+	return bodyResponse(req, status, h, body)
+}
+
+// bodyResponse is an answer held in memory, for goproxy to send.
+func bodyResponse(req *http.Request, status int, h http.Header, body []byte) *http.Response {
+	if h == nil {
+		h = http.Header{} // a stored answer that kept no header
+	}
+	h.Set("Content-Length", strconv.Itoa(len(body)))
+	return &http.Response{
+		Status:        strconv.Itoa(status) + " " + http.StatusText(status),
+		StatusCode:    status,
+		Proto:         "HTTP/1.1",
+		ProtoMajor:    1,
+		ProtoMinor:    1,
+		Header:        h,
+		Body:          io.NopCloser(bytes.NewReader(body)),
+		ContentLength: int64(len(body)),
+		Request:       req,
+	}
 }

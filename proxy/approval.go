@@ -6,6 +6,7 @@ import (
 
 	"github.com/toolguard/toolguard/journal"
 	"github.com/toolguard/toolguard/lifecycle"
+	"github.com/toolguard/toolguard/problem"
 )
 
 // This file decides what holds a new intent before it is sent: its
@@ -79,7 +80,7 @@ const tooManyHoldsRetry = time.Minute
 // has limits.max_open_holds holds already: 429, and nothing journaled.
 func (s *Server) tooManyHolds(c *call) *answer {
 	s.metrics.Reject("too_many_holds")
-	p := newProblem(ProblemTooManyHolds, c.intent.Key, fmt.Sprintf(
+	p := problem.New(problem.TooManyHolds, c.intent.Key, fmt.Sprintf(
 		"this call would be held for an operator, and its caller has %d held calls already (limits.max_open_holds); it was not recorded: retry once an operator has settled some",
 		s.opts.MaxOpenHolds))
 	p.RetryAfter = tooManyHoldsRetry

@@ -6,6 +6,7 @@ import (
 
 	"github.com/toolguard/toolguard/journal"
 	"github.com/toolguard/toolguard/lifecycle"
+	"github.com/toolguard/toolguard/problem"
 )
 
 // A carrier takes a guarded call to its provider and brings the answer
@@ -30,7 +31,7 @@ type carrier interface {
 	// replay answers from a step's stored outcome.
 	replay(c *call, st *journal.Step, outcome string, d lifecycle.Decision) *answer
 	// problem renders a refusal or a hold in the protocol's own shape.
-	problem(c *call, p *Problem, d lifecycle.Decision) *answer
+	problem(c *call, p *problem.Details, d lifecycle.Decision) *answer
 	// lookup asks the provider whether the step's call took effect and
 	// remembers the answer in c for the step's current fence.
 	lookup(c *call, st *journal.Step)

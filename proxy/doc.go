@@ -33,15 +33,15 @@
 // two carriers (carrier.go): REST, and the MCP gateway and MCP calls of
 // the forward proxy (the mcp*.go files). Observe mode (observe.go,
 // observe_stream.go, observing.go), the background work (abandon.go,
-// verify.go, verifylease.go, sweeper.go) and the problems toolguard
-// answers with (problem.go, envelope.go, refuse.go).
+// verify.go, verifylease.go, sweeper.go) and the refusals (refuse.go).
 //
 // # Dependencies
 //
 // The recovery table and every transition of a step are package
-// lifecycle's, pure functions with no I/O; the Prometheus metrics are
-// package metrics' (Options.Metrics), and the spans of Options.Tracer are
-// made by internal/calltrace. Every upstream connection is opened by
+// lifecycle's, pure functions with no I/O; the problems toolguard answers
+// with, and their error formats, are package problem's; the Prometheus
+// metrics are package metrics' (Options.Metrics), and the spans of
+// Options.Tracer are made by internal/calltrace. Every upstream connection is opened by
 // egress.Dial (the egress policy, checked at dial time on every address a
 // name resolves to), through a transport the proxy always builds itself;
 // certificates for intercepted hosts come from tlsca. The package consumes

@@ -18,6 +18,7 @@ import (
 	"github.com/toolguard/toolguard/egress"
 	"github.com/toolguard/toolguard/journal"
 	"github.com/toolguard/toolguard/lifecycle"
+	"github.com/toolguard/toolguard/problem"
 	"github.com/toolguard/toolguard/rules"
 	"github.com/toolguard/toolguard/verifiers"
 )
@@ -75,7 +76,7 @@ func (s *Server) forward(c *call, st journal.Step, fl *flight, d lifecycle.Decis
 		// The call went out (or may have): the step stays started, and the
 		// agent must not be told that nothing was sent.
 		s.log.Error("record outcome failed; the step stays started", slog.String(logKey, st.Key), slog.Any("error", err))
-		return s.problemWith(c, newProblem(ProblemOutcomeUnknown, st.Key, "the call was sent but its outcome could not be recorded; the next retry resolves it"), d), nil
+		return s.problemWith(c, problem.New(problem.OutcomeUnknown, st.Key, "the call was sent but its outcome could not be recorded; the next retry resolves it"), d), nil
 	}
 	s.trace.Step(c.in.Context(), &rec)
 	return c.carrier.forwarded(c, rec, res, d), nil
@@ -99,12 +100,12 @@ func (r restCarrier) forwarded(c *call, rec journal.Step, res result, d lifecycl
 	switch {
 	case errors.Is(res.err, egress.ErrRefused):
 		s.metrics.Reject("egress")
-		return s.problemWith(c, newProblem(ProblemRejected, rec.Key, "nothing was sent: "+res.err.Error()), d)
+		return s.problemWith(c, problem.New(problem.Rejected, rec.Key, "nothing was sent: "+res.err.Error()), d)
 	case res.err != nil && !res.sent:
-		return s.problemWith(c, newProblem(ProblemUpstreamUnreachable, rec.Key, "nothing was sent: "+res.err.Error()+"; safe to retry"), d)
+		return s.problemWith(c, problem.New(problem.UpstreamUnreachable, rec.Key, "nothing was sent: "+res.err.Error()+"; safe to retry"), d)
 	case rec.Status == journal.StatusStarted:
 		res.discard()
-		p := newProblem(ProblemOutcomeUnknown, rec.Key, "the call was sent but its outcome is unknown ("+rec.LastError+"); the next retry resolves it")
+		p := problem.New(problem.OutcomeUnknown, rec.Key, "the call was sent but its outcome is unknown ("+rec.LastError+"); the next retry resolves it")
 		if res.resp != nil {
 			// The provider's own pacing; the retry still carries the same key.
 			p.RetryAfter = lifecycle.ReadRetrySignals(res.resp.Header, s.now()).After

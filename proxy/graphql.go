@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/toolguard/toolguard/policy"
+	"github.com/toolguard/toolguard/problem"
 	"github.com/toolguard/toolguard/rules"
 )
 
@@ -48,9 +49,9 @@ func (s *Server) selectGraphQL(req *http.Request, endpoint *rules.Route) (*rules
 	case err != nil && observe:
 		return endpoint, "", nil
 	case err != nil:
-		p := newProblem(ProblemInvalidBody, "", fmt.Sprintf("route %s/%s: %v", endpoint.API.Name, endpoint.Pattern, err))
+		p := problem.New(problem.InvalidBody, "", fmt.Sprintf("route %s/%s: %v", endpoint.API.Name, endpoint.Pattern, err))
 		s.metrics.Reject("invalid_body")
-		return nil, "", s.refuseGraphQL(req, endpoint, p.response(req), p.Detail)
+		return nil, "", s.refuseGraphQL(req, endpoint, problemResponse(req, rules.ErrorFormat{}, p), p.Detail)
 	case pass:
 		return nil, "GraphQL query that no route selects", nil
 	}

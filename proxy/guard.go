@@ -9,6 +9,7 @@ import (
 
 	"github.com/toolguard/toolguard/journal"
 	"github.com/toolguard/toolguard/lifecycle"
+	"github.com/toolguard/toolguard/problem"
 	"github.com/toolguard/toolguard/rules"
 )
 
@@ -78,7 +79,7 @@ func (s *Server) guard(req *http.Request, route *rules.Route, params map[string]
 func (s *Server) admit(c *call, prepare func(*call) *answer) *http.Response {
 	if !s.active.tryAdd(s.opts.MaxInFlight) {
 		s.metrics.Reject("in_flight_limit")
-		p := newProblem(ProblemUnavailable, "", "too many calls in flight (limits.max_in_flight); retry shortly")
+		p := problem.New(problem.Unavailable, "", "too many calls in flight (limits.max_in_flight); retry shortly")
 		p.RetryAfter = time.Second
 		a := s.problem(c, p)
 		s.logDecision(c, a)
@@ -88,7 +89,7 @@ func (s *Server) admit(c *call, prepare func(*call) *answer) *http.Response {
 	var a *answer
 	if s.draining.Load() {
 		s.metrics.Reject("draining")
-		a = s.problem(c, newProblem(ProblemUnavailable, "", "toolguard is shutting down; retry shortly"))
+		a = s.problem(c, problem.New(problem.Unavailable, "", "toolguard is shutting down; retry shortly"))
 	} else if a = prepare(c); a == nil {
 		a = s.run(c)
 	}
@@ -110,7 +111,7 @@ func (s *Server) prepare(c *call) *answer {
 	intent, err := s.deriver.Derive(c.route, in)
 	if err != nil {
 		s.metrics.Reject("invalid_body")
-		return s.problem(c, newProblem(ProblemInvalidBody, "", err.Error()))
+		return s.problem(c, problem.New(problem.InvalidBody, "", err.Error()))
 	}
 	c.intent, c.input = intent, in
 	c.callerMAC = s.credentialMAC(c.route.API, c.in.Header)
@@ -143,7 +144,7 @@ func (s *Server) refuseNoCredential(c *call) *answer {
 		return nil
 	}
 	s.metrics.Reject("no_credential")
-	return s.problem(c, newProblem(ProblemInvalidBody, "", why))
+	return s.problem(c, problem.New(problem.InvalidBody, "", why))
 }
 
 // run decides and acts until the request has an answer: a decision may
@@ -199,7 +200,7 @@ func (s *Server) run(c *call) *answer {
 			return a
 		case lifecycle.ActionWait:
 			if !s.await(key, dd.awaited, waitUntil) {
-				p := newProblem(ProblemInProgress, key, "a call with this key is still in flight; retry later")
+				p := problem.New(problem.InProgress, key, "a call with this key is still in flight; retry later")
 				p.RetryAfter = time.Second
 				return s.problem(c, p)
 			}
@@ -211,7 +212,7 @@ func (s *Server) run(c *call) *answer {
 		case lifecycle.ActionHold, lifecycle.ActionBlock:
 			return s.blocked(c, &st, d)
 		case lifecycle.ActionSettle:
-			p := newProblem(ProblemInProgress, key, "an interrupted attempt of this call may still land at the provider, and its lookup does not show it yet; retry after the attempt has settled")
+			p := problem.New(problem.InProgress, key, "an interrupted attempt of this call may still land at the provider, and its lookup does not show it yet; retry after the attempt has settled")
 			p.RetryAfter = max(s.settlesIn(&st), time.Second)
 			if d.Reason == lifecycle.ReasonLookupRate {
 				p.Detail = "the outcome of an interrupted attempt is unknown and the provider's lookup budget (lookup.rate) is spent; retry shortly"
@@ -219,7 +220,7 @@ func (s *Server) run(c *call) *answer {
 			}
 			return s.problemWith(c, p, d)
 		case lifecycle.ActionMismatch:
-			p := newProblem(ProblemPayloadMismatch, key, "the body differs from the one an approval or review was given for; send that exact body, or a new intent")
+			p := problem.New(problem.PayloadMismatch, key, "the body differs from the one an approval or review was given for; send that exact body, or a new intent")
 			return s.problemWith(c, p, d)
 		}
 	}
@@ -487,7 +488,7 @@ const remotePoll = 200 * time.Millisecond
 
 func (s *Server) journalFailure(c *call, err error) *answer {
 	s.log.Error("journal write failed; nothing was sent", slog.String("key", c.intent.Key), slog.Any("error", err))
-	p := newProblem(ProblemUnavailable, c.intent.Key, "the journal could not record the call, so it was not sent; retry later")
+	p := problem.New(problem.Unavailable, c.intent.Key, "the journal could not record the call, so it was not sent; retry later")
 	p.RetryAfter = time.Second
 	if errors.Is(err, journal.ErrUnavailable) {
 		p.RetryAfter = 5 * time.Second

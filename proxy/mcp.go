@@ -12,6 +12,7 @@ import (
 
 	"github.com/toolguard/toolguard/mcp"
 	"github.com/toolguard/toolguard/policy"
+	"github.com/toolguard/toolguard/problem"
 	"github.com/toolguard/toolguard/rules"
 )
 
@@ -120,7 +121,7 @@ func (s *Server) serveMCP(w http.ResponseWriter, r *http.Request) bool {
 	}
 	ep := s.mcp.byName[name]
 	if ep == nil {
-		writeResponse(w, s.refuse(r, refusal{problem: newProblem(ProblemRejected, "", fmt.Sprintf("no MCP server %q is configured (mcp.servers)", name))}))
+		writeResponse(w, s.refuse(r, refusal{problem: problem.New(problem.Rejected, "", fmt.Sprintf("no MCP server %q is configured (mcp.servers)", name))}))
 		return true
 	}
 	if s.modeOf(ep.api) == policy.ModeObserve {

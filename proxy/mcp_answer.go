@@ -8,6 +8,7 @@ import (
 	"github.com/toolguard/toolguard/journal"
 	"github.com/toolguard/toolguard/lifecycle"
 	"github.com/toolguard/toolguard/mcp"
+	"github.com/toolguard/toolguard/problem"
 )
 
 // MCP answers: every answer to a guarded tools/call is a JSON-RPC response
@@ -24,9 +25,9 @@ func (m *mcpCall) forwarded(c *call, rec journal.Step, res result, d lifecycle.D
 	}
 	switch {
 	case res.err != nil && !res.sent:
-		return s.problemWith(c, newProblem(ProblemUpstreamUnreachable, rec.Key, "nothing was sent: "+res.err.Error()), d)
+		return s.problemWith(c, problem.New(problem.UpstreamUnreachable, rec.Key, "nothing was sent: "+res.err.Error()), d)
 	case rec.Status == journal.StatusStarted:
-		return s.problemWith(c, newProblem(ProblemOutcomeUnknown, rec.Key, "the call was sent but its outcome is unknown ("+rec.LastError+"); the next call with the same arguments resolves it"), d)
+		return s.problemWith(c, problem.New(problem.OutcomeUnknown, rec.Key, "the call was sent but its outcome is unknown ("+rec.LastError+"); the next call with the same arguments resolves it"), d)
 	case rec.Status == journal.StatusPrepared && m.answer != nil:
 		h := http.Header{"Content-Type": {"application/json"}}
 		resp := bodyResponse(c.in, http.StatusOK, h, m.answer.WithID(m.tool.ID))
@@ -88,7 +89,7 @@ func evidenceResult(st *journal.Step) mcp.ToolResult {
 }
 
 // problem renders a problem as a tool result with isError: true.
-func (m *mcpCall) problem(c *call, p *Problem, d lifecycle.Decision) *answer {
+func (m *mcpCall) problem(c *call, p *problem.Details, d lifecycle.Decision) *answer {
 	h := mcp.Hold{Type: p.Type, Title: p.Title, Status: p.Status, Detail: p.Detail, Key: p.Key}
 	if p.RetryAfter > 0 {
 		h.RetryAfter = int((p.RetryAfter + time.Second - 1) / time.Second)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/toolguard/toolguard/mcp"
 	"github.com/toolguard/toolguard/policy"
+	"github.com/toolguard/toolguard/problem"
 	"github.com/toolguard/toolguard/rules"
 )
 
@@ -207,7 +208,7 @@ func (s *Server) prepareMCP(c *call, m *mcpCall) *answer {
 	intent, err := s.deriver.Derive(c.route, in)
 	if err != nil {
 		s.metrics.Reject("invalid_body")
-		return s.problem(c, newProblem(ProblemInvalidBody, "", "arguments of "+m.tool.Name+": "+err.Error()))
+		return s.problem(c, problem.New(problem.InvalidBody, "", "arguments of "+m.tool.Name+": "+err.Error()))
 	}
 	c.intent, c.input = intent, in
 	c.callerMAC = s.credentialMAC(c.route.API, c.in.Header)
@@ -274,7 +275,7 @@ func (s *Server) mcpReverseProxy(ep *mcpEndpoint, listing json.RawMessage, trans
 			return nil
 		},
 		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
-			writeResponse(w, newProblem(ProblemUpstreamUnreachable, "", "MCP server "+ep.api.Name+" unreachable: "+err.Error()).response(r))
+			writeResponse(w, problemResponse(r, rules.ErrorFormat{}, problem.New(problem.UpstreamUnreachable, "", "MCP server "+ep.api.Name+" unreachable: "+err.Error())))
 		},
 	}
 }

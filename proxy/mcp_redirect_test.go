@@ -17,6 +17,7 @@ import (
 
 	"github.com/toolguard/toolguard/journal"
 	"github.com/toolguard/toolguard/lifecycle"
+	"github.com/toolguard/toolguard/problem"
 )
 
 // Regression: the sessions of MCP lookups and verifications followed
@@ -76,7 +77,7 @@ func lookupAfterLostAnswer(t *testing.T, p *mcpProxy, a *agent) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if h := holdOf(t, res); h.Type != ProblemAmbiguousEffect {
+	if h := holdOf(t, res); h.Type != problem.AmbiguousEffect {
 		t.Errorf("hold = %s, want ambiguous-effect (the lookup's answer is unknown)", h.Type)
 	}
 	if st := p.steps(t)[0]; st.HoldReason != lifecycle.ReasonLookupUnknown || !strings.Contains(st.LastError, "redirect") {

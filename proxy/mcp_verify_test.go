@@ -9,6 +9,7 @@ import (
 
 	"github.com/toolguard/toolguard/journal"
 	"github.com/toolguard/toolguard/lifecycle"
+	"github.com/toolguard/toolguard/problem"
 )
 
 // A tool's verify is another tool call: the step is verified when its
@@ -40,7 +41,7 @@ func TestMCPVerify(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if h := holdOf(t, res); h.Type != ProblemAmbiguousEffect {
+			if h := holdOf(t, res); h.Type != problem.AmbiguousEffect {
 				t.Errorf("retry of the unverified call: hold %s, want ambiguous-effect", h.Type)
 			}
 			if n := p.tickets.created.Load(); n != 2 {

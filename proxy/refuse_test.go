@@ -12,6 +12,7 @@ import (
 
 	"github.com/toolguard/toolguard/metrics"
 	"github.com/toolguard/toolguard/policy"
+	"github.com/toolguard/toolguard/problem"
 )
 
 // metricSample returns the value of one sample of m's metrics page (""
@@ -115,8 +116,8 @@ func TestEveryRefusalIsAnsweredAlike(t *testing.T) {
 			if resp.StatusCode != tc.status || resp.Header.Get(HeaderOutcome) != OutcomeBlocked {
 				t.Errorf("status %d, %s %q; want %d, %s blocked", resp.StatusCode, HeaderOutcome, resp.Header.Get(HeaderOutcome), tc.status, HeaderOutcome)
 			}
-			if pr := problemOf(t, resp); pr.Type != ProblemRejected || pr.Status != tc.status {
-				t.Errorf("problem %+v, want %s", pr, ProblemRejected)
+			if pr := problemOf(t, resp); pr.Type != problem.Rejected || pr.Status != tc.status {
+				t.Errorf("problem %+v, want %s", pr, problem.Rejected)
 			}
 			if got := metricSample(t, tc.opts.Metrics, blockedBeforeARoute); got != "1" {
 				t.Errorf("%s = %q, want 1", blockedBeforeARoute, got)

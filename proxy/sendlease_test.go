@@ -16,6 +16,7 @@ import (
 
 	"github.com/toolguard/toolguard/journal"
 	"github.com/toolguard/toolguard/lifecycle"
+	"github.com/toolguard/toolguard/problem"
 )
 
 // A provider that commits a call and then loses the connection before it
@@ -50,7 +51,7 @@ func TestTransportNeverResendsAGuardedCall(t *testing.T) {
 	if got := effects.Load(); got != 2 {
 		t.Fatalf("provider saw %d calls, want 2 (one each; the transport re-sent the second)", got)
 	}
-	if r.StatusCode != http.StatusGatewayTimeout || !strings.Contains(body, ProblemOutcomeUnknown) {
+	if r.StatusCode != http.StatusGatewayTimeout || !strings.Contains(body, problem.OutcomeUnknown) {
 		t.Fatalf("lost answer: %d %s, want 504 outcome-unknown", r.StatusCode, body)
 	}
 	st, err := h.j.Get(r.Header.Get(HeaderKey))
@@ -233,7 +234,7 @@ func TestRefusedConnectionsDoNotSpendTheRetryBudget(t *testing.T) {
 	h.up.Close() // nothing listens on its port now
 	for i := range 5 {
 		r, body := h.post("/v1/invoices", `{"customer":"c1","amount":1}`, "Authorization", "Bearer a")
-		if r.StatusCode != http.StatusBadGateway || !strings.Contains(body, ProblemUpstreamUnreachable) {
+		if r.StatusCode != http.StatusBadGateway || !strings.Contains(body, problem.UpstreamUnreachable) {
 			t.Fatalf("call %d with the provider down: %d %s, want 502 upstream-unreachable", i+1, r.StatusCode, body)
 		}
 	}

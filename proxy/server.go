@@ -23,6 +23,7 @@ import (
 	"github.com/toolguard/toolguard/journal"
 	"github.com/toolguard/toolguard/metrics"
 	"github.com/toolguard/toolguard/policy"
+	"github.com/toolguard/toolguard/problem"
 	"github.com/toolguard/toolguard/rules"
 	"github.com/toolguard/toolguard/tlsca"
 	"github.com/toolguard/toolguard/verifiers"
@@ -453,7 +454,7 @@ func (s *Server) serveNonProxy(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	why := "this is a forward proxy: send absolute-form requests (set HTTP_PROXY/HTTPS_PROXY)"
-	writeResponse(w, s.refuse(r, refusal{problem: newProblem(ProblemRejected, "", why)}))
+	writeResponse(w, s.refuse(r, refusal{problem: problem.New(problem.Rejected, "", why)}))
 }
 
 // handleConnect intercepts TLS for hosts that rules describe (and for every
@@ -478,7 +479,7 @@ func (s *Server) handleConnect(host string, ctx *goproxy.ProxyCtx) (*goproxy.Con
 		// Without a CA the requests inside cannot be seen, so none could
 		// be refused one by one.
 		why := "no rule names " + host + " and unmatched calls are rejected"
-		ctx.Resp = s.refuse(ctx.Req, refusal{problem: newProblem(ProblemRejected, "", why), reason: "unmatched"})
+		ctx.Resp = s.refuse(ctx.Req, refusal{problem: problem.New(problem.Rejected, "", why), reason: "unmatched"})
 		return goproxy.RejectConnect, host
 	}
 	if s.certs == nil || (s.opts.Unmatched == policy.UnmatchedPassthrough && !s.rules.Intercepts(host)) {
@@ -541,7 +542,7 @@ func (s *Server) handleRequest(req *http.Request, ctx *goproxy.ProxyCtx) (*http.
 	if n := headerBytes(req); n > s.opts.MaxHeaderBytes {
 		ctx.UserData = &reqState{decided: true}
 		why := fmt.Sprintf("request headers are %d bytes; limits.max_header_bytes is %d", n, s.opts.MaxHeaderBytes)
-		return req, s.refuse(req, refusal{problem: newProblem(ProblemHeadersTooLarge, "", why), reason: "headers_too_large"})
+		return req, s.refuse(req, refusal{problem: problem.New(problem.HeadersTooLarge, "", why), reason: "headers_too_large"})
 	}
 	if isCheckHost(host) {
 		ctx.UserData = &reqState{decided: true}
@@ -581,7 +582,7 @@ func (s *Server) handleRequest(req *http.Request, ctx *goproxy.ProxyCtx) (*http.
 			route = rules.FallbackOf(s.unmatched, req.Method, host, req.URL.Path)
 		case s.opts.Unmatched == policy.UnmatchedReject:
 			ctx.UserData = &reqState{decided: true}
-			p := newProblem(ProblemRejected, "", "no rule describes "+req.Method+" "+host+req.URL.Path+" and unmatched calls are rejected")
+			p := problem.New(problem.Rejected, "", "no rule describes "+req.Method+" "+host+req.URL.Path+" and unmatched calls are rejected")
 			return req, s.refuse(req, refusal{problem: p, reason: "unmatched", why: "unmatched call rejected"})
 		}
 	}
@@ -695,7 +696,7 @@ func (s *Server) passedThrough(req *http.Request, ctx *goproxy.ProxyCtx, resp *h
 		return s.refuse(req, egressRefusal(r))
 	}
 	if err != nil {
-		return newProblem(ProblemUpstreamUnreachable, "", fmt.Sprintf("passthrough to %s failed: %v", req.URL.Host, err)).response(req)
+		return problemResponse(req, rules.ErrorFormat{}, problem.New(problem.UpstreamUnreachable, "", fmt.Sprintf("passthrough to %s failed: %v", req.URL.Host, err)))
 	}
 	return resp
 }
