@@ -31,7 +31,8 @@
 // The forward proxy and its TLS interception (server.go, intercept.go,
 // tunnel.go), the guard pipeline (guard.go, forward.go, answer.go) and its
 // two carriers (carrier.go): REST, and the MCP gateway and MCP calls of
-// the forward proxy (the mcp*.go files). Observe mode (observe.go,
+// the forward proxy (the mcp*.go files; which server a message is for and
+// which route guards each tool is package mcp/servers'). Observe mode (observe.go,
 // observe_stream.go, observing.go), the background work (abandon.go,
 // verify.go, verifylease.go, sweeper.go) and the refusals (refuse.go).
 //

@@ -111,8 +111,8 @@ func (s *Server) mcpProbe(ctx context.Context, v verification) verifiers.Result 
 // held as effect_not_visible rather than probed at a guessed URL. It
 // reports whether to resume.
 func (s *Server) mcpResume(v *verification) bool {
-	if ep := s.mcp.byName[v.step.API]; ep != nil && ep.url != nil {
-		v.mcpTarget = ep.url
+	if ep := s.mcp.Named(v.step.API); ep != nil && ep.URL != nil {
+		v.mcpTarget = ep.URL
 		return true
 	}
 	s.finishVerify(*v, verifiers.Result{Evidence: "not probed: the MCP endpoint of a forward-proxy step is not kept across restarts"}, false)

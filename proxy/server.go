@@ -21,6 +21,7 @@ import (
 	"github.com/toolguard/toolguard/egress"
 	"github.com/toolguard/toolguard/internal/calltrace"
 	"github.com/toolguard/toolguard/journal"
+	"github.com/toolguard/toolguard/mcp/servers"
 	"github.com/toolguard/toolguard/metrics"
 	"github.com/toolguard/toolguard/policy"
 	"github.com/toolguard/toolguard/problem"
@@ -207,7 +208,7 @@ type Server struct {
 	// lookupBudget enforces lookup.rate.
 	lookupBudget lookupBudget
 	// mcp holds the MCP servers of the gateway and the forward proxy.
-	mcp *mcpEndpoints
+	mcp *servers.Set
 	// unmatched is the API of the routes the unmatched guard policy makes.
 	unmatched *rules.API
 	// cancelHeld, when set (tests), runs when a notifications/cancelled
@@ -310,7 +311,7 @@ func New(opts Options) (*Server, error) {
 		s.opts.AbandonAfter = floor
 	}
 	s.unmatched = opts.UnmatchedCredential.api("unmatched")
-	s.mcp = newMCPEndpoints(opts.MCPServers, opts.MCPUnlistedCredential)
+	s.mcp = servers.NewSet(opts.MCPServers, opts.MCPUnlistedCredential.api)
 	s.bg, s.stopBg = context.WithCancel(context.Background())
 	s.metrics = opts.Metrics
 	s.trace = calltrace.New(opts.Tracer)
@@ -520,7 +521,7 @@ type reqState struct {
 	why string
 	// mcp is the MCP endpoint of a passed-through message; listing the id
 	// of a tools/list request, whose answer shows tool annotations.
-	mcp     *mcpEndpoint
+	mcp     *servers.Server
 	listing json.RawMessage
 	// observe: the call's API is in observe mode, so its answer gets no
 	// toolguard header (observe.go); observed is its observation, nil for
@@ -607,7 +608,7 @@ func (s *Server) handleRequest(req *http.Request, ctx *goproxy.ProxyCtx) (*http.
 func (s *Server) handleResponse(resp *http.Response, ctx *goproxy.ProxyCtx) *http.Response {
 	st, _ := ctx.UserData.(*reqState)
 	if st != nil && resp != nil && st.mcp != nil {
-		st.mcp.tools.observe(resp, st.listing) // tools/list: the annotations
+		st.mcp.Listed(resp, st.listing) // tools/list: the annotations
 	}
 	if resp == nil || decided(ctx) {
 		return resp

@@ -174,8 +174,8 @@ func (s *Server) ResumeVerifications() (int, error) {
 
 // routeOf finds a loaded route by API and route name.
 func (s *Server) routeOf(api, name string) *rules.Route {
-	if ep := s.mcp.byName[api]; ep != nil {
-		return ep.api.Tool(name)
+	if ep := s.mcp.Named(api); ep != nil {
+		return ep.API.Tool(name)
 	}
 	for _, a := range s.rules.APIs {
 		if a.Name == api && a.MCP != nil {
