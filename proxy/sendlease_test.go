@@ -160,6 +160,11 @@ func TestWireCapsTheWriteToTheLease(t *testing.T) {
 	if !errors.Is(wireCause(ctx, err), errLeaseLapsed) {
 		t.Fatalf("round trip = %v, want it cancelled at the lease's end", err)
 	}
+	// The server may run its handler after the client gave up: wait for it
+	// (under load the check used to race the handler's goroutine).
+	for deadline := time.Now().Add(5 * time.Second); requests.Load() == 0 && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+	}
 	if requests.Load() != 1 || !w.sent(err) {
 		t.Fatalf("requests = %d, sent = %v: a partly written request must count as possibly sent", requests.Load(), w.sent(err))
 	}
