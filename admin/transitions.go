@@ -9,7 +9,7 @@ import (
 
 // The transitions of an operator's decisions, pure functions of the
 // current record and of values captured before journal.Apply, like the
-// proxy's (proxy/transitions.go): a backend may run the mutation that
+// pipeline's (lifecycle/transitions.go): a backend may run the mutation that
 // calls them more than once, and the journal checks every change against
 // its allowlist (journal.Allowed).
 //

@@ -22,6 +22,7 @@ import (
 	"github.com/toolguard/toolguard/journal"
 	"github.com/toolguard/toolguard/journal/bolt"
 	"github.com/toolguard/toolguard/journal/postgres"
+	"github.com/toolguard/toolguard/metrics"
 	"github.com/toolguard/toolguard/proxy"
 	"github.com/toolguard/toolguard/rules"
 	"github.com/toolguard/toolguard/tlsca"
@@ -70,7 +71,7 @@ func startInproc(dir, rulesDir, upstreamCAFile, dsn string) (*inproc, error) {
 	if err != nil {
 		return nil, err
 	}
-	metrics := proxy.NewMetrics()
+	metrics := metrics.New()
 	rec := &commitRecorder{}
 	onCommit := func(d time.Duration, batch int) {
 		metrics.ObserveCommit(d, batch)

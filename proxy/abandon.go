@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/toolguard/toolguard/journal"
+	"github.com/toolguard/toolguard/lifecycle"
 	"github.com/toolguard/toolguard/rules"
 	"github.com/toolguard/toolguard/verifiers"
 )
@@ -105,7 +106,7 @@ func (s *Server) resolveAbandoned(r *resolver) int {
 			}
 			continue
 		}
-		if st.Held() || !st.UpdatedAt.Before(cutoff) || s.flights.live(st.Key, now) != nil || inFlightElsewhere(st, epoch) ||
+		if st.Held() || !st.UpdatedAt.Before(cutoff) || s.flights.live(st.Key, now) != nil || lifecycle.InFlightElsewhere(st, epoch) ||
 			s.settling(st) || s.retries.since(st.Key, cutoff) {
 			continue
 		}
@@ -127,7 +128,7 @@ func (s *Server) resolveAbandoned(r *resolver) int {
 // abandon settles one abandoned step; it reports whether it wrote.
 func (s *Server) abandon(r *resolver, st journal.Step, now time.Time) bool {
 	route := s.routeOf(st.API, st.Route)
-	lookup, found, evidence := LookupNotAsked, (*lookupResult)(nil), ""
+	lookup, found, evidence := lifecycle.LookupNotAsked, (*lifecycle.Found)(nil), ""
 	absent := stepLookupAbsent(route, &st)
 	if len(absent) > 0 {
 		evidence = noLookupEvidence(absent) // held: the lookup cannot be made
@@ -152,11 +153,11 @@ func (s *Server) abandon(r *resolver, st journal.Step, now time.Time) bool {
 		if cur.Revision != rev || !cur.UpdatedAt.Equal(updated) {
 			return journal.Change{}, journal.ErrNoChange // it moved on since the pass read it
 		}
-		ch, ok := abandonChange(*cur, lookup, found, evidence, within, now)
+		ch, ok := lifecycle.Abandon(*cur, lookup, found, evidence, within, now)
 		if !ok {
 			return journal.Change{}, journal.ErrNoChange
 		}
-		return withTakeover(ch, cur, epoch, s.lease(), s.landing(route)), nil
+		return lifecycle.WithTakeover(ch, cur, epoch, s.lease(), s.landing(route)), nil
 	}))
 	if err != nil || got.Revision == rev {
 		if err != nil && s.bg.Err() == nil {
@@ -168,11 +169,11 @@ func (s *Server) abandon(r *resolver, st journal.Step, now time.Time) bool {
 	if got.Held() {
 		result = "abandoned_held"
 	}
-	strategy := StrategyNone
+	strategy := lifecycle.StrategyNone
 	if route != nil {
-		strategy = strategyOf(route)
+		strategy = lifecycle.StrategyOf(route)
 	}
-	s.metrics.recovery(strategy, result)
+	s.metrics.Recovery(strategy, result)
 	s.log.Warn("abandoned step settled in the background; nothing was sent",
 		slog.String(logKey, st.Key), slog.String(logRoute, st.Route), slog.String("status", got.Status.String()),
 		slog.String("hold", got.Hold.String()), slog.String("evidence", evidence))
@@ -203,7 +204,7 @@ func (s *Server) endObservation(st journal.Step) bool {
 		if cur == nil || cur.Revision != rev {
 			return journal.Change{}, journal.ErrNoChange // it moved on since the pass read it
 		}
-		if ch, ok := observationEndChange(*cur); ok {
+		if ch, ok := lifecycle.ObservationEnd(*cur); ok {
 			return ch, nil
 		}
 		return journal.Change{}, journal.ErrNoChange
@@ -215,7 +216,7 @@ func (s *Server) endObservation(st journal.Step) bool {
 // effect. The request body is not journaled: the lookup sees the key, the
 // operation id, a stored response and the step's recovery values (the
 // request values its templates read).
-func (s *Server) backgroundLookup(route *rules.Route, st *journal.Step, creds http.Header) (LookupAnswer, *lookupResult, string) {
+func (s *Server) backgroundLookup(route *rules.Route, st *journal.Step, creds http.Header) (lifecycle.LookupAnswer, *lifecycle.Found, string) {
 	vals := rules.Values{Key: st.Key, OperationID: st.OperationID, Stored: st.RecoveryValues}
 	if st.Response != nil && !st.Response.Truncated {
 		vals.Response = st.Response.Body
@@ -225,13 +226,12 @@ func (s *Server) backgroundLookup(route *rules.Route, st *journal.Step, creds ht
 	s.log.Info("lookup of an abandoned step", logKey, st.Key, logRoute, route.Name, "answer", res.Answer.String(), "evidence", res.Evidence)
 	switch res.Answer {
 	case verifiers.Yes:
-		found := &lookupResult{operationID: res.OperationID, evidence: evidence, answer: res.Recovered}
-		found.response = recoveredResponse(route, found)
-		return LookupFound, found, evidence
+		found := &lifecycle.Found{OperationID: res.OperationID, Evidence: evidence, Response: recoveredResponse(route, res.Recovered)}
+		return lifecycle.LookupFound, found, evidence
 	case verifiers.No:
-		return LookupAbsent, nil, evidence
+		return lifecycle.LookupAbsent, nil, evidence
 	}
-	return LookupUnknown, nil, evidence
+	return lifecycle.LookupUnknown, nil, evidence
 }
 
 // credentials returns the caller's credential headers for a lookup. An

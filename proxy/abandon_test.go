@@ -14,6 +14,7 @@ import (
 
 	"github.com/toolguard/toolguard/journal"
 	"github.com/toolguard/toolguard/journal/bolt"
+	"github.com/toolguard/toolguard/lifecycle"
 )
 
 const abandonLookupRoute = `  - name: create
@@ -110,7 +111,7 @@ func TestResolverLookupWaitsForCredential(t *testing.T) {
 			if lent && (st.Status != journal.StatusCommitted || st.OperationID != "th_1" || up.lookups.Load() != 1) {
 				t.Fatalf("step %s %q after %d lookups, want committed th_1", st.Status, st.OperationID, up.lookups.Load())
 			}
-			if !lent && (st.Hold != journal.HoldNeedsReview || st.HoldReason != ReasonAbandoned || !strings.Contains(st.LastError, "credential") || up.lookups.Load()+up.unauthorized.Load() != 0) {
+			if !lent && (st.Hold != journal.HoldNeedsReview || st.HoldReason != lifecycle.ReasonAbandoned || !strings.Contains(st.LastError, "credential") || up.lookups.Load()+up.unauthorized.Load() != 0) {
 				t.Fatalf("step %s/%s %q %q, want held abandoned, no lookup", st.Status, st.Hold, st.HoldReason, st.LastError)
 			}
 			clock.add(2 * abandon)
@@ -160,7 +161,7 @@ func TestResolverLeavesCallsInFlight(t *testing.T) {
 		t.Fatalf("settled %d, want the abandoned step", n)
 	}
 	st, _ := b.j.Get(key)
-	if st.Hold != journal.HoldNeedsReview || st.HoldReason != ReasonAbandoned || st.Epoch != b.j.epoch {
+	if st.Hold != journal.HoldNeedsReview || st.HoldReason != lifecycle.ReasonAbandoned || st.Epoch != b.j.epoch {
 		t.Fatalf("step %s/%s %q epoch %d, want held abandoned, claimed by epoch %d", st.Status, st.Hold, st.HoldReason, st.Epoch, b.j.epoch)
 	}
 	release()
@@ -219,7 +220,7 @@ func TestResolverLeavesRetriedStepsToTheirCaller(t *testing.T) {
 	if n := p.srv.resolveAbandoned(res); n != 1 {
 		t.Fatalf("settled %d, want the step nobody came back for", n)
 	}
-	if st, _ := j.Get(key); st.HoldReason != ReasonAbandoned {
+	if st, _ := j.Get(key); st.HoldReason != lifecycle.ReasonAbandoned {
 		t.Fatalf("step %s/%s %q, want held abandoned", st.Status, st.Hold, st.HoldReason)
 	}
 }

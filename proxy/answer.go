@@ -1,25 +1,30 @@
 package proxy
 
 import (
+	"bytes"
 	"encoding/json"
+	"io"
 	"log/slog"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/toolguard/toolguard/journal"
+	"github.com/toolguard/toolguard/lifecycle"
+	"github.com/toolguard/toolguard/problem"
 	"github.com/toolguard/toolguard/rules"
 )
 
 // replay answers from a step's stored outcome, in the call's protocol.
-func (s *Server) replay(c *call, st *journal.Step, outcome string, d Decision) *answer {
-	s.traceStep(c, st)
+func (s *Server) replay(c *call, st *journal.Step, outcome string, d lifecycle.Decision) *answer {
+	s.trace.Step(c.in.Context(), st)
 	return c.carrier.replay(c, st, outcome, d)
 }
 
 // replay answers a REST call from a step's stored outcome: the stored
 // response, a notice where only its hash was kept, or the evidence of a
 // lookup or an operator where no response was ever received.
-func (r restCarrier) replay(c *call, st *journal.Step, outcome string, d Decision) *answer {
+func (r restCarrier) replay(c *call, st *journal.Step, outcome string, d lifecycle.Decision) *answer {
 	s := r.s
 	var resp *http.Response
 	switch r := st.Response; {
@@ -71,29 +76,29 @@ func (s *Server) evidenceResponse(req *http.Request, st *journal.Step) *http.Res
 }
 
 // recoveredAnswer answers from a lookup's evidence.
-func (s *Server) recoveredAnswer(c *call, st *journal.Step, d Decision) *answer {
+func (s *Server) recoveredAnswer(c *call, st *journal.Step, d lifecycle.Decision) *answer {
 	return s.replay(c, st, OutcomeRecovered, d)
 }
 
 // blocked answers a held step with the problem its hold calls for.
-func (s *Server) blocked(c *call, st *journal.Step, d Decision) *answer {
+func (s *Server) blocked(c *call, st *journal.Step, d lifecycle.Decision) *answer {
 	key := st.Key
-	var p *Problem
+	var p *problem.Details
 	switch {
-	case d.Hold == journal.HoldAwaitingApproval && d.Reason == ReasonBudget:
-		p = newProblem(ProblemOverBudget, key, "the route's budget of calls is spent for now; an operator may let this call through: toolguard review approve "+key)
+	case d.Hold == journal.HoldAwaitingApproval && d.Reason == lifecycle.ReasonBudget:
+		p = problem.New(problem.OverBudget, key, "the route's budget of calls is spent for now; an operator may let this call through: toolguard review approve "+key)
 		p.RetryAfter = 30 * time.Second
 	case d.Hold == journal.HoldAwaitingApproval:
-		p = newProblem(ProblemAwaitingApproval, key, "an operator must approve this call: toolguard review approve "+key)
+		p = problem.New(problem.AwaitingApproval, key, "an operator must approve this call: toolguard review approve "+key)
 		p.RetryAfter = 30 * time.Second
-	case d.Reason == ReasonVersionChanged:
-		p = newProblem(ProblemVersionChanged, key, "the prompt or policy version changed in the middle of the workflow; an operator must review it")
-	case d.Reason == ReasonRetryBudget:
-		p = newProblem(ProblemRetryBudget, key, "the call failed on every allowed attempt; an operator must review it")
-	case d.Reason == ReasonNotVisible:
-		p = newProblem(ProblemAmbiguousEffect, key, "the call was answered but its effect never became visible; held for review")
+	case d.Reason == lifecycle.ReasonVersionChanged:
+		p = problem.New(problem.VersionChanged, key, "the prompt or policy version changed in the middle of the workflow; an operator must review it")
+	case d.Reason == lifecycle.ReasonRetryBudget:
+		p = problem.New(problem.RetryBudget, key, "the call failed on every allowed attempt; an operator must review it")
+	case d.Reason == lifecycle.ReasonNotVisible:
+		p = problem.New(problem.AmbiguousEffect, key, "the call was answered but its effect never became visible; held for review")
 	default:
-		p = newProblem(ProblemAmbiguousEffect, key, "the call may have taken effect and cannot be checked; held for review ("+d.Reason+")")
+		p = problem.New(problem.AmbiguousEffect, key, "the call may have taken effect and cannot be checked; held for review ("+d.Reason+")")
 	}
 	a := s.problemWith(c, p, d)
 	a.outcome = OutcomeBlocked
@@ -101,13 +106,13 @@ func (s *Server) blocked(c *call, st *journal.Step, d Decision) *answer {
 	return a
 }
 
-func (s *Server) problem(c *call, p *Problem) *answer {
-	return s.problemWith(c, p, Decision{})
+func (s *Server) problem(c *call, p *problem.Details) *answer {
+	return s.problemWith(c, p, lifecycle.Decision{})
 }
 
 // problemWith answers with p; a decision without a reason of its own is
 // logged with the problem's detail, so every refusal says why.
-func (s *Server) problemWith(c *call, p *Problem, d Decision) *answer {
+func (s *Server) problemWith(c *call, p *problem.Details, d lifecycle.Decision) *answer {
 	if d.Why == "" {
 		d.Why = p.Detail
 	}
@@ -116,12 +121,12 @@ func (s *Server) problemWith(c *call, p *Problem, d Decision) *answer {
 
 // problem renders p as problem+json, or in the API's own error envelope
 // where its rule file declares one.
-func (r restCarrier) problem(c *call, p *Problem, d Decision) *answer {
+func (r restCarrier) problem(c *call, p *problem.Details, d lifecycle.Decision) *answer {
 	var format rules.ErrorFormat
 	if c.route != nil && c.route.API != nil {
 		format = c.route.API.Errors
 	}
-	resp := renderProblem(format, p, c.in)
+	resp := problemResponse(c.in, format, p)
 	outcome := OutcomeBlocked
 	if p.Key != "" {
 		resp.Header.Set(HeaderKey, p.Key)
@@ -158,14 +163,14 @@ func (s *Server) logDecision(c *call, a *answer) {
 	if c.intent != nil {
 		key = c.intent.Key
 	}
-	s.metrics.request(c.route.API.Name, c.carrier.routeLabel(c), a.outcome)
+	s.metrics.Request(c.route.API.Name, c.carrier.routeLabel(c), a.outcome)
 	switch d := a.decision; {
-	case d.Action == ActionRecordFound:
-		s.metrics.recovery(strategyOf(c.route), "found")
+	case d.Action == lifecycle.ActionRecordFound:
+		s.metrics.Recovery(lifecycle.StrategyOf(c.route), "found")
 	case d.Recovered:
-		s.metrics.recovery(strategyOf(c.route), "resent")
-	case d.Action == ActionHold && (d.Reason == ReasonOutcomeUnknown || d.Reason == ReasonLookupUnknown || d.Reason == ReasonKeyExpired):
-		s.metrics.recovery(strategyOf(c.route), "held")
+		s.metrics.Recovery(lifecycle.StrategyOf(c.route), "resent")
+	case d.Action == lifecycle.ActionHold && (d.Reason == lifecycle.ReasonOutcomeUnknown || d.Reason == lifecycle.ReasonLookupUnknown || d.Reason == lifecycle.ReasonKeyExpired):
+		s.metrics.Recovery(lifecycle.StrategyOf(c.route), "held")
 	}
 	s.log.LogAttrs(c.in.Context(), level, "guarded call",
 		slog.String(logKey, key),
@@ -184,13 +189,39 @@ func (s *Server) logDecision(c *call, a *answer) {
 // decisionWhy is the why of a guarded call's decision line: for an
 // unlisted write, that no route matched, and what was decided past a new
 // intent's forward.
-func decisionWhy(r *rules.Route, d Decision) string {
+func decisionWhy(r *rules.Route, d lifecycle.Decision) string {
 	if !r.Unlisted() {
 		return d.Why
 	}
 	why := "no route of " + r.API.Name + " matched: unlisted: guard"
-	if d.Action == ActionForward && !d.Recovered && d.Why == whyNewIntent {
+	if d.Action == lifecycle.ActionForward && !d.Recovered && d.Why == lifecycle.WhyNewIntent {
 		return why
 	}
 	return why + "; " + d.Why
+}
+
+// problemResponse is p in the error format f (the zero format is RFC
+// 9457's), as an answer for goproxy to send.
+func problemResponse(req *http.Request, f rules.ErrorFormat, p *problem.Details) *http.Response {
+	status, h, body := problem.Render(f, p)
+	return bodyResponse(req, status, h, body)
+}
+
+// bodyResponse is an answer held in memory, for goproxy to send.
+func bodyResponse(req *http.Request, status int, h http.Header, body []byte) *http.Response {
+	if h == nil {
+		h = http.Header{} // a stored answer that kept no header
+	}
+	h.Set("Content-Length", strconv.Itoa(len(body)))
+	return &http.Response{
+		Status:        strconv.Itoa(status) + " " + http.StatusText(status),
+		StatusCode:    status,
+		Proto:         "HTTP/1.1",
+		ProtoMajor:    1,
+		ProtoMinor:    1,
+		Header:        h,
+		Body:          io.NopCloser(bytes.NewReader(body)),
+		ContentLength: int64(len(body)),
+		Request:       req,
+	}
 }

@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/toolguard/toolguard/journal"
+	"github.com/toolguard/toolguard/lifecycle"
+	"github.com/toolguard/toolguard/problem"
 )
 
 // This file decides what holds a new intent before it is sent: its
@@ -36,13 +38,13 @@ func (s *Server) needsApproval(c *call) bool {
 
 // explain says in d.Why what held a new intent of c: approval.when, or the
 // route's budget.
-func explain(c *call, d Decision) Decision {
+func explain(c *call, d lifecycle.Decision) lifecycle.Decision {
 	switch {
-	case d.Reason == ReasonApproval && c.approval.err != nil:
+	case d.Reason == lifecycle.ReasonApproval && c.approval.err != nil:
 		d.Why = c.approval.err.Error() + "; held for approval (fail closed)"
-	case d.Reason == ReasonApproval && c.route.ApprovalWhen != nil:
+	case d.Reason == lifecycle.ReasonApproval && c.route.ApprovalWhen != nil:
 		d.Why = "approval.when is true"
-	case d.Reason == ReasonBudget:
+	case d.Reason == lifecycle.ReasonBudget:
 		b := c.route.Budget
 		d.Why = fmt.Sprintf("over the route's budget of %d calls per %s", b.Calls, b.Per)
 	}
@@ -54,16 +56,16 @@ func explain(c *call, d Decision) Decision {
 // new intent is sent, the cap on the caller's open holds when one is
 // held. A hold because approval.when could not be evaluated keeps the
 // error as its evidence.
-func (s *Server) limited(c *call, cur *journal.Step, d Decision, ch journal.Change) journal.Change {
+func (s *Server) limited(c *call, cur *journal.Step, d lifecycle.Decision, ch journal.Change) journal.Change {
 	if cur != nil {
 		return ch
 	}
-	if b := c.route.Budget; b != nil && d.Action == ActionForward {
+	if b := c.route.Budget; b != nil && d.Action == lifecycle.ActionForward {
 		ch.Budget = &journal.Budget{Calls: b.Calls, Per: b.Per}
 	}
 	if ch.Step.Held() {
 		ch.MaxHolds = s.opts.MaxOpenHolds
-		if d.Reason == ReasonApproval && c.approval.err != nil {
+		if d.Reason == lifecycle.ReasonApproval && c.approval.err != nil {
 			ch.Step.Evidence = d.Why
 		}
 	}
@@ -77,8 +79,8 @@ const tooManyHoldsRetry = time.Minute
 // tooManyHolds answers a new intent that would be held while its caller
 // has limits.max_open_holds holds already: 429, and nothing journaled.
 func (s *Server) tooManyHolds(c *call) *answer {
-	s.metrics.reject("too_many_holds")
-	p := newProblem(ProblemTooManyHolds, c.intent.Key, fmt.Sprintf(
+	s.metrics.Reject("too_many_holds")
+	p := problem.New(problem.TooManyHolds, c.intent.Key, fmt.Sprintf(
 		"this call would be held for an operator, and its caller has %d held calls already (limits.max_open_holds); it was not recorded: retry once an operator has settled some",
 		s.opts.MaxOpenHolds))
 	p.RetryAfter = tooManyHoldsRetry

@@ -19,6 +19,8 @@ import (
 	"github.com/toolguard/toolguard/journal"
 	"github.com/toolguard/toolguard/journal/bolt"
 	"github.com/toolguard/toolguard/journal/postgres"
+	"github.com/toolguard/toolguard/lifecycle"
+	"github.com/toolguard/toolguard/problem"
 	"github.com/toolguard/toolguard/rules"
 )
 
@@ -126,9 +128,9 @@ func TestApprovalWhen(t *testing.T) {
 			r.post(t, `{"ref":"small","amount":500,"currency":"eur"}`).expect(t, "below the threshold", http.StatusCreated, "")
 			r.post(t, `{"ref":"small","amount":500,"currency":"eur"}`).expect(t, "its replay", http.StatusCreated, "")
 			big := r.post(t, `{"ref":"big","amount":20000,"currency":"eur"}`)
-			big.expect(t, "above the threshold", http.StatusConflict, ProblemAwaitingApproval)
+			big.expect(t, "above the threshold", http.StatusConflict, problem.AwaitingApproval)
 			missing := r.post(t, `{"ref":"odd","currency":"eur"}`)
-			missing.expect(t, "amount missing", http.StatusConflict, ProblemAwaitingApproval)
+			missing.expect(t, "amount missing", http.StatusConflict, problem.AwaitingApproval)
 			if n := tr.calls.Load(); n != 1 {
 				t.Fatalf("upstream calls = %d, want 1 (the intent below the threshold)", n)
 			}
@@ -140,15 +142,15 @@ func TestApprovalWhen(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if st.Hold != journal.HoldAwaitingApproval || st.HoldReason != ReasonApproval || st.Status != journal.StatusPrepared {
-					t.Errorf("held step: %s/%s (%s), want prepared/awaiting_approval (%s)", st.Status, st.Hold, st.HoldReason, ReasonApproval)
+				if st.Hold != journal.HoldAwaitingApproval || st.HoldReason != lifecycle.ReasonApproval || st.Status != journal.StatusPrepared {
+					t.Errorf("held step: %s/%s (%s), want prepared/awaiting_approval (%s)", st.Status, st.Hold, st.HoldReason, lifecycle.ReasonApproval)
 				}
 				if !strings.Contains(st.Evidence, tc.evidence) {
 					t.Errorf("evidence %q, want it to say %q", st.Evidence, tc.evidence)
 				}
 			}
 			approve(t, store, big)
-			r.post(t, `{"ref":"big","amount":20000,"currency":"eur","note":"other"}`).expect(t, "another body under the approval", http.StatusUnprocessableEntity, ProblemPayloadMismatch)
+			r.post(t, `{"ref":"big","amount":20000,"currency":"eur","note":"other"}`).expect(t, "another body under the approval", http.StatusUnprocessableEntity, problem.PayloadMismatch)
 			r.post(t, `{"ref":"big","amount":20000,"currency":"eur"}`).expect(t, "approved", http.StatusCreated, "")
 			if n := tr.calls.Load(); n != 2 {
 				t.Fatalf("upstream calls = %d, want 2", n)
@@ -179,16 +181,16 @@ func TestBudget(t *testing.T) {
 			r.post(t, `{"ref":"2"}`).expect(t, "second", http.StatusCreated, "")
 			r.post(t, `{"ref":"1"}`).expect(t, "a replay", http.StatusCreated, "")
 			third := r.post(t, `{"ref":"3"}`)
-			third.expect(t, "third", http.StatusConflict, ProblemOverBudget)
+			third.expect(t, "third", http.StatusConflict, problem.OverBudget)
 			if third.resp.Header.Get("Retry-After") == "" {
 				t.Errorf("over budget without Retry-After")
 			}
-			r.post(t, `{"ref":"3"}`).expect(t, "third, again", http.StatusConflict, ProblemOverBudget)
+			r.post(t, `{"ref":"3"}`).expect(t, "third, again", http.StatusConflict, problem.OverBudget)
 			st, err := store.Get(third.resp.Header.Get(HeaderKey))
 			if err != nil {
 				t.Fatal(err)
 			}
-			if st.Hold != journal.HoldAwaitingApproval || st.HoldReason != ReasonBudget || st.Status != journal.StatusPrepared {
+			if st.Hold != journal.HoldAwaitingApproval || st.HoldReason != lifecycle.ReasonBudget || st.Status != journal.StatusPrepared {
 				t.Errorf("third: %s/%s (%s), want prepared/awaiting_approval (budget)", st.Status, st.Hold, st.HoldReason)
 			}
 			r.postAs(t, "Bearer sk_test_other", `{"ref":"3"}`).expect(t, "another caller", http.StatusCreated, "")
@@ -224,14 +226,14 @@ func TestMaxOpenHolds(t *testing.T) {
 			r := newProxyOn(t, store, time.Now, requiredRoute, tr, Options{MaxOpenHolds: 2})
 
 			first := r.post(t, `{"ref":"1"}`)
-			first.expect(t, "first", http.StatusConflict, ProblemAwaitingApproval)
-			r.post(t, `{"ref":"2"}`).expect(t, "second", http.StatusConflict, ProblemAwaitingApproval)
+			first.expect(t, "first", http.StatusConflict, problem.AwaitingApproval)
+			r.post(t, `{"ref":"2"}`).expect(t, "second", http.StatusConflict, problem.AwaitingApproval)
 			last, err := store.LastSeq()
 			if err != nil {
 				t.Fatal(err)
 			}
 			third := r.post(t, `{"ref":"3"}`)
-			third.expect(t, "third", http.StatusTooManyRequests, ProblemTooManyHolds)
+			third.expect(t, "third", http.StatusTooManyRequests, problem.TooManyHolds)
 			if ra := third.resp.Header.Get("Retry-After"); ra == "" || third.resp.Header.Get("Content-Type") != "application/problem+json" {
 				t.Errorf("third: Retry-After %q, Content-Type %q", ra, third.resp.Header.Get("Content-Type"))
 			}
@@ -241,10 +243,10 @@ func TestMaxOpenHolds(t *testing.T) {
 			if seq, err := store.LastSeq(); err != nil || seq != last {
 				t.Errorf("events after the refusal: last seq %d (was %d), %v", seq, last, err)
 			}
-			r.post(t, `{"ref":"1"}`).expect(t, "a held step's retry", http.StatusConflict, ProblemAwaitingApproval)
-			r.postAs(t, "Bearer sk_test_other", `{"ref":"3"}`).expect(t, "another caller", http.StatusConflict, ProblemAwaitingApproval)
+			r.post(t, `{"ref":"1"}`).expect(t, "a held step's retry", http.StatusConflict, problem.AwaitingApproval)
+			r.postAs(t, "Bearer sk_test_other", `{"ref":"3"}`).expect(t, "another caller", http.StatusConflict, problem.AwaitingApproval)
 			approve(t, store, first)
-			r.post(t, `{"ref":"3"}`).expect(t, "room again", http.StatusConflict, ProblemAwaitingApproval)
+			r.post(t, `{"ref":"3"}`).expect(t, "room again", http.StatusConflict, problem.AwaitingApproval)
 			c, err := store.Count()
 			if err != nil || c.Steps != 4 {
 				t.Fatalf("count: %+v, %v; want 4 steps", c, err)
@@ -286,7 +288,7 @@ func TestBudgetAcrossReplicas(t *testing.T) {
 			t.Fatalf("intent %d: no answer", i)
 		case rp.resp.StatusCode == http.StatusCreated:
 			sent++
-		case rp.resp.StatusCode == http.StatusConflict && strings.Contains(rp.body, ProblemOverBudget):
+		case rp.resp.StatusCode == http.StatusConflict && strings.Contains(rp.body, problem.OverBudget):
 			held++
 		default:
 			t.Errorf("intent %d: %d %s", i, rp.resp.StatusCode, rp.body)
@@ -306,12 +308,12 @@ func TestHoldExpiry(t *testing.T) {
 	const expiry = 20 * time.Millisecond
 	r := newProxyOn(t, store, time.Now, requiredRoute, tr, Options{HoldExpiry: expiry})
 	held := r.post(t, `{"ref":"1"}`)
-	held.expect(t, "held", http.StatusConflict, ProblemAwaitingApproval)
+	held.expect(t, "held", http.StatusConflict, problem.AwaitingApproval)
 	key := held.resp.Header.Get(HeaderKey)
 	review := "review-" + key
 	if _, err := store.Apply(context.Background(), review, func(*journal.Step) (journal.Change, error) {
 		return journal.Change{Step: journal.Step{Key: review, API: "test", Route: "create", Status: journal.StatusPrepared,
-			Hold: journal.HoldNeedsReview, HoldReason: ReasonVersionChanged}, Event: journal.EventHeld}, nil
+			Hold: journal.HoldNeedsReview, HoldReason: lifecycle.ReasonVersionChanged}, Event: journal.EventHeld}, nil
 	}); err != nil {
 		t.Fatal(err)
 	}
@@ -329,7 +331,7 @@ func TestHoldExpiry(t *testing.T) {
 	if err != nil || len(evs) == 0 || evs[len(evs)-1].Type != journal.EventExpired || evs[len(evs)-1].Key != key {
 		t.Fatalf("events: %+v, %v; want the expiry last", evs, err)
 	}
-	r.post(t, `{"ref":"1"}`).expect(t, "the retry", http.StatusConflict, ProblemAwaitingApproval)
+	r.post(t, `{"ref":"1"}`).expect(t, "the retry", http.StatusConflict, problem.AwaitingApproval)
 	if tr.calls.Load() != 0 {
 		t.Fatalf("upstream calls = %d, want none", tr.calls.Load())
 	}
@@ -368,11 +370,11 @@ tools:
 		t.Fatalf("first call: %+v", res)
 	}
 	urgent := map[string]any{"project": "ops", "title": "b", "priority": "high"}
-	if h := holdOf(t, call(urgent)); h.Type != ProblemAwaitingApproval {
+	if h := holdOf(t, call(urgent)); h.Type != problem.AwaitingApproval {
 		t.Fatalf("urgent call: %+v, want awaiting-approval", h)
 	}
 	over := holdOf(t, call(callArgs("ops", "c")))
-	if over.Type != ProblemOverBudget || over.RetryAfter == 0 {
+	if over.Type != problem.OverBudget || over.RetryAfter == 0 {
 		t.Fatalf("second call within the minute: %+v, want over-budget with a retry hint", over)
 	}
 	if n := ts.calls.Load(); n != 1 {

@@ -8,6 +8,7 @@ import (
 	"net/http"
 
 	"github.com/toolguard/toolguard/journal"
+	"github.com/toolguard/toolguard/lifecycle"
 	"github.com/toolguard/toolguard/verifiers"
 )
 
@@ -16,7 +17,7 @@ import (
 // already gone), the step is committed as already done from that answer,
 // nothing is sent, and done is true; a or err then answer the call. An
 // unknown answer lets the call go: the verification after it decides.
-func (s *Server) checkBefore(c *call, st journal.Step, d Decision) (a *answer, done bool, err error) {
+func (s *Server) checkBefore(c *call, st journal.Step, d lifecycle.Decision) (a *answer, done bool, err error) {
 	v := c.route.Verify
 	if v == nil || v.Before == nil || d.Recovered || st.Attempt != 1 {
 		return nil, false, nil

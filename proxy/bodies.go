@@ -9,6 +9,8 @@ import (
 	"os"
 	"slices"
 	"time"
+
+	"github.com/toolguard/toolguard/problem"
 )
 
 // Body budget and body deadlines.
@@ -94,13 +96,13 @@ func (s *Server) readBody(c *call) *answer {
 			c.body, whole = b, true
 			return nil
 		case errors.Is(err, errBodyTimeout):
-			s.metrics.reject("body_timeout")
-			return s.problem(c, newProblem(ProblemRequestTimeout, "", fmt.Sprintf(
+			s.metrics.Reject("body_timeout")
+			return s.problem(c, problem.New(problem.RequestTimeout, "", fmt.Sprintf(
 				"the request body arrived too slowly (%d bytes received; limits.body_read_timeout is %s, limits.body_min_rate %d bytes/s); nothing was journaled or sent",
 				len(b), s.opts.BodyReadTimeout, max(s.opts.BodyMinRate, 0))))
 		case err != nil:
-			s.metrics.reject("invalid_body")
-			return s.problem(c, newProblem(ProblemInvalidBody, "", "read request body: "+err.Error()))
+			s.metrics.Reject("invalid_body")
+			return s.problem(c, problem.New(problem.InvalidBody, "", "read request body: "+err.Error()))
 		}
 	}
 }
@@ -143,15 +145,15 @@ func (s *Server) releaseBody(c *call) {
 }
 
 func (s *Server) noBodyRoom(c *call) *answer {
-	s.metrics.reject("body_buffer")
-	p := newProblem(ProblemUnavailable, "", "too many request bodies held at once (limits.body_buffer); retry shortly")
+	s.metrics.Reject("body_buffer")
+	p := problem.New(problem.Unavailable, "", "too many request bodies held at once (limits.body_buffer); retry shortly")
 	p.RetryAfter = time.Second
 	return s.problem(c, p)
 }
 
 func (s *Server) bodyTooLarge(c *call) *answer {
-	s.metrics.reject("body_too_large")
-	return s.problem(c, newProblem(ProblemBodyTooLarge, "", fmt.Sprintf("request body exceeds limits.max_body (%d bytes)", s.opts.MaxBody)))
+	s.metrics.Reject("body_too_large")
+	return s.problem(c, problem.New(problem.BodyTooLarge, "", fmt.Sprintf("request body exceeds limits.max_body (%d bytes)", s.opts.MaxBody)))
 }
 
 // bodyClock holds a body read to limits.body_read_timeout and

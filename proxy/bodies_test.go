@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/toolguard/toolguard/journal"
+	"github.com/toolguard/toolguard/problem"
 )
 
 // trickle sends, on conn, a guarded POST that announces 5 MiB and then
@@ -148,8 +149,8 @@ func TestSlowBodyDoesNotStallOthers(t *testing.T) {
 			if a.resp.StatusCode != http.StatusRequestTimeout || took < timeout {
 				t.Errorf("trickler: status %d after %v, want 408 after at least %v", a.resp.StatusCode, took, timeout)
 			}
-			if pr := problemOf(t, a.resp); pr.Type != ProblemRequestTimeout {
-				t.Errorf("trickler: problem %+v, want %s", pr, ProblemRequestTimeout)
+			if pr := problemOf(t, a.resp); pr.Type != problem.RequestTimeout {
+				t.Errorf("trickler: problem %+v, want %s", pr, problem.RequestTimeout)
 			}
 			if n := tools.hits.Load(); n != 20 {
 				t.Errorf("upstream effects: %d, want 20 (none for the trickler)", n)
@@ -261,8 +262,8 @@ func TestOversizedBodyInTunnelRefusedAtOnce(t *testing.T) {
 	if err != nil {
 		t.Fatalf("no answer while the body is unsent: %v", err)
 	}
-	if pr := problemOf(t, answer); answer.StatusCode != http.StatusRequestEntityTooLarge || pr.Type != ProblemBodyTooLarge {
-		t.Errorf("%d %+v, want 413 %s", answer.StatusCode, pr, ProblemBodyTooLarge)
+	if pr := problemOf(t, answer); answer.StatusCode != http.StatusRequestEntityTooLarge || pr.Type != problem.BodyTooLarge {
+		t.Errorf("%d %+v, want 413 %s", answer.StatusCode, pr, problem.BodyTooLarge)
 	}
 	if n := tools.hits.Load(); n != 0 {
 		t.Errorf("upstream effects: %d, want 0", n)

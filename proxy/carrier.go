@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/toolguard/toolguard/journal"
+	"github.com/toolguard/toolguard/lifecycle"
+	"github.com/toolguard/toolguard/problem"
 )
 
 // A carrier takes a guarded call to its provider and brings the answer
@@ -25,11 +27,11 @@ type carrier interface {
 	// result; it is applied, fenced, to the step the call claimed.
 	outcome(c *call, res result, now time.Time) func(journal.Step) journal.Change
 	// forwarded answers a call just sent, from the record of its outcome.
-	forwarded(c *call, rec journal.Step, res result, d Decision) *answer
+	forwarded(c *call, rec journal.Step, res result, d lifecycle.Decision) *answer
 	// replay answers from a step's stored outcome.
-	replay(c *call, st *journal.Step, outcome string, d Decision) *answer
+	replay(c *call, st *journal.Step, outcome string, d lifecycle.Decision) *answer
 	// problem renders a refusal or a hold in the protocol's own shape.
-	problem(c *call, p *Problem, d Decision) *answer
+	problem(c *call, p *problem.Details, d lifecycle.Decision) *answer
 	// lookup asks the provider whether the step's call took effect and
 	// remembers the answer in c for the step's current fence.
 	lookup(c *call, st *journal.Step)

@@ -9,6 +9,7 @@ import (
 	"github.com/toolguard/toolguard/admin"
 	"github.com/toolguard/toolguard/journal"
 	"github.com/toolguard/toolguard/policy"
+	"github.com/toolguard/toolguard/problem"
 )
 
 // Two requests that differ only in field order, number spelling,
@@ -120,8 +121,8 @@ func TestBadInput(t *testing.T) {
 		name, body, problem string
 		status              int
 	}{
-		{name: "unparseable", body: `{"customer":`, problem: ProblemInvalidBody, status: http.StatusBadRequest},
-		{name: "too large", body: `{"customer":"` + strings.Repeat("x", 2048) + `"}`, problem: ProblemBodyTooLarge, status: http.StatusRequestEntityTooLarge},
+		{name: "unparseable", body: `{"customer":`, problem: problem.InvalidBody, status: http.StatusBadRequest},
+		{name: "too large", body: `{"customer":"` + strings.Repeat("x", 2048) + `"}`, problem: problem.BodyTooLarge, status: http.StatusRequestEntityTooLarge},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -150,7 +151,7 @@ func TestApproval(t *testing.T) {
 `})
 	body := `{"customer":"c1","amount":10,"memo":"as shown"}`
 	r, b := h.post("/v1/invoices", body)
-	if r.StatusCode != http.StatusConflict || !strings.Contains(b, ProblemAwaitingApproval) || r.Header.Get("Retry-After") == "" {
+	if r.StatusCode != http.StatusConflict || !strings.Contains(b, problem.AwaitingApproval) || r.Header.Get("Retry-After") == "" {
 		t.Fatalf("first call: %d %s (Retry-After %q), want 409 awaiting-approval", r.StatusCode, b, r.Header.Get("Retry-After"))
 	}
 	key := r.Header.Get(HeaderKey)
@@ -162,7 +163,7 @@ func TestApproval(t *testing.T) {
 		t.Fatalf("approve: %d", code)
 	}
 	// Same key, a different body: not forwarded under the approval.
-	if r, b := h.post("/v1/invoices", `{"customer":"c1","amount":10,"memo":"changed"}`); r.StatusCode != http.StatusUnprocessableEntity || !strings.Contains(b, ProblemPayloadMismatch) {
+	if r, b := h.post("/v1/invoices", `{"customer":"c1","amount":10,"memo":"changed"}`); r.StatusCode != http.StatusUnprocessableEntity || !strings.Contains(b, problem.PayloadMismatch) {
 		t.Fatalf("changed body: %d %s, want 422 payload-mismatch", r.StatusCode, b)
 	}
 	if r, _ := h.post("/v1/invoices", body); r.StatusCode != http.StatusCreated || r.Header.Get(HeaderOutcome) != OutcomeForwarded {
@@ -198,7 +199,7 @@ func TestReviewResolveInProcess(t *testing.T) {
 			if tc.outcome == "not_executed" {
 				// The attempt may still land for an upstream timeout after
 				// it was last written: not executed needs force until then.
-				var p Problem
+				var p problem.Details
 				if code := h.adminCall("POST", "/v1/steps/"+key+"/resolve", res, &p); code != http.StatusConflict || p.Type != admin.ProblemStillLanding {
 					t.Fatalf("resolve not_executed inside the landing window: %d %s, want 409 %s", code, p.Type, admin.ProblemStillLanding)
 				}
@@ -304,7 +305,7 @@ func TestUpstreamUnreachableIsRetryable(t *testing.T) {
 	h := startHarness(t, harnessConfig{Routes: invoiceRoute})
 	h.up.Close() // nothing listens there now
 	r, b := h.post("/v1/invoices", `{"customer":"c1"}`)
-	if r.StatusCode != http.StatusBadGateway || !strings.Contains(b, ProblemUpstreamUnreachable) {
+	if r.StatusCode != http.StatusBadGateway || !strings.Contains(b, problem.UpstreamUnreachable) {
 		t.Fatalf("got %d %s, want 502 upstream-unreachable", r.StatusCode, b)
 	}
 	if steps := h.steps(); len(steps) != 1 || steps[0].Status != "failed" || !steps[0].Retryable {
@@ -318,7 +319,7 @@ func TestUpstream5xxIsOutcomeUnknown(t *testing.T) {
 	h := startHarness(t, harnessConfig{Routes: invoiceRoute})
 	h.up.status.Store(http.StatusServiceUnavailable)
 	r, b := h.post("/v1/invoices", `{"customer":"c1"}`)
-	if r.StatusCode != http.StatusGatewayTimeout || !strings.Contains(b, ProblemOutcomeUnknown) {
+	if r.StatusCode != http.StatusGatewayTimeout || !strings.Contains(b, problem.OutcomeUnknown) {
 		t.Fatalf("got %d %s, want 504 outcome-unknown", r.StatusCode, b)
 	}
 	if steps := h.steps(); len(steps) != 1 || steps[0].Status != "started" {

@@ -87,8 +87,8 @@ func (s *Server) apiNamed(name string) *rules.API {
 			return a
 		}
 	}
-	if ep := s.mcp.byName[name]; ep != nil {
-		return ep.api
+	if ep := s.mcp.Named(name); ep != nil {
+		return ep.API
 	}
 	if s.unmatched != nil && s.unmatched.Name == name {
 		return s.unmatched

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/toolguard/toolguard/problem"
 )
 
 // Regression: 431 answers and refused CONNECTs wrote no decision line.
@@ -52,8 +54,8 @@ func TestOneDecisionLinePerRequest(t *testing.T) {
 		{name: "tunnel dial failed", outcome: OutcomePassthrough, status: http.StatusBadGateway,
 			send: func(t *testing.T, p *netProxy) int {
 				resp, _, _ := p.connect(t, closed)
-				if pr := problemOf(t, resp); pr.Type != ProblemUpstreamUnreachable {
-					t.Errorf("problem %+v, want %s", pr, ProblemUpstreamUnreachable)
+				if pr := problemOf(t, resp); pr.Type != problem.UpstreamUnreachable {
+					t.Errorf("problem %+v, want %s", pr, problem.UpstreamUnreachable)
 				}
 				return resp.StatusCode
 			}},

@@ -15,9 +15,9 @@
 // answers the agent. A duplicate is answered from the journal, or waits for
 // the call in flight (in this process, or on another replica sharing the
 // journal). A step whose outcome is unknown is resolved by the recovery
-// table (Decide, decide.go), never by blindly sending it again; a step
+// table (lifecycle.Decide), never by blindly sending it again; a step
 // nobody comes back for is settled in the background (abandon.go). Every
-// change a step goes through is a pure function in transitions.go.
+// change a step goes through is a pure function of package lifecycle.
 //
 // # Observe mode
 //
@@ -26,15 +26,29 @@
 // journaled afterwards as observations of what the pipeline would have
 // done: the same recovery table, on a read with no claim (observe.go).
 //
+// # What lives here
+//
+// The forward proxy and its TLS interception (server.go, intercept.go,
+// tunnel.go), the guard pipeline (guard.go, forward.go, answer.go) and its
+// two carriers (carrier.go): REST, and the MCP gateway and MCP calls of
+// the forward proxy (the mcp*.go files; which server a message is for and
+// which route guards each tool is package mcp/servers'). Observe mode (observe.go,
+// observe_stream.go, observing.go), the background work (abandon.go,
+// verify.go, verifylease.go, sweeper.go) and the refusals (refuse.go).
+//
 // # Dependencies
 //
-// Every upstream connection is opened by egress.Dial (the egress policy,
-// checked at dial time on every address a name resolves to), through a
-// transport the proxy always builds itself; certificates for intercepted
-// hosts come from tlsca. The package consumes the journal through one
-// interface, journal.Store,
-// whatever its backend, and discovers nothing at run time; file
-// maintenance (the size gauge) is the optional journal.Maintainer, passed
-// in Options. It consumes rules through *rules.Set; neither knows about
-// this package, and neither does admin.
+// The recovery table and every transition of a step are package
+// lifecycle's, pure functions with no I/O; the problems toolguard answers
+// with, and their error formats, are package problem's; the Prometheus
+// metrics are package metrics' (Options.Metrics), and the spans of
+// Options.Tracer are made by internal/calltrace. Every upstream connection is opened by
+// egress.Dial (the egress policy, checked at dial time on every address a
+// name resolves to), through a transport the proxy always builds itself;
+// certificates for intercepted hosts come from tlsca. The package consumes
+// the journal through one interface, journal.Store, whatever its backend,
+// and discovers nothing at run time; file maintenance (the size gauge) is
+// the optional journal.Maintainer, passed in Options. It consumes rules
+// through *rules.Set; none of these packages knows about this one, and
+// neither does admin.
 package proxy

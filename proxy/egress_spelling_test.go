@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/toolguard/toolguard/problem"
 )
 
 // localSpellings are spellings of "this machine" that an agent can put in
@@ -74,8 +76,8 @@ func refusedSpelling(t *testing.T, p *netProxy, mode, host string, port int, wan
 	if resp.StatusCode != http.StatusForbidden {
 		t.Fatalf("%s %s: status %d, want 403", mode, target, resp.StatusCode)
 	}
-	if pr := problemOf(t, resp); pr.Type != ProblemRejected || !strings.Contains(pr.Detail, want) {
-		t.Errorf("%s %s: problem %+v, want %s about %q", mode, target, pr, ProblemRejected, want)
+	if pr := problemOf(t, resp); pr.Type != problem.Rejected || !strings.Contains(pr.Detail, want) {
+		t.Errorf("%s %s: problem %+v, want %s about %q", mode, target, pr, problem.Rejected, want)
 	}
 }
 

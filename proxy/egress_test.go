@@ -11,6 +11,7 @@ import (
 
 	"github.com/toolguard/toolguard/journal"
 	"github.com/toolguard/toolguard/policy"
+	"github.com/toolguard/toolguard/problem"
 )
 
 // anyLocalAddr is an address of this machine other than loopback, to show
@@ -77,8 +78,8 @@ func TestOwnListenerRefusedByName(t *testing.T) {
 					t.Errorf("status %d, outcome %q; want 403 blocked", resp.StatusCode, resp.Header.Get(HeaderOutcome))
 				}
 				pr := problemOf(t, resp)
-				if pr.Type != ProblemRejected || !strings.Contains(pr.Detail, "its own listeners") {
-					t.Errorf("problem %+v, want %s about its own listeners", pr, ProblemRejected)
+				if pr.Type != problem.Rejected || !strings.Contains(pr.Detail, "its own listeners") {
+					t.Errorf("problem %+v, want %s about its own listeners", pr, problem.Rejected)
 				}
 				if n := admin.hits.Load(); n != 0 {
 					t.Errorf("the listener got %d requests through the proxy, want 0", n)
@@ -157,7 +158,7 @@ func TestEgressDenyConfigured(t *testing.T) {
 		t.Fatal(err)
 	}
 	pr := problemOf(t, post)
-	if post.StatusCode != http.StatusForbidden || pr.Type != ProblemRejected || pr.Key == "" {
+	if post.StatusCode != http.StatusForbidden || pr.Type != problem.Rejected || pr.Key == "" {
 		t.Errorf("guarded POST: %d %+v, want 403 rejected with its key", post.StatusCode, pr)
 	}
 	// Nothing was sent: the step is recorded as not executed.

@@ -18,6 +18,7 @@ import (
 
 	"github.com/toolguard/toolguard/journal"
 	"github.com/toolguard/toolguard/journal/bolt"
+	"github.com/toolguard/toolguard/problem"
 	"github.com/toolguard/toolguard/rules"
 )
 
@@ -197,7 +198,7 @@ func TestUpstreamHangIsOutcomeUnknown(t *testing.T) {
 	tr := &scriptedTransport{answers: []string{"hang"}}
 	p := newTestProxy(t, nativeRoute, tr, Options{UpstreamTimeout: 50 * time.Millisecond})
 	r, b := p.post(t, "/v1/things", `{"n":1}`)
-	if r.StatusCode != http.StatusGatewayTimeout || !strings.Contains(b, ProblemOutcomeUnknown) {
+	if r.StatusCode != http.StatusGatewayTimeout || !strings.Contains(b, problem.OutcomeUnknown) {
 		t.Fatalf("got %d %s, want 504 outcome-unknown", r.StatusCode, b)
 	}
 	st, _ := p.j.Get(r.Header.Get(HeaderKey))

@@ -3,6 +3,8 @@ package proxy
 import (
 	"sync"
 	"time"
+
+	"github.com/toolguard/toolguard/lifecycle"
 )
 
 // flight is a guarded call running in this process. It is live until its
@@ -13,12 +15,12 @@ import (
 // lease has ended (see sendlease.go).
 type flight struct {
 	done  chan struct{}
-	lease *sendLease
+	lease *lifecycle.Lease
 	after time.Duration
 }
 
 // deadline is when the flight stops being live.
-func (fl *flight) deadline() time.Time { return fl.lease.until().Add(fl.after) }
+func (fl *flight) deadline() time.Time { return fl.lease.Until().Add(fl.after) }
 
 // flights registers the calls in flight by key. Registration happens inside
 // the journal mutation that claims the step, so a duplicate that reads the
@@ -60,7 +62,7 @@ func (f *flights) liveOther(key string, now time.Time, mine *flight) *flight {
 // returned as other: two calls of one process never both claim a key,
 // whatever their journal reads said (an optimistic journal lets both read
 // "no step" before either writes).
-func (f *flights) reserve(key string, mine *flight, now time.Time, lease *sendLease, after time.Duration) (fl, other *flight) {
+func (f *flights) reserve(key string, mine *flight, now time.Time, lease *lifecycle.Lease, after time.Duration) (fl, other *flight) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	cur := f.m[key]

@@ -17,6 +17,8 @@ import (
 
 	"github.com/toolguard/toolguard/egress"
 	"github.com/toolguard/toolguard/journal"
+	"github.com/toolguard/toolguard/lifecycle"
+	"github.com/toolguard/toolguard/problem"
 	"github.com/toolguard/toolguard/rules"
 	"github.com/toolguard/toolguard/verifiers"
 )
@@ -46,13 +48,13 @@ func (r *result) discard() {
 // forward sends a claimed step upstream, records the outcome durably and
 // only then answers. It returns an error wrapping journal.ErrFenced when
 // the step was taken over while the call ran.
-func (s *Server) forward(c *call, st journal.Step, fl *flight, d Decision) (*answer, error) {
+func (s *Server) forward(c *call, st journal.Step, fl *flight, d lifecycle.Decision) (*answer, error) {
 	defer s.flights.finish(st.Key, fl)
 	if a, done, err := s.checkBefore(c, st, d); done {
 		return a, err
 	}
 	c.lease = fl.lease
-	s.traceAttempt(c, st.Attempt)
+	s.trace.Attempt(c.in.Context(), st.Attempt)
 	stop := s.heartbeat(st, c.lease)
 	res := c.carrier.send(c)
 	stop()
@@ -74,22 +76,22 @@ func (s *Server) forward(c *call, st journal.Step, fl *flight, d Decision) (*ans
 		// The call went out (or may have): the step stays started, and the
 		// agent must not be told that nothing was sent.
 		s.log.Error("record outcome failed; the step stays started", slog.String(logKey, st.Key), slog.Any("error", err))
-		return s.problemWith(c, newProblem(ProblemOutcomeUnknown, st.Key, "the call was sent but its outcome could not be recorded; the next retry resolves it"), d), nil
+		return s.problemWith(c, problem.New(problem.OutcomeUnknown, st.Key, "the call was sent but its outcome could not be recorded; the next retry resolves it"), d), nil
 	}
-	s.traceStep(c, &rec)
+	s.trace.Step(c.in.Context(), &rec)
 	return c.carrier.forwarded(c, rec, res, d), nil
 }
 
 // outcome records a REST attempt: its answer as readAnswer keeps it.
 func (r restCarrier) outcome(c *call, res result, now time.Time) func(journal.Step) journal.Change {
 	a := attemptOf(c, res, r.readAnswer(c, res))
-	return func(cur journal.Step) journal.Change { return outcomeChange(cur, a, now) }
+	return func(cur journal.Step) journal.Change { return lifecycle.Outcome(cur, a, now) }
 }
 
 // forwarded answers a REST call just sent: a refusal where nothing was
 // sent, outcome-unknown where the step stays started, else the recorded
 // answer (verification started where the rule asks for one).
-func (r restCarrier) forwarded(c *call, rec journal.Step, res result, d Decision) *answer {
+func (r restCarrier) forwarded(c *call, rec journal.Step, res result, d lifecycle.Decision) *answer {
 	s := r.s
 	outcome := OutcomeForwarded
 	if d.Recovered {
@@ -97,16 +99,16 @@ func (r restCarrier) forwarded(c *call, rec journal.Step, res result, d Decision
 	}
 	switch {
 	case errors.Is(res.err, egress.ErrRefused):
-		s.metrics.reject("egress")
-		return s.problemWith(c, newProblem(ProblemRejected, rec.Key, "nothing was sent: "+res.err.Error()), d)
+		s.metrics.Reject("egress")
+		return s.problemWith(c, problem.New(problem.Rejected, rec.Key, "nothing was sent: "+res.err.Error()), d)
 	case res.err != nil && !res.sent:
-		return s.problemWith(c, newProblem(ProblemUpstreamUnreachable, rec.Key, "nothing was sent: "+res.err.Error()+"; safe to retry"), d)
+		return s.problemWith(c, problem.New(problem.UpstreamUnreachable, rec.Key, "nothing was sent: "+res.err.Error()+"; safe to retry"), d)
 	case rec.Status == journal.StatusStarted:
 		res.discard()
-		p := newProblem(ProblemOutcomeUnknown, rec.Key, "the call was sent but its outcome is unknown ("+rec.LastError+"); the next retry resolves it")
+		p := problem.New(problem.OutcomeUnknown, rec.Key, "the call was sent but its outcome is unknown ("+rec.LastError+"); the next retry resolves it")
 		if res.resp != nil {
 			// The provider's own pacing; the retry still carries the same key.
-			p.RetryAfter = readRetrySignals(res.resp.Header, s.now()).after
+			p.RetryAfter = lifecycle.ReadRetrySignals(res.resp.Header, s.now()).After
 		}
 		return s.problemWith(c, p, d)
 	}
@@ -138,7 +140,7 @@ func (s *Server) reread(st journal.Step, err error) (journal.Step, error) {
 // LeaseUntil); it returns the function that stops it. A renewal refused
 // as fenced means another owner took the step over: the call cannot be
 // recalled, and its outcome write will be refused the same way.
-func (s *Server) heartbeat(st journal.Step, lease *sendLease) (stop func()) {
+func (s *Server) heartbeat(st journal.Step, lease *lifecycle.Lease) (stop func()) {
 	return s.renewWhile(st, s.opts.Lease, func(err error) {
 		s.log.Warn("lease renewal refused: the step was taken over while its call ran", slog.String(logKey, st.Key), slog.Any("error", err))
 	}, lease)
@@ -151,7 +153,7 @@ func (s *Server) heartbeat(st journal.Step, lease *sendLease) (stop func()) {
 // the journal accepts extends sl from the moment it went out. A renewal
 // refused as fenced calls fenced and ends the renewals; other failures
 // are logged and retried.
-func (s *Server) renewWhile(st journal.Step, lease time.Duration, fenced func(error), sl *sendLease) (stop func()) {
+func (s *Server) renewWhile(st journal.Step, lease time.Duration, fenced func(error), sl *lifecycle.Lease) (stop func()) {
 	if st.LeaseUntil.IsZero() && sl == nil {
 		return func() {}
 	}
@@ -173,7 +175,7 @@ func (s *Server) renewWhile(st journal.Step, lease time.Duration, fenced func(er
 			err := s.journal.Renew(ctx, st.Key, st.Epoch, st.Fence, lease)
 			cancel()
 			if err == nil && sl != nil {
-				sl.extend(sent, lease)
+				sl.Extend(sent, lease)
 			}
 			if errors.Is(err, journal.ErrFenced) {
 				fenced(err)
@@ -204,7 +206,7 @@ func (s *Server) streamWhole(resp *http.Response, rec *journal.Step, res result)
 	key, epoch, fence := rec.Key, rec.Epoch, rec.Fence
 	resp.Body = &hashingBody{r: r, h: h, release: res.release, done: func(sum string) {
 		_, err := s.journal.Apply(context.Background(), key, journal.Fenced(epoch, fence, func(cur *journal.Step) (journal.Change, error) {
-			if ch, ok := responseHashChange(*cur, sum); ok {
+			if ch, ok := lifecycle.ResponseHashed(*cur, sum); ok {
 				return ch, nil
 			}
 			return journal.Change{}, journal.ErrNoChange
@@ -262,7 +264,7 @@ func (r restCarrier) send(c *call) result {
 	began := time.Now()
 	resp, err := s.sendUpstream(out)
 	w.stop()
-	s.metrics.upstreamCall(c.route.API.Name, c.route.Name, time.Since(began))
+	s.metrics.UpstreamCall(c.route.API.Name, c.route.Name, time.Since(began))
 	if err != nil {
 		w.end()
 		cancel()
@@ -287,12 +289,12 @@ func (r restCarrier) send(c *call) result {
 // is sent, and the outcome write that follows is fenced if the step was
 // taken over meanwhile.
 func (s *Server) leaseLapsed(c *call) (result, bool) {
-	if c.lease.holds(time.Now()) {
+	if c.lease.Holds(time.Now()) {
 		return result{}, false
 	}
-	s.metrics.reject("lease_lapsed")
+	s.metrics.Reject("lease_lapsed")
 	s.log.Warn("not sent: the claim's lease ended before the call was sent", slog.String(logKey, c.intent.Key),
-		slog.Time("lease_end", c.lease.until()))
+		slog.Time("lease_end", c.lease.Until()))
 	return result{err: errLeaseLapsed}, true
 }
 
@@ -342,53 +344,37 @@ func (s *Server) outbound(ctx context.Context, c *call) (*http.Request, error) {
 	return out, nil
 }
 
-// answerRecord is what the journal keeps of an upstream answer: the
-// stored response (headers filtered, body hashed) and the operation id.
-// readAnswer works it out before the journal write, so that hashing and
-// parsing a body of up to limits.max_stored_response stay out of the
-// journal's serial commit, where the mutation runs.
-type answerRecord struct {
-	response    *journal.Response
-	operationID string
-	// kind is what the route's outcome rules make of the answer.
-	kind rules.OutcomeKind
-	// signals are the answer's retry headers.
-	signals retrySignals
-}
-
-// readAnswer records a definitive answer; the zero answerRecord for one
-// that outcomeChange does not store (no answer, 5xx, a native-idempotency
-// 409).
-func (r restCarrier) readAnswer(c *call, res result) answerRecord {
+// readAnswer records a definitive answer: the stored response (headers
+// filtered, body hashed) and the operation id; the zero lifecycle.Answer
+// for one that lifecycle.Outcome does not store (no answer, 5xx, a
+// native-idempotency 409). It runs before the journal write, so that
+// hashing and parsing a body of up to limits.max_stored_response stay out
+// of the journal's serial commit, where the mutation runs.
+func (r restCarrier) readAnswer(c *call, res result) lifecycle.Answer {
 	s := r.s
 	if res.err != nil || res.resp.StatusCode >= 500 {
-		return answerRecord{}
+		return lifecycle.Answer{}
 	}
 	code := res.resp.StatusCode
 	kind := c.route.Outcome.Classify(code, res.body)
 	if code == http.StatusConflict && c.route.NativeIdempotency != nil && kind == rules.OutcomeByStatus {
-		return answerRecord{}
+		return lifecycle.Answer{}
 	}
-	a := answerRecord{response: s.storedResponse(res), kind: kind, signals: readRetrySignals(res.resp.Header, s.now())}
-	if commits(code, kind) {
-		a.operationID = c.route.OperationID.Extract(res.resp.Header, res.body)
+	a := lifecycle.Answer{Response: s.storedResponse(res), Kind: kind, Signals: lifecycle.ReadRetrySignals(res.resp.Header, s.now())}
+	if lifecycle.Commits(code, kind) {
+		a.OperationID = c.route.OperationID.Extract(res.resp.Header, res.body)
 	}
 	return a
 }
 
-// attemptOf captures what outcomeChange needs to know of an attempt.
-func attemptOf(c *call, res result, ans answerRecord) attempt {
-	a := attempt{err: res.err, sent: res.sent, native: c.route.NativeIdempotency != nil,
-		answer: ans, verifyWithin: verifyWithin(c.route)}
+// attemptOf captures what lifecycle.Outcome needs to know of an attempt.
+func attemptOf(c *call, res result, ans lifecycle.Answer) lifecycle.Attempt {
+	a := lifecycle.Attempt{Err: res.err, Sent: res.sent, Native: c.route.NativeIdempotency != nil,
+		Answer: ans, VerifyWithin: verifyWithin(c.route)}
 	if res.resp != nil {
-		a.status, a.statusText = res.resp.StatusCode, res.resp.Status
+		a.Status, a.StatusText = res.resp.StatusCode, res.resp.Status
 	}
 	return a
-}
-
-// retryableStatus reports 4xx answers that mean "not done, try again".
-func retryableStatus(code int) bool {
-	return code == http.StatusRequestTimeout || code == http.StatusTooEarly || code == http.StatusTooManyRequests
 }
 
 func (s *Server) storedResponse(res result) *journal.Response {
@@ -402,7 +388,7 @@ func (s *Server) storedResponse(res result) *journal.Response {
 		// The hash is recorded once the body has been streamed whole.
 		r.BodyHash = ""
 		r.Truncated = true
-		s.metrics.truncatedResponse()
+		s.metrics.TruncatedResponse()
 	} else {
 		r.Body = res.body
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/toolguard/toolguard/policy"
+	"github.com/toolguard/toolguard/problem"
 	"github.com/toolguard/toolguard/rules"
 )
 
@@ -48,9 +49,9 @@ func (s *Server) selectGraphQL(req *http.Request, endpoint *rules.Route) (*rules
 	case err != nil && observe:
 		return endpoint, "", nil
 	case err != nil:
-		p := newProblem(ProblemInvalidBody, "", fmt.Sprintf("route %s/%s: %v", endpoint.API.Name, endpoint.Pattern, err))
-		s.metrics.reject("invalid_body")
-		return nil, "", s.refuseGraphQL(req, endpoint, p.response(req), p.Detail)
+		p := problem.New(problem.InvalidBody, "", fmt.Sprintf("route %s/%s: %v", endpoint.API.Name, endpoint.Pattern, err))
+		s.metrics.Reject("invalid_body")
+		return nil, "", s.refuseGraphQL(req, endpoint, problemResponse(req, rules.ErrorFormat{}, p), p.Detail)
 	case pass:
 		return nil, "GraphQL query that no route selects", nil
 	}
@@ -60,7 +61,7 @@ func (s *Server) selectGraphQL(req *http.Request, endpoint *rules.Route) (*rules
 // refuseGraphQL answers a GraphQL request whose body cannot be read or
 // whose operation cannot be told.
 func (s *Server) refuseGraphQL(req *http.Request, endpoint *rules.Route, resp *http.Response, why string) *http.Response {
-	s.metrics.request(endpoint.API.Name, "", OutcomeBlocked)
+	s.metrics.Request(endpoint.API.Name, "", OutcomeBlocked)
 	resp.Header.Set(HeaderOutcome, OutcomeBlocked)
 	s.logRequest(req, slog.LevelInfo, OutcomeBlocked, resp.StatusCode, why)
 	return resp

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/toolguard/toolguard/journal"
+	"github.com/toolguard/toolguard/lifecycle"
+	"github.com/toolguard/toolguard/problem"
 	"github.com/toolguard/toolguard/rules"
 )
 
@@ -24,9 +26,9 @@ type call struct {
 	start time.Time
 
 	// lookup is the latest lookup made for the step at lookupFence.
-	lookup      LookupAnswer
+	lookup      lifecycle.LookupAnswer
 	lookupFence uint64
-	lookupFound *lookupResult
+	lookupFound *lifecycle.Found
 	// lookupEvidence describes the latest lookup, whatever it said.
 	lookupEvidence string
 	// versionChange describes a prompt/policy version change of the
@@ -43,7 +45,7 @@ type call struct {
 	// an MCP tools/call is recognised (see handleMCP).
 	carrier carrier
 	// lease is the claim's lease while the call is forwarded.
-	lease *sendLease
+	lease *lifecycle.Lease
 	// legacyChecked: the intent was looked up under its previous key.
 	legacyChecked bool
 	// approval is what the route's approval said of the new intent, once
@@ -58,13 +60,13 @@ type call struct {
 type answer struct {
 	resp     *http.Response
 	outcome  string
-	decision Decision
+	decision lifecycle.Decision
 	attempt  int
 }
 
 // guard runs a request that a route describes through the pipeline.
 func (s *Server) guard(req *http.Request, route *rules.Route, params map[string]string) *http.Response {
-	req = s.traceRoute(req, route)
+	req = s.trace.Route(req, route)
 	c := &call{in: req, route: route, params: params, start: time.Now(), carrier: restCarrier{s}}
 	defer s.releaseBody(c)
 	return s.admit(c, s.prepare)
@@ -76,8 +78,8 @@ func (s *Server) guard(req *http.Request, route *rules.Route, params map[string]
 // decision line.
 func (s *Server) admit(c *call, prepare func(*call) *answer) *http.Response {
 	if !s.active.tryAdd(s.opts.MaxInFlight) {
-		s.metrics.reject("in_flight_limit")
-		p := newProblem(ProblemUnavailable, "", "too many calls in flight (limits.max_in_flight); retry shortly")
+		s.metrics.Reject("in_flight_limit")
+		p := problem.New(problem.Unavailable, "", "too many calls in flight (limits.max_in_flight); retry shortly")
 		p.RetryAfter = time.Second
 		a := s.problem(c, p)
 		s.logDecision(c, a)
@@ -86,8 +88,8 @@ func (s *Server) admit(c *call, prepare func(*call) *answer) *http.Response {
 	defer s.active.Done()
 	var a *answer
 	if s.draining.Load() {
-		s.metrics.reject("draining")
-		a = s.problem(c, newProblem(ProblemUnavailable, "", "toolguard is shutting down; retry shortly"))
+		s.metrics.Reject("draining")
+		a = s.problem(c, problem.New(problem.Unavailable, "", "toolguard is shutting down; retry shortly"))
 	} else if a = prepare(c); a == nil {
 		a = s.run(c)
 	}
@@ -108,8 +110,8 @@ func (s *Server) prepare(c *call) *answer {
 	}
 	intent, err := s.deriver.Derive(c.route, in)
 	if err != nil {
-		s.metrics.reject("invalid_body")
-		return s.problem(c, newProblem(ProblemInvalidBody, "", err.Error()))
+		s.metrics.Reject("invalid_body")
+		return s.problem(c, problem.New(problem.InvalidBody, "", err.Error()))
 	}
 	c.intent, c.input = intent, in
 	c.callerMAC = s.credentialMAC(c.route.API, c.in.Header)
@@ -141,8 +143,8 @@ func (s *Server) refuseNoCredential(c *call) *answer {
 	if why == "" {
 		return nil
 	}
-	s.metrics.reject("no_credential")
-	return s.problem(c, newProblem(ProblemInvalidBody, "", why))
+	s.metrics.Reject("no_credential")
+	return s.problem(c, problem.New(problem.InvalidBody, "", why))
 }
 
 // run decides and acts until the request has an answer: a decision may
@@ -154,7 +156,7 @@ func (s *Server) run(c *call) *answer {
 	for {
 		st, err := s.journal.Get(key)
 		if err == nil && st.Terminal() && !st.Held() && !st.Observed {
-			return s.replay(c, &st, OutcomeReplayed, Decision{Action: ActionReplay, Why: "outcome stored"})
+			return s.replay(c, &st, OutcomeReplayed, lifecycle.Decision{Action: lifecycle.ActionReplay, Why: "outcome stored"})
 		}
 		if err == nil || !errors.Is(err, journal.ErrNotFound) {
 			// A caller back for a step without an outcome (or one the
@@ -183,11 +185,11 @@ func (s *Server) run(c *call) *answer {
 			return s.journalFailure(c, err)
 		}
 		d, st := dd.decision, dd.step
-		s.traceStep(c, &st)
+		s.trace.Step(c.in.Context(), &st)
 		switch d.Action {
-		case ActionReplay:
+		case lifecycle.ActionReplay:
 			return s.replay(c, &st, OutcomeReplayed, d)
-		case ActionForward:
+		case lifecycle.ActionForward:
 			a, err := s.forward(c, st, dd.mine, d)
 			if errors.Is(err, journal.ErrFenced) {
 				continue // someone took the step over: answer from its record
@@ -196,29 +198,29 @@ func (s *Server) run(c *call) *answer {
 				return s.journalFailure(c, err)
 			}
 			return a
-		case ActionWait:
+		case lifecycle.ActionWait:
 			if !s.await(key, dd.awaited, waitUntil) {
-				p := newProblem(ProblemInProgress, key, "a call with this key is still in flight; retry later")
+				p := problem.New(problem.InProgress, key, "a call with this key is still in flight; retry later")
 				p.RetryAfter = time.Second
 				return s.problem(c, p)
 			}
-		case ActionLookup:
+		case lifecycle.ActionLookup:
 			s.lookupFor(c, &st)
-		case ActionRecordFound:
+		case lifecycle.ActionRecordFound:
 			s.afterCommit(c, st)
 			return s.recoveredAnswer(c, &st, d)
-		case ActionHold, ActionBlock:
+		case lifecycle.ActionHold, lifecycle.ActionBlock:
 			return s.blocked(c, &st, d)
-		case ActionSettle:
-			p := newProblem(ProblemInProgress, key, "an interrupted attempt of this call may still land at the provider, and its lookup does not show it yet; retry after the attempt has settled")
+		case lifecycle.ActionSettle:
+			p := problem.New(problem.InProgress, key, "an interrupted attempt of this call may still land at the provider, and its lookup does not show it yet; retry after the attempt has settled")
 			p.RetryAfter = max(s.settlesIn(&st), time.Second)
-			if d.Reason == ReasonLookupRate {
+			if d.Reason == lifecycle.ReasonLookupRate {
 				p.Detail = "the outcome of an interrupted attempt is unknown and the provider's lookup budget (lookup.rate) is spent; retry shortly"
 				p.RetryAfter = max(c.lookupWait, time.Second)
 			}
 			return s.problemWith(c, p, d)
-		case ActionMismatch:
-			p := newProblem(ProblemPayloadMismatch, key, "the body differs from the one an approval or review was given for; send that exact body, or a new intent")
+		case lifecycle.ActionMismatch:
+			p := problem.New(problem.PayloadMismatch, key, "the body differs from the one an approval or review was given for; send that exact body, or a new intent")
 			return s.problemWith(c, p, d)
 		}
 	}
@@ -250,7 +252,7 @@ const maxCommitUnknown = 3
 
 // verdict is what decide found and did.
 type verdict struct {
-	decision Decision
+	decision lifecycle.Decision
 	// step is the key's record after the decision's change.
 	step journal.Step
 	// mine is this call's flight when it claimed the step to forward it.
@@ -275,15 +277,15 @@ func (s *Server) decide(c *call) (verdict, error) {
 	var out verdict
 	var mine *flight
 	// The claim's lease counts from before its statement goes out.
-	lease := newSendLease(time.Now(), s.lease())
+	lease := lifecycle.NewLease(time.Now(), s.lease())
 	st, err := s.journal.Apply(c.in.Context(), key, func(cur *journal.Step) (journal.Change, error) {
 		out = verdict{}
 		if cur != nil && cur.Observed {
 			cur = nil // an observation is never replayed: the key is new to the guard
 		}
-		var sit Situation
+		var sit lifecycle.Situation
 		sit, out.awaited = s.situation(c, cur, now, epoch, mine)
-		out.decision = Decide(sit)
+		out.decision = lifecycle.Decide(sit)
 		if cur == nil {
 			out.decision = s.applyVersionPolicy(c, explain(c, out.decision))
 		}
@@ -291,12 +293,12 @@ func (s *Server) decide(c *call) (verdict, error) {
 		if !ok {
 			return journal.Change{}, journal.ErrNoChange
 		}
-		if out.decision.Action == ActionForward {
+		if out.decision.Action == lifecycle.ActionForward {
 			fl, other := s.flights.reserve(key, mine, now, lease, s.opts.UpstreamTimeout+leaseGrace)
 			if other != nil {
 				// Another call of this process is claiming the key right
 				// now (its write may not be visible yet): wait for it.
-				out.decision = Decision{Action: ActionWait, Why: "a call with this key is being sent by this process"}
+				out.decision = lifecycle.Decision{Action: lifecycle.ActionWait, Why: "a call with this key is being sent by this process"}
 				out.awaited = other
 				return journal.Change{}, journal.ErrNoChange
 			}
@@ -306,7 +308,7 @@ func (s *Server) decide(c *call) (verdict, error) {
 		return ch, nil
 	})
 	out.step = st
-	if out.decision.Action == ActionWait && out.awaited != nil && errors.Is(err, journal.ErrNotFound) {
+	if out.decision.Action == lifecycle.ActionWait && out.awaited != nil && errors.Is(err, journal.ErrNotFound) {
 		err = nil // waiting for this process's own claim of a key not yet written
 	}
 	if mine != nil && (err != nil || out.mine == nil || st.Epoch != epoch || st.Status != journal.StatusStarted) {
@@ -319,10 +321,10 @@ func (s *Server) decide(c *call) (verdict, error) {
 // situation describes the key's record cur (nil: none) to the recovery
 // table, for c arriving at now; awaited is the call of this process in
 // flight with the key, if any, mine (c's own flight) excepted.
-func (s *Server) situation(c *call, cur *journal.Step, now time.Time, epoch uint64, mine *flight) (sit Situation, awaited *flight) {
+func (s *Server) situation(c *call, cur *journal.Step, now time.Time, epoch uint64, mine *flight) (sit lifecycle.Situation, awaited *flight) {
 	absent := c.lookupAbsent()
-	strategy, hasLookup := recoveryOf(c.route, absent)
-	sit = Situation{
+	strategy, hasLookup := lifecycle.RecoveryOf(c.route, absent)
+	sit = lifecycle.Situation{
 		Step:        cur,
 		Strategy:    strategy,
 		Effect:      c.route.Effect,
@@ -335,14 +337,14 @@ func (s *Server) situation(c *call, cur *journal.Step, now time.Time, epoch uint
 		return sit, nil
 	}
 	awaited = s.flights.liveOther(c.intent.Key, now, mine)
-	sit.InFlight = awaited != nil || inFlightElsewhere(cur, epoch)
-	if c.lookup != LookupNotAsked && c.lookupFence == cur.Fence {
+	sit.InFlight = awaited != nil || lifecycle.InFlightElsewhere(cur, epoch)
+	if c.lookup != lifecycle.LookupNotAsked && c.lookupFence == cur.Fence {
 		sit.Lookup = c.lookup
 	}
 	sit.Settling = s.settling(cur)
-	sit.NativeExpired = nativeExpired(c.route, cur, now)
+	sit.NativeExpired = lifecycle.NativeExpired(c.route, cur, now)
 	sit.HasLookup = hasLookup
-	sit.Backoff = backoff(cur, now)
+	sit.Backoff = lifecycle.Backoff(cur, now)
 	if len(absent) > 0 && cur.Status == journal.StatusStarted {
 		c.lookupEvidence = noLookupEvidence(absent)
 	}
@@ -357,8 +359,8 @@ func (s *Server) lease() time.Duration { return s.opts.Lease }
 const leaseGrace = 5 * time.Second
 
 // changeFor builds the journal change a decision calls for; ok is false
-// when the decision changes nothing. It is pure: see transitions.go.
-func (s *Server) changeFor(c *call, cur *journal.Step, d Decision, now time.Time) (journal.Change, bool) {
+// when the decision changes nothing. It is pure: see package lifecycle.
+func (s *Server) changeFor(c *call, cur *journal.Step, d lifecycle.Decision, now time.Time) (journal.Change, bool) {
 	why := d.Why
 	if c.lookupEvidence != "" {
 		why += " (" + c.lookupEvidence + ")"
@@ -369,17 +371,17 @@ func (s *Server) changeFor(c *call, cur *journal.Step, d Decision, now time.Time
 	}
 	var ch journal.Change
 	switch d.Action {
-	case ActionForward:
-		ch = claimChange(cur, fresh, d, why, c.versionChange, s.lease())
-	case ActionHold:
-		ch = s.shownRequest(c, holdChange(cur, fresh, d, why, c.lookupEvidence))
-	case ActionRecordFound:
-		ch = recordFoundChange(*cur, *c.lookupFound, why, verifyWithin(c.route), now)
+	case lifecycle.ActionForward:
+		ch = lifecycle.Claim(cur, fresh, d, why, c.versionChange, s.lease())
+	case lifecycle.ActionHold:
+		ch = s.shownRequest(c, lifecycle.Hold(cur, fresh, d, why, c.lookupEvidence))
+	case lifecycle.ActionRecordFound:
+		ch = lifecycle.RecordFound(*cur, *c.lookupFound, why, verifyWithin(c.route), now)
 	default:
 		return journal.Change{}, false
 	}
 	ch = s.limited(c, cur, d, ch)
-	return withTakeover(ch, cur, s.journal.Epoch(), s.lease(), s.landing(c.route)), true
+	return lifecycle.WithTakeover(ch, cur, s.journal.Epoch(), s.lease(), s.landing(c.route)), true
 }
 
 // verifyWithin is the route's verification window; zero when it has none.
@@ -486,7 +488,7 @@ const remotePoll = 200 * time.Millisecond
 
 func (s *Server) journalFailure(c *call, err error) *answer {
 	s.log.Error("journal write failed; nothing was sent", slog.String("key", c.intent.Key), slog.Any("error", err))
-	p := newProblem(ProblemUnavailable, c.intent.Key, "the journal could not record the call, so it was not sent; retry later")
+	p := problem.New(problem.Unavailable, c.intent.Key, "the journal could not record the call, so it was not sent; retry later")
 	p.RetryAfter = time.Second
 	if errors.Is(err, journal.ErrUnavailable) {
 		p.RetryAfter = 5 * time.Second

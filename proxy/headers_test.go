@@ -5,6 +5,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/toolguard/toolguard/metrics"
 )
 
 // headerRecorder is an upstream handler that records the headers of each
@@ -94,6 +96,20 @@ func TestToolguardHeadersStripped(t *testing.T) {
 					}
 				}
 			})
+		}
+	}
+}
+
+// TestOutcomeLabels: the outcome label of toolguard_requests_total uses the
+// words of the Toolguard-Outcome header.
+func TestOutcomeLabels(t *testing.T) {
+	for header, label := range map[string]string{
+		OutcomeForwarded: metrics.OutcomeForwarded, OutcomeReplayed: metrics.OutcomeReplayed,
+		OutcomeRecovered: metrics.OutcomeRecovered, OutcomeBlocked: metrics.OutcomeBlocked,
+		OutcomePassthrough: metrics.OutcomePassthrough,
+	} {
+		if header != label {
+			t.Errorf("Toolguard-Outcome %q is counted as %q", header, label)
 		}
 	}
 }

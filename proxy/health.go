@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/toolguard/toolguard/journal"
+	"github.com/toolguard/toolguard/metrics"
 )
 
 // journalHealth records whether the proxy's journal writes succeed. After
@@ -21,7 +22,7 @@ type journalHealth struct {
 	failedAt atomic.Int64
 	// probedAt is when Ready last probed the journal, in Unix nanoseconds.
 	probedAt atomic.Int64
-	metrics  *Metrics
+	metrics  *metrics.Metrics
 	log      *slog.Logger
 }
 
@@ -58,7 +59,7 @@ func (h *journalHealth) record(err, merr error) {
 		errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded),
 		errors.Is(err, journal.ErrFenced), errors.Is(err, journal.ErrNotFound), errors.Is(err, journal.ErrInvalidChange):
 	default:
-		h.metrics.journalWriteFailed()
+		h.metrics.JournalWriteFailed()
 		if h.failedAt.Swap(time.Now().UnixNano()) == 0 {
 			h.log.Error("journal write failed: not ready until a journal write succeeds", slog.Any("error", err))
 		}

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/toolguard/toolguard/admin"
+	"github.com/toolguard/toolguard/problem"
 )
 
 // holdForReview leaves a step of invoiceRoute held needs_review: the
@@ -21,7 +22,7 @@ func holdForReview(t *testing.T, h *harness, body string, headers ...string) str
 	}
 	h.up.status.Store(0)
 	r, b = h.post("/v1/invoices", body, headers...)
-	if r.StatusCode != http.StatusConflict || !strings.Contains(b, ProblemAmbiguousEffect) {
+	if r.StatusCode != http.StatusConflict || !strings.Contains(b, problem.AmbiguousEffect) {
 		t.Fatalf("retry: %d %s, want 409 ambiguous-effect", r.StatusCode, b)
 	}
 	return r.Header.Get(HeaderKey)
@@ -43,7 +44,7 @@ func TestHeldRetryWithIgnoredFieldChanged(t *testing.T) {
 				t.Fatalf("call %d: %d %q, want 409 blocked with Retry-After", i+1, r.StatusCode, r.Header.Get(HeaderOutcome))
 			}
 		}
-		if !strings.Contains(b1, ProblemAwaitingApproval) || !strings.Contains(b2, ProblemAwaitingApproval) {
+		if !strings.Contains(b1, problem.AwaitingApproval) || !strings.Contains(b2, problem.AwaitingApproval) {
 			t.Fatalf("answers %s / %s, want awaiting-approval twice", b1, b2)
 		}
 		key := r1.Header.Get(HeaderKey)
@@ -51,7 +52,7 @@ func TestHeldRetryWithIgnoredFieldChanged(t *testing.T) {
 			t.Fatalf("approve: %d", code)
 		}
 		// Now the other body would be sent under the approval: 422.
-		if r, b := h.post("/v1/invoices", other); r.StatusCode != http.StatusUnprocessableEntity || !strings.Contains(b, ProblemPayloadMismatch) {
+		if r, b := h.post("/v1/invoices", other); r.StatusCode != http.StatusUnprocessableEntity || !strings.Contains(b, problem.PayloadMismatch) {
 			t.Fatalf("other body after approval: %d %s, want 422 payload-mismatch", r.StatusCode, b)
 		}
 		if r, b := h.post("/v1/invoices", held); r.StatusCode != http.StatusCreated || r.Header.Get(HeaderOutcome) != OutcomeForwarded {
@@ -65,7 +66,7 @@ func TestHeldRetryWithIgnoredFieldChanged(t *testing.T) {
 		h := startHarness(t, harnessConfig{Routes: invoiceRoute})
 		key := holdForReview(t, h, `{"customer":"c1","amount":10,"trace_id":"a"}`)
 		r, b := h.post("/v1/invoices", `{"customer":"c1","amount":10,"trace_id":"b"}`)
-		if r.StatusCode != http.StatusConflict || !strings.Contains(b, ProblemAmbiguousEffect) || r.Header.Get(HeaderKey) != key {
+		if r.StatusCode != http.StatusConflict || !strings.Contains(b, problem.AmbiguousEffect) || r.Header.Get(HeaderKey) != key {
 			t.Fatalf("retry with a new trace_id: %d %s, want 409 ambiguous-effect for %s", r.StatusCode, b, key)
 		}
 		if got := h.up.effects.Load(); got != 1 {

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/elazarl/goproxy"
+
+	"github.com/toolguard/toolguard/problem"
 )
 
 // Intercepted tunnels.
@@ -77,7 +79,7 @@ func (s *Server) tunnelHandler(target, scheme string) http.Handler {
 	h := s.Handler()
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method == http.MethodConnect {
-			p := newProblem(ProblemRejected, "", "CONNECT inside a tunnel is not supported")
+			p := problem.New(problem.Rejected, "", "CONNECT inside a tunnel is not supported")
 			p.Status = http.StatusMethodNotAllowed
 			writeResponse(w, s.refuse(r, refusal{problem: p}))
 			return

@@ -10,6 +10,7 @@ import (
 	"github.com/toolguard/toolguard/admin"
 	"github.com/toolguard/toolguard/journal"
 	"github.com/toolguard/toolguard/policy"
+	"github.com/toolguard/toolguard/problem"
 )
 
 // summaryRoute needs approval and redacts the card number, which is also
@@ -44,7 +45,7 @@ func TestHeldStepViewCarriesKeySummary(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			h := startHarness(t, harnessConfig{Routes: summaryRoute, Options: tc.opts})
 			r, b := h.post("/v1/invoices", body, "Authorization", credential)
-			if r.StatusCode != http.StatusConflict || !strings.Contains(b, ProblemAwaitingApproval) {
+			if r.StatusCode != http.StatusConflict || !strings.Contains(b, problem.AwaitingApproval) {
 				t.Fatalf("call: %d %s, want 409 awaiting-approval", r.StatusCode, b)
 			}
 			var v admin.StepView

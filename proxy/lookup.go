@@ -9,40 +9,29 @@ import (
 	"time"
 
 	"github.com/toolguard/toolguard/journal"
+	"github.com/toolguard/toolguard/lifecycle"
 	"github.com/toolguard/toolguard/rules"
 	"github.com/toolguard/toolguard/verifiers"
 )
 
-// lookupResult is the evidence of a lookup that found the effect.
-type lookupResult struct {
-	operationID string
-	evidence    string
-	// answer is the found object to answer the agent with (lookup.answer);
-	// nil answers with toolguard's evidence body.
-	answer []byte
-	// response is answer as the step's stored response (see
-	// recoveredResponse); nil when there is none.
-	response *journal.Response
-}
-
 // recoveredResponse is the stored response of a step a lookup found: the
-// found object in the provider's shape, with the status the route names,
+// found object (answer, lookup.answer) in the provider's shape, with the status the route names,
 // so that the recovered answer and every replay show what a first call
 // would have. nil when the rule names no answer or the lookup's answer
 // held none.
-func recoveredResponse(r *rules.Route, lf *lookupResult) *journal.Response {
-	if lf.answer == nil || r.Lookup == nil || r.Lookup.Answer == nil {
+func recoveredResponse(r *rules.Route, answer []byte) *journal.Response {
+	if answer == nil || r.Lookup == nil || r.Lookup.Answer == nil {
 		return nil
 	}
 	status := r.Lookup.Answer.Status
 	if status == 0 {
 		status = http.StatusOK
 	}
-	sum := sha256.Sum256(lf.answer)
+	sum := sha256.Sum256(answer)
 	return &journal.Response{
 		Status:   status,
 		Header:   http.Header{"Content-Type": {"application/json"}},
-		Body:     lf.answer,
+		Body:     answer,
 		BodyHash: hex.EncodeToString(sum[:]),
 	}
 }
@@ -55,18 +44,11 @@ func lookupSettle(r *rules.Route) time.Duration {
 	return r.Lookup.Settle
 }
 
-// nativeExpired reports whether the provider has forgotten the step's
-// native idempotency key: the step was created (its first send was no
-// earlier) longer ago than native_idempotency.ttl.
-func nativeExpired(r *rules.Route, st *journal.Step, now time.Time) bool {
-	ni := r.NativeIdempotency
-	return ni != nil && ni.TTL > 0 && !st.CreatedAt.IsZero() && now.Sub(st.CreatedAt) >= ni.TTL
-}
-
 // lookupFor asks the provider whether the step's call took effect and
 // remembers the answer for the step's current fence.
 func (s *Server) lookupFor(c *call, st *journal.Step) {
-	defer s.traceLookup(c, st)()
+	end := s.trace.Lookup(c.in.Context(), c.route, st.Key)
+	defer func() { end(c.lookup) }()
 	c.carrier.lookup(c, st)
 }
 
@@ -74,7 +56,7 @@ func (s *Server) lookupFor(c *call, st *journal.Step) {
 func (r restCarrier) lookup(c *call, st *journal.Step) {
 	s := r.s
 	if ok, wait := s.lookupBudget.take(c.route.API.Name, c.route.Lookup.Rate, s.now()); !ok {
-		c.lookup, c.lookupFence, c.lookupWait = LookupThrottled, st.Fence, wait
+		c.lookup, c.lookupFence, c.lookupWait = lifecycle.LookupThrottled, st.Fence, wait
 		c.lookupEvidence = "lookup not sent: lookup.rate budget spent"
 		s.log.Info("lookup", logKey, st.Key, logRoute, c.route.Name, "answer", c.lookup.String())
 		return
@@ -83,13 +65,13 @@ func (r restCarrier) lookup(c *call, st *journal.Step) {
 	c.lookupFence = st.Fence
 	switch res.Answer {
 	case verifiers.Yes:
-		c.lookup = LookupFound
-		c.lookupFound = &lookupResult{operationID: res.OperationID, evidence: "lookup " + res.Evidence, answer: res.Recovered}
-		c.lookupFound.response = recoveredResponse(c.route, c.lookupFound)
+		c.lookup = lifecycle.LookupFound
+		c.lookupFound = &lifecycle.Found{OperationID: res.OperationID, Evidence: "lookup " + res.Evidence,
+			Response: recoveredResponse(c.route, res.Recovered)}
 	case verifiers.No:
-		c.lookup = LookupAbsent
+		c.lookup = lifecycle.LookupAbsent
 	default:
-		c.lookup = LookupUnknown
+		c.lookup = lifecycle.LookupUnknown
 	}
 	c.lookupEvidence = "lookup " + res.Evidence
 	s.log.Info("lookup", logKey, st.Key, logRoute, c.route.Name, "answer", c.lookup.String(), "evidence", res.Evidence)

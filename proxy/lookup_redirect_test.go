@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/toolguard/toolguard/journal"
+	"github.com/toolguard/toolguard/lifecycle"
 )
 
 // A REST lookup or verification (verifiers.Client) that the system
@@ -25,12 +26,12 @@ func TestLookupRedirectNotFollowed(t *testing.T) {
 		// wantHold is the step's hold reason at the end.
 		wantHold string
 	}{
-		{name: "lookup", lost: true, wantHold: ReasonLookupUnknown, extra: `    lookup:
+		{name: "lookup", lost: true, wantHold: lifecycle.ReasonLookupUnknown, extra: `    lookup:
       request: GET {{sys}}/search?ref={{body.ref}}
       found: {status: 200, body: {"data.#": "1"}}
       absent: {status: 200}
 `},
-		{name: "verification", wantHold: ReasonNotVisible, extra: `    operation_id: body:id
+		{name: "verification", wantHold: lifecycle.ReasonNotVisible, extra: `    operation_id: body:id
     verify:
       request: GET {{sys}}/things/{{operation_id}}
       expect: {status: 200}

@@ -6,7 +6,9 @@ import (
 	"time"
 
 	"github.com/toolguard/toolguard/journal"
+	"github.com/toolguard/toolguard/lifecycle"
 	"github.com/toolguard/toolguard/mcp"
+	"github.com/toolguard/toolguard/problem"
 )
 
 // MCP answers: every answer to a guarded tools/call is a JSON-RPC response
@@ -15,7 +17,7 @@ import (
 
 // forwarded answers a tools/call just sent: from the record, or with
 // the server's own answer when the tool did not run.
-func (m *mcpCall) forwarded(c *call, rec journal.Step, res result, d Decision) *answer {
+func (m *mcpCall) forwarded(c *call, rec journal.Step, res result, d lifecycle.Decision) *answer {
 	s := m.s
 	outcome := OutcomeForwarded
 	if d.Recovered {
@@ -23,9 +25,9 @@ func (m *mcpCall) forwarded(c *call, rec journal.Step, res result, d Decision) *
 	}
 	switch {
 	case res.err != nil && !res.sent:
-		return s.problemWith(c, newProblem(ProblemUpstreamUnreachable, rec.Key, "nothing was sent: "+res.err.Error()), d)
+		return s.problemWith(c, problem.New(problem.UpstreamUnreachable, rec.Key, "nothing was sent: "+res.err.Error()), d)
 	case rec.Status == journal.StatusStarted:
-		return s.problemWith(c, newProblem(ProblemOutcomeUnknown, rec.Key, "the call was sent but its outcome is unknown ("+rec.LastError+"); the next call with the same arguments resolves it"), d)
+		return s.problemWith(c, problem.New(problem.OutcomeUnknown, rec.Key, "the call was sent but its outcome is unknown ("+rec.LastError+"); the next call with the same arguments resolves it"), d)
 	case rec.Status == journal.StatusPrepared && m.answer != nil:
 		h := http.Header{"Content-Type": {"application/json"}}
 		resp := bodyResponse(c.in, http.StatusOK, h, m.answer.WithID(m.tool.ID))
@@ -48,7 +50,7 @@ func (m *mcpCall) forwarded(c *call, rec journal.Step, res result, d Decision) *
 // replay answers a tools/call from a step: the stored response under
 // the new request's id, or — where the effect was established by a lookup
 // or an operator — a tool result saying so.
-func (m *mcpCall) replay(c *call, st *journal.Step, outcome string, d Decision) *answer {
+func (m *mcpCall) replay(c *call, st *journal.Step, outcome string, d lifecycle.Decision) *answer {
 	s := m.s
 	var body []byte
 	if r := st.Response; r != nil && !r.Truncated {
@@ -87,7 +89,7 @@ func evidenceResult(st *journal.Step) mcp.ToolResult {
 }
 
 // problem renders a problem as a tool result with isError: true.
-func (m *mcpCall) problem(c *call, p *Problem, d Decision) *answer {
+func (m *mcpCall) problem(c *call, p *problem.Details, d lifecycle.Decision) *answer {
 	h := mcp.Hold{Type: p.Type, Title: p.Title, Status: p.Status, Detail: p.Detail, Key: p.Key}
 	if p.RetryAfter > 0 {
 		h.RetryAfter = int((p.RetryAfter + time.Second - 1) / time.Second)

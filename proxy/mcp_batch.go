@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/toolguard/toolguard/mcp"
+	"github.com/toolguard/toolguard/mcp/servers"
 )
 
 // Batches (protocol revision 2025-03-26). A batch of tools/call requests
@@ -23,7 +24,7 @@ import (
 // readMCP); a batch without tools/call passes through untouched.
 
 // mcpBatch answers a batch of tools/call requests.
-func (s *Server) mcpBatch(r *http.Request, ep *mcpEndpoint, target *url.URL, msgs mcp.Body) *http.Response {
+func (s *Server) mcpBatch(r *http.Request, ep *servers.Server, target *url.URL, msgs mcp.Body) *http.Response {
 	var out bytes.Buffer
 	out.WriteByte('[')
 	for i, m := range msgs.Messages {

@@ -13,7 +13,9 @@ import (
 	"github.com/elazarl/goproxy"
 
 	"github.com/toolguard/toolguard/mcp"
+	"github.com/toolguard/toolguard/mcp/servers"
 	"github.com/toolguard/toolguard/policy"
+	"github.com/toolguard/toolguard/problem"
 	"github.com/toolguard/toolguard/rules"
 )
 
@@ -23,7 +25,7 @@ import (
 // the id of a tools/list request, whose answer shows tool annotations).
 // target is the server's URL; nil means the request's own (the forward
 // proxy).
-func (s *Server) handleMCP(r *http.Request, ep *mcpEndpoint, target *url.URL) (resp *http.Response, listing json.RawMessage) {
+func (s *Server) handleMCP(r *http.Request, ep *servers.Server, target *url.URL) (resp *http.Response, listing json.RawMessage) {
 	if r.Method != http.MethodPost {
 		return nil, nil
 	}
@@ -51,7 +53,7 @@ func (s *Server) readMessages(c *call) (mcp.Body, *http.Response) {
 	r.Body, r.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
 	msgs, err := mcp.Parse(body)
 	if err != nil {
-		s.metrics.reject("invalid_body")
+		s.metrics.Reject("invalid_body")
 		return mcp.Body{}, rpcError(r, http.StatusBadRequest, nil, mcp.Code(err), "toolguard: "+err.Error())
 	}
 	return msgs, nil
@@ -59,12 +61,12 @@ func (s *Server) readMessages(c *call) (mcp.Body, *http.Response) {
 
 // dispatchMCP guards the tools/call of msgs, refuses a batch that mixes
 // them with other messages, and lets everything else pass.
-func (s *Server) dispatchMCP(c *call, ep *mcpEndpoint, target *url.URL, msgs mcp.Body) (*http.Response, json.RawMessage) {
+func (s *Server) dispatchMCP(c *call, ep *servers.Server, target *url.URL, msgs mcp.Body) (*http.Response, json.RawMessage) {
 	r := c.in
 	switch n := msgs.Calls(); {
 	case n == 0:
-		if cancelsGuardedCall(r, ep, msgs) {
-			s.log.Info("notifications/cancelled held back: the guarded call runs to its outcome", slog.String(logAPI, ep.api.Name))
+		if ep.CancelsGuardedCall(r, msgs) {
+			s.log.Info("notifications/cancelled held back: the guarded call runs to its outcome", slog.String(logAPI, ep.API.Name))
 			if s.cancelHeld != nil {
 				s.cancelHeld()
 			}
@@ -75,7 +77,7 @@ func (s *Server) dispatchMCP(c *call, ep *mcpEndpoint, target *url.URL, msgs mcp
 		}
 		return nil, nil
 	case msgs.Batch && n < len(msgs.Messages):
-		s.metrics.reject("invalid_body")
+		s.metrics.Reject("invalid_body")
 		return rpcError(r, http.StatusBadRequest, nil, mcp.CodeInvalidRequest,
 			"toolguard: a batch that mixes tools/call with other messages is not accepted; send the tools/call requests in a batch of their own, or one per POST"), nil
 	case msgs.Batch:
@@ -92,10 +94,10 @@ func (s *Server) dispatchMCP(c *call, ep *mcpEndpoint, target *url.URL, msgs mcp
 // budget's reservation. pass reports a tool that is not guarded. With
 // stream, an agent that accepts an event stream gets the server's messages
 // before the response relayed as they come (see guardMCPStreaming).
-func (s *Server) mcpCallOne(r *http.Request, ep *mcpEndpoint, target *url.URL, c *call, m mcp.Message, stream bool) (resp *http.Response, pass bool) {
+func (s *Server) mcpCallOne(r *http.Request, ep *servers.Server, target *url.URL, c *call, m mcp.Message, stream bool) (resp *http.Response, pass bool) {
 	tc, err := mcp.ParseCall(m)
 	if err != nil {
-		s.metrics.reject("invalid_body")
+		s.metrics.Reject("invalid_body")
 		return rpcError(r, http.StatusOK, m.ID, mcp.Code(err), "toolguard: "+err.Error()), false
 	}
 	route, guarded := s.mcpRoute(ep, tc.Name)
@@ -108,34 +110,15 @@ func (s *Server) mcpCallOne(r *http.Request, ep *mcpEndpoint, target *url.URL, c
 	in := *r
 	in.URL = target
 	c.in, c.route, c.body = &in, route, m.Raw
-	c.in = s.traceTool(c.in, route, m, tc)
+	c.in = s.trace.Tool(c.in, route, m, tc)
 	mc := &mcpCall{s: s, server: ep, tool: tc, target: target}
 	c.carrier = mc
-	key := inflightKey(r, tc.ID)
-	ep.inflight.Store(key, struct{}{})
+	end := ep.Begin(r, tc.ID)
 	if stream && acceptsEventStream(r.Header) {
-		return s.guardMCPStreaming(c, mc, func() { ep.inflight.Delete(key) }), false
+		return s.guardMCPStreaming(c, mc, end), false
 	}
-	defer ep.inflight.Delete(key)
+	defer end()
 	return s.guardMCP(c, mc), false
-}
-
-// cancelsGuardedCall reports whether msgs is a notifications/cancelled for
-// a guarded call in flight in the same session. Such a notification is not
-// passed on: toolguard owns that request now, and a cancelled tool would
-// leave its effect unknown.
-func cancelsGuardedCall(r *http.Request, ep *mcpEndpoint, msgs mcp.Body) bool {
-	if msgs.Batch || msgs.Messages[0].Method != "notifications/cancelled" {
-		return false
-	}
-	var p struct {
-		RequestID json.RawMessage `json:"requestId"`
-	}
-	if json.Unmarshal(msgs.Messages[0].Params, &p) != nil || p.RequestID == nil {
-		return false
-	}
-	_, ok := ep.inflight.Load(inflightKey(r, p.RequestID))
-	return ok
 }
 
 // rpcError answers with a JSON-RPC error; nothing was sent or journaled.
@@ -145,34 +128,11 @@ func rpcError(r *http.Request, status int, id json.RawMessage, code int, msg str
 	return bodyResponse(r, status, h, mcp.ErrorResponse(id, code, msg))
 }
 
-// mcpRoute is the route a tool is guarded by, and whether it is guarded at
-// all: the tool's rule, else the unlisted policy, which the tool's
-// annotations may tighten and, where the operator trusts them, loosen for
-// read-only tools.
-func (s *Server) mcpRoute(ep *mcpEndpoint, tool string) (*rules.Route, bool) {
-	if r := ep.api.Tool(tool); r != nil {
-		return r, r.Effect != rules.EffectSafe
-	}
-	ann := ep.tools.get(tool)
-	guard := s.opts.MCPUnlisted != policy.UnlistedPass || ann.destructive()
-	if guard && s.opts.MCPTrustAnnotations && ann.readOnly() {
-		guard = false
-	}
-	if !guard {
-		return nil, false
-	}
-	if r, ok := ep.unlisted.Load(tool); ok {
-		return r.(*rules.Route), true
-	}
-	r := &rules.Route{API: ep.api, Name: tool, Method: http.MethodPost, Pattern: ep.api.MCP.Path, Effect: rules.EffectIrreversible}
-	if ep.unlistedN.Add(1) <= maxUnlistedRoutes { // agents choose tool names: bound the cache
-		ep.unlisted.Store(tool, r)
-	}
-	return r, true
+// mcpRoute is the route a tool of ep is guarded by, and whether it is
+// guarded at all, under the options' policy for tools no rule names.
+func (s *Server) mcpRoute(ep *servers.Server, tool string) (*rules.Route, bool) {
+	return ep.Route(tool, servers.Policy{Unlisted: s.opts.MCPUnlisted, TrustAnnotations: s.opts.MCPTrustAnnotations})
 }
-
-// maxUnlistedRoutes bounds the routes of unlisted tools cached per server.
-const maxUnlistedRoutes = 1024
 
 // routeLabel is the route label of c's metrics: a tool that no rule
 // names counts as "unlisted", since agents choose tool names and labels
@@ -206,8 +166,8 @@ func (s *Server) prepareMCP(c *call, m *mcpCall) *answer {
 	}
 	intent, err := s.deriver.Derive(c.route, in)
 	if err != nil {
-		s.metrics.reject("invalid_body")
-		return s.problem(c, newProblem(ProblemInvalidBody, "", "arguments of "+m.tool.Name+": "+err.Error()))
+		s.metrics.Reject("invalid_body")
+		return s.problem(c, problem.New(problem.InvalidBody, "", "arguments of "+m.tool.Name+": "+err.Error()))
 	}
 	c.intent, c.input = intent, in
 	c.callerMAC = s.credentialMAC(c.route.API, c.in.Header)
@@ -229,8 +189,8 @@ func mcpInput(c *call, m *mcpCall) rules.Input {
 // handleMCPForward handles a request the forward proxy sees for an MCP
 // API's endpoint.
 func (s *Server) handleMCPForward(req *http.Request, ctx *goproxy.ProxyCtx, api *rules.API) (*http.Request, *http.Response) {
-	ep := s.mcp.forAPI(api)
-	if s.modeOf(ep.api) == policy.ModeObserve {
+	ep := s.mcp.ForAPI(api)
+	if s.modeOf(ep.API) == policy.ModeObserve {
 		return s.observeMCPForward(req, ctx, ep)
 	}
 	resp, listing := s.handleMCP(req, ep, nil)
@@ -247,18 +207,18 @@ func (s *Server) handleMCPForward(req *http.Request, ctx *goproxy.ProxyCtx, api 
 
 // mcpPassthrough sends a request of the gateway that is not guarded on to
 // the server, streaming both ways (SSE included).
-func (s *Server) mcpPassthrough(w http.ResponseWriter, r *http.Request, ep *mcpEndpoint, listing json.RawMessage) {
-	s.metrics.passedThrough()
+func (s *Server) mcpPassthrough(w http.ResponseWriter, r *http.Request, ep *servers.Server, listing json.RawMessage) {
+	s.metrics.PassedThrough()
 	s.mcpReverseProxy(ep, listing, s.upstream, true).ServeHTTP(w, r)
 }
 
 // mcpReverseProxy sends a request of the gateway on to ep's server
 // through transport, streaming both ways; mark sets Toolguard-Outcome:
 // passthrough on the answer.
-func (s *Server) mcpReverseProxy(ep *mcpEndpoint, listing json.RawMessage, transport http.RoundTripper, mark bool) *httputil.ReverseProxy {
+func (s *Server) mcpReverseProxy(ep *servers.Server, listing json.RawMessage, transport http.RoundTripper, mark bool) *httputil.ReverseProxy {
 	return &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {
-			u := *ep.url
+			u := *ep.URL
 			pr.Out.URL = &u
 			pr.Out.Host = ""
 			stripToolguardHeaders(pr.Out.Header)
@@ -270,11 +230,11 @@ func (s *Server) mcpReverseProxy(ep *mcpEndpoint, listing json.RawMessage, trans
 			if mark {
 				resp.Header.Set(HeaderOutcome, OutcomePassthrough)
 			}
-			ep.tools.observe(resp, listing)
+			ep.Listed(resp, listing)
 			return nil
 		},
 		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
-			writeResponse(w, newProblem(ProblemUpstreamUnreachable, "", "MCP server "+ep.api.Name+" unreachable: "+err.Error()).response(r))
+			writeResponse(w, problemResponse(r, rules.ErrorFormat{}, problem.New(problem.UpstreamUnreachable, "", "MCP server "+ep.API.Name+" unreachable: "+err.Error())))
 		},
 	}
 }

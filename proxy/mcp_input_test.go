@@ -14,6 +14,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolguard/toolguard/mcp"
+	"github.com/toolguard/toolguard/problem"
 )
 
 // When the agent disconnects while the server is still streaming its
@@ -97,7 +98,7 @@ func TestMCPBadInput(t *testing.T) {
 		{name: "no params.name", body: `{"jsonrpc":"2.0","id":"a-1","method":"tools/call","params":{"arguments":{}}}`, wantStatus: 200, wantCode: mcp.CodeInvalidParams, wantID: `"a-1"`},
 		{name: "arguments not an object", body: `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"create_ticket","arguments":[1]}}`, wantStatus: 200, wantCode: mcp.CodeInvalidParams, wantID: "3"},
 		{name: "arguments read two ways", body: `{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"create_ticket","arguments":{"project":"a","project":"b","title":"c"}}}`,
-			wantStatus: 200, wantID: "4", wantType: ProblemInvalidBody},
+			wantStatus: 200, wantID: "4", wantType: problem.InvalidBody},
 	}
 	for _, w := range bothWays {
 		t.Run(string(w), func(t *testing.T) {

@@ -12,6 +12,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolguard/toolguard/journal"
+	"github.com/toolguard/toolguard/lifecycle"
 	"github.com/toolguard/toolguard/rules"
 	"github.com/toolguard/toolguard/verifiers"
 )
@@ -25,15 +26,15 @@ func (m *mcpCall) lookup(c *call, st *journal.Step) {
 	l := c.route.Lookup
 	c.lookupFence = st.Fence
 	res, evidence := m.lookupTool(c, st, l)
-	c.lookup = LookupUnknown
+	c.lookup = lifecycle.LookupUnknown
 	c.lookupFound = nil
 	switch {
 	case res == nil || res.IsError:
 	case l.Found.Match(http.StatusOK, res.raw):
-		c.lookup = LookupFound
-		c.lookupFound = &lookupResult{operationID: l.OperationID.Extract(nil, res.raw), evidence: "lookup " + evidence}
+		c.lookup = lifecycle.LookupFound
+		c.lookupFound = &lifecycle.Found{OperationID: l.OperationID.Extract(nil, res.raw), Evidence: "lookup " + evidence}
 	case l.Absent != nil && l.Absent.Match(http.StatusOK, res.raw):
-		c.lookup = LookupAbsent
+		c.lookup = lifecycle.LookupAbsent
 	}
 	c.lookupEvidence = "lookup " + evidence
 	s.log.Info("lookup", logKey, st.Key, logRoute, c.route.Name, "answer", c.lookup.String(), "evidence", evidence)
@@ -64,7 +65,7 @@ func (s *Server) callTool(ctx context.Context, target *url.URL, creds http.Heade
 	client := sdk.NewClient(&sdk.Implementation{Name: "toolguard", Version: "1"}, nil)
 	tr := &sdk.StreamableClientTransport{
 		Endpoint:             target.String(),
-		HTTPClient:           lookupClient(tracedTransport{s, s.upstream}, creds),
+		HTTPClient:           lookupClient(s.trace.Transport(s.upstream), creds),
 		MaxRetries:           -1,
 		DisableStandaloneSSE: true,
 	}
@@ -75,7 +76,7 @@ func (s *Server) callTool(ctx context.Context, target *url.URL, creds http.Heade
 	}
 	defer sess.Close()
 	res, err := sess.CallTool(ctx, &sdk.CallToolParams{Name: tc.Name, Arguments: json.RawMessage(args)})
-	s.metrics.upstreamCall(route.API.Name, route.Name+" "+tc.Name, time.Since(began))
+	s.metrics.UpstreamCall(route.API.Name, route.Name+" "+tc.Name, time.Since(began))
 	if err != nil {
 		return nil, fmt.Sprintf("%s: %v", tc.Name, err)
 	}
@@ -110,8 +111,8 @@ func (s *Server) mcpProbe(ctx context.Context, v verification) verifiers.Result 
 // held as effect_not_visible rather than probed at a guessed URL. It
 // reports whether to resume.
 func (s *Server) mcpResume(v *verification) bool {
-	if ep := s.mcp.byName[v.step.API]; ep != nil && ep.url != nil {
-		v.mcpTarget = ep.url
+	if ep := s.mcp.Named(v.step.API); ep != nil && ep.URL != nil {
+		v.mcpTarget = ep.URL
 		return true
 	}
 	s.finishVerify(*v, verifiers.Result{Evidence: "not probed: the MCP endpoint of a forward-proxy step is not kept across restarts"}, false)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/toolguard/toolguard/journal"
 	"github.com/toolguard/toolguard/mcp"
+	"github.com/toolguard/toolguard/mcp/servers"
 )
 
 // MCP servers in observe mode (see observe.go): every message is passed
@@ -25,7 +26,7 @@ import (
 // (listing is then the id of a tools/list request, whose answer shows
 // tool annotations). target is the server's URL; nil means the request's
 // own (the forward proxy).
-func (s *Server) observeMCP(r *http.Request, ep *mcpEndpoint, target *url.URL) (o *observation, listing json.RawMessage) {
+func (s *Server) observeMCP(r *http.Request, ep *servers.Server, target *url.URL) (o *observation, listing json.RawMessage) {
 	if r.Method != http.MethodPost {
 		return nil, nil
 	}
@@ -92,7 +93,7 @@ func (m *mcpCall) readObserved(res result) result {
 
 // observeMCPForward passes on a request the forward proxy sees for an MCP
 // API in observe mode, with the observation of its tools/call.
-func (s *Server) observeMCPForward(req *http.Request, ctx *goproxy.ProxyCtx, ep *mcpEndpoint) (*http.Request, *http.Response) {
+func (s *Server) observeMCPForward(req *http.Request, ctx *goproxy.ProxyCtx, ep *servers.Server) (*http.Request, *http.Response) {
 	o, listing := s.observeMCP(req, ep, nil)
 	stripToolguardHeaders(req.Header)
 	ctx.UserData = &reqState{mcp: ep, listing: listing, observe: true, observed: o}
@@ -105,13 +106,13 @@ func (s *Server) observeMCPForward(req *http.Request, ctx *goproxy.ProxyCtx, ep 
 
 // observeMCPGateway passes on a request of the gateway for a server in
 // observe mode, with the observation of its tools/call.
-func (s *Server) observeMCPGateway(w http.ResponseWriter, r *http.Request, ep *mcpEndpoint) {
-	o, listing := s.observeMCP(r, ep, ep.url)
+func (s *Server) observeMCPGateway(w http.ResponseWriter, r *http.Request, ep *servers.Server) {
+	o, listing := s.observeMCP(r, ep, ep.URL)
 	var transport http.RoundTripper = s.upstream
 	if o != nil {
 		transport = observingTransport{o}
 	} else {
-		s.metrics.passedThrough()
+		s.metrics.PassedThrough()
 	}
 	s.mcpReverseProxy(ep, listing, transport, false).ServeHTTP(w, r)
 }

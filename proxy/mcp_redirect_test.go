@@ -16,6 +16,8 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolguard/toolguard/journal"
+	"github.com/toolguard/toolguard/lifecycle"
+	"github.com/toolguard/toolguard/problem"
 )
 
 // Regression: the sessions of MCP lookups and verifications followed
@@ -75,10 +77,10 @@ func lookupAfterLostAnswer(t *testing.T, p *mcpProxy, a *agent) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if h := holdOf(t, res); h.Type != ProblemAmbiguousEffect {
+	if h := holdOf(t, res); h.Type != problem.AmbiguousEffect {
 		t.Errorf("hold = %s, want ambiguous-effect (the lookup's answer is unknown)", h.Type)
 	}
-	if st := p.steps(t)[0]; st.HoldReason != ReasonLookupUnknown || !strings.Contains(st.LastError, "redirect") {
+	if st := p.steps(t)[0]; st.HoldReason != lifecycle.ReasonLookupUnknown || !strings.Contains(st.LastError, "redirect") {
 		t.Errorf("step = %s/%s (%s), want held lookup_unknown, naming the redirect", st.Hold, st.HoldReason, st.LastError)
 	}
 }
@@ -91,7 +93,7 @@ func verifyHidden(t *testing.T, p *mcpProxy, a *agent) {
 	if res, err := a.session(t, ctx).CallTool(ctx, &sdk.CallToolParams{Name: "open_hidden", Arguments: callArgs("ops", "Unseen")}); err != nil || res.IsError {
 		t.Fatalf("open_hidden: %+v, %v", res, err)
 	}
-	if st := p.steps(t)[0]; st.Hold != journal.HoldNeedsReview || st.HoldReason != ReasonNotVisible {
+	if st := p.steps(t)[0]; st.Hold != journal.HoldNeedsReview || st.HoldReason != lifecycle.ReasonNotVisible {
 		t.Errorf("step = %s %s/%s, want held effect_not_visible", st.Status, st.Hold, st.HoldReason)
 	}
 }

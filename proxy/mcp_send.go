@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/toolguard/toolguard/journal"
+	"github.com/toolguard/toolguard/lifecycle"
 	"github.com/toolguard/toolguard/mcp"
 )
 
@@ -40,7 +41,7 @@ func (m *mcpCall) send(c *call) result {
 	began := time.Now()
 	resp, err := s.sendUpstream(out)
 	w.stop()
-	s.metrics.upstreamCall(c.route.API.Name, m.routeLabel(c), time.Since(began))
+	s.metrics.UpstreamCall(c.route.API.Name, m.routeLabel(c), time.Since(began))
 	if err != nil {
 		return result{err: wireCause(ctx, err), sent: w.sent(err)}
 	}
@@ -114,43 +115,43 @@ func (m *mcpCall) resumeStream(ctx context.Context, c *call, lastID string) (*ht
 	return resp, nil
 }
 
-// mcpReadAnswer is what the journal keeps of a tools/call's answer: the
+// readAnswer is what the journal keeps of a tools/call's answer: the
 // JSON-RPC response as received, when the tool ran (a result, isError
 // included); nothing otherwise.
-func (m *mcpCall) readAnswer(c *call, res result) answerRecord {
+func (m *mcpCall) readAnswer(c *call, res result) lifecycle.Answer {
 	if res.err != nil || m.answer == nil || (m.kind != mcp.OutcomeResult && m.kind != mcp.OutcomeToolError) {
-		return answerRecord{}
+		return lifecycle.Answer{}
 	}
 	sum := sha256.Sum256(res.body)
-	a := answerRecord{response: &journal.Response{
+	a := lifecycle.Answer{Response: &journal.Response{
 		Status:   http.StatusOK,
 		Header:   http.Header{"Content-Type": {"application/json"}},
 		Body:     res.body,
 		BodyHash: hex.EncodeToString(sum[:]),
 	}}
 	if m.kind == mcp.OutcomeResult {
-		a.operationID = c.route.OperationID.Extract(nil, res.body)
+		a.OperationID = c.route.OperationID.Extract(nil, res.body)
 	}
 	return a
 }
 
-// mcpVerdictOf captures what mcpOutcomeChange needs to know of a
+// verdictOf captures what lifecycle.MCPOutcome needs to know of a
 // tools/call attempt, before the outcome is journaled.
-func (m *mcpCall) verdictOf(c *call, res result, ans answerRecord) mcpVerdict {
-	v := mcpVerdict{attempt: attemptOf(c, res, ans), outcome: m.kind,
-		rebind: c.route.ApprovalRequired || c.route.ApprovalWhen != nil, bodyHash: c.intent.BodyHash}
+func (m *mcpCall) verdictOf(c *call, res result, ans lifecycle.Answer) lifecycle.MCPVerdict {
+	v := lifecycle.MCPVerdict{Attempt: attemptOf(c, res, ans), Outcome: m.kind,
+		Rebind: c.route.ApprovalRequired || c.route.ApprovalWhen != nil, BodyHash: c.intent.BodyHash}
 	if a := m.answer; a != nil {
-		v.answered = true
+		v.Answered = true
 		if e := a.Error; e != nil {
-			v.rpcError = fmt.Sprintf("JSON-RPC error %d: %s", e.Code, e.Message)
+			v.RPCError = fmt.Sprintf("JSON-RPC error %d: %s", e.Code, e.Message)
 		}
 	}
 	return v
 }
 
 // outcome records a tools/call attempt: the server's response where the
-// tool ran, and whether it did (see mcpOutcomeChange).
+// tool ran, and whether it did (see lifecycle.MCPOutcome).
 func (m *mcpCall) outcome(c *call, res result, now time.Time) func(journal.Step) journal.Change {
 	v := m.verdictOf(c, res, m.readAnswer(c, res))
-	return func(cur journal.Step) journal.Change { return mcpOutcomeChange(cur, v, now) }
+	return func(cur journal.Step) journal.Change { return lifecycle.MCPOutcome(cur, v, now) }
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/toolguard/toolguard/admin"
 	"github.com/toolguard/toolguard/journal"
 	"github.com/toolguard/toolguard/mcp"
+	"github.com/toolguard/toolguard/problem"
 )
 
 var bothWays = []way{viaGateway, viaForward}
@@ -201,7 +202,7 @@ func TestMCPApproval(t *testing.T) {
 				t.Fatalf("a hold must not be a transport or protocol error: %v", err)
 			}
 			h := holdOf(t, res)
-			if h.Type != ProblemAwaitingApproval || h.Key == "" || h.RetryAfter == 0 {
+			if h.Type != problem.AwaitingApproval || h.Key == "" || h.RetryAfter == 0 {
 				t.Fatalf("hold = %+v, want awaiting-approval with a key and a retry hint", h)
 			}
 			if n := p.tickets.closed.Load(); n != 0 {
@@ -247,14 +248,14 @@ func TestMCPUnknownOutcomeRecovery(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if h := holdOf(t, res); h.Type != ProblemOutcomeUnknown {
+	if h := holdOf(t, res); h.Type != problem.OutcomeUnknown {
 		t.Fatalf("hold = %+v, want outcome-unknown", h)
 	}
 	res, err = a.session(t, ctx).CallTool(ctx, &sdk.CallToolParams{Name: "slow_ticket", Arguments: callArgs("ops", "Slow")})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if h := holdOf(t, res); h.Type != ProblemAmbiguousEffect {
+	if h := holdOf(t, res); h.Type != problem.AmbiguousEffect {
 		t.Fatalf("retry hold = %+v, want ambiguous-effect", h)
 	}
 	if n := ts.created.Load(); n != 1 {

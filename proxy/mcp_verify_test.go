@@ -8,6 +8,8 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolguard/toolguard/journal"
+	"github.com/toolguard/toolguard/lifecycle"
+	"github.com/toolguard/toolguard/problem"
 )
 
 // A tool's verify is another tool call: the step is verified when its
@@ -32,14 +34,14 @@ func TestMCPVerify(t *testing.T) {
 			if st := got["open_ticket"]; st.Status != journal.StatusVerified {
 				t.Errorf("open_ticket step = %s (%s), want verified", st.Status, st.Evidence)
 			}
-			if st := got["open_hidden"]; st.Hold != journal.HoldNeedsReview || st.HoldReason != ReasonNotVisible {
+			if st := got["open_hidden"]; st.Hold != journal.HoldNeedsReview || st.HoldReason != lifecycle.ReasonNotVisible {
 				t.Errorf("open_hidden step = %s %s/%s, want held effect_not_visible", st.Status, st.Hold, st.HoldReason)
 			}
 			res, err := a.session(t, ctx).CallTool(ctx, &sdk.CallToolParams{Name: "open_hidden", Arguments: callArgs("ops", "Unseen")})
 			if err != nil {
 				t.Fatal(err)
 			}
-			if h := holdOf(t, res); h.Type != ProblemAmbiguousEffect {
+			if h := holdOf(t, res); h.Type != problem.AmbiguousEffect {
 				t.Errorf("retry of the unverified call: hold %s, want ambiguous-effect", h.Type)
 			}
 			if n := p.tickets.created.Load(); n != 2 {

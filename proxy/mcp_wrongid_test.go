@@ -12,6 +12,7 @@ import (
 
 	"github.com/toolguard/toolguard/journal"
 	"github.com/toolguard/toolguard/mcp"
+	"github.com/toolguard/toolguard/problem"
 )
 
 // Regression: a plain JSON answer (application/json, not SSE) carrying
@@ -46,7 +47,7 @@ func TestMCPAnswerWithAnotherID(t *testing.T) {
 			t.Cleanup(fake.Close)
 			u, _ := url.Parse(fake.URL + "/mcp")
 			p := newMCPProxy(t, &ticketServer{url: u}, Options{})
-			for i, want := range []string{ProblemOutcomeUnknown, ProblemAmbiguousEffect} {
+			for i, want := range []string{problem.OutcomeUnknown, problem.AmbiguousEffect} {
 				got := gatewayCall(t, p, `7`)
 				if strings.Contains(got, "T-99") {
 					t.Fatalf("call %d answered with another request's result: %s", i+1, got)

@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/toolguard/toolguard/journal/bolt"
+	"github.com/toolguard/toolguard/problem"
 	"github.com/toolguard/toolguard/rules"
 	"github.com/toolguard/toolguard/tlsca"
 )
@@ -209,14 +210,14 @@ func (p *netProxy) connect(t *testing.T, target string) (*http.Response, net.Con
 }
 
 // problemOf reads a problem+json answer.
-func problemOf(t *testing.T, resp *http.Response) Problem {
+func problemOf(t *testing.T, resp *http.Response) problem.Details {
 	t.Helper()
 	defer resp.Body.Close()
 	if ct := resp.Header.Get("Content-Type"); ct != "application/problem+json" {
 		b, _ := io.ReadAll(resp.Body)
 		t.Fatalf("status %d, Content-Type %q, want a problem: %s", resp.StatusCode, ct, b)
 	}
-	var pr Problem
+	var pr problem.Details
 	if err := json.NewDecoder(resp.Body).Decode(&pr); err != nil {
 		t.Fatal(err)
 	}

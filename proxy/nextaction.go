@@ -2,54 +2,55 @@ package proxy
 
 import (
 	"github.com/toolguard/toolguard/journal"
+	"github.com/toolguard/toolguard/lifecycle"
 	"github.com/toolguard/toolguard/rules"
 )
 
 // NextAction says what is safe to do about st now, from the same recovery
-// table the proxy decides calls with (Decide); "" when nothing is left to
+// table the proxy decides calls with (lifecycle.Decide); "" when nothing is left to
 // do. The admin API's resume packet (admin.Recovery) asks it for every
 // step of a workflow.
 func (s *Server) NextAction(st *journal.Step) string {
 	now := s.now()
 	route := s.routeOf(st.API, st.Route)
-	sit := Situation{Step: st, BodyHash: st.BodyHash, MaxAttempts: s.opts.MaxAttempts,
-		InFlight: s.flights.live(st.Key, now) != nil || inFlightElsewhere(st, s.journal.Epoch()), Settling: s.settling(st)}
+	sit := lifecycle.Situation{Step: st, BodyHash: st.BodyHash, MaxAttempts: s.opts.MaxAttempts,
+		InFlight: s.flights.live(st.Key, now) != nil || lifecycle.InFlightElsewhere(st, s.journal.Epoch()), Settling: s.settling(st)}
 	if route != nil {
-		sit.Strategy, sit.HasLookup = recoveryOf(route, stepLookupAbsent(route, st))
+		sit.Strategy, sit.HasLookup = lifecycle.RecoveryOf(route, stepLookupAbsent(route, st))
 		sit.Effect, sit.Approval = route.Effect, route.ApprovalRequired
-		sit.NativeExpired = nativeExpired(route, st, now)
-		sit.Backoff = backoff(st, now)
+		sit.NativeExpired = lifecycle.NativeExpired(route, st, now)
+		sit.Backoff = lifecycle.Backoff(st, now)
 	} else {
 		sit.Effect = rules.EffectIrreversible
 	}
 	name := st.Route
-	d := Decide(sit)
+	d := lifecycle.Decide(sit)
 	switch d.Action {
-	case ActionBlock, ActionHold:
+	case lifecycle.ActionBlock, lifecycle.ActionHold:
 		switch d.Reason {
-		case ReasonApproval:
+		case lifecycle.ReasonApproval:
 			return "wait: approval of " + name + " pending"
-		case ReasonBudget:
+		case lifecycle.ReasonBudget:
 			return "wait: " + name + " is over its route's budget; an operator may approve it"
-		case ReasonVersionChanged:
+		case lifecycle.ReasonVersionChanged:
 			return "operator review needed: " + name + " held after a prompt/policy version change"
-		case ReasonNotVisible:
+		case lifecycle.ReasonNotVisible:
 			return "operator review needed: " + name + " effect not visible"
-		case ReasonRetryBudget:
+		case lifecycle.ReasonRetryBudget:
 			return "operator review needed: " + name + " failed on every attempt"
-		case ReasonAbandoned:
+		case lifecycle.ReasonAbandoned:
 			return "operator review needed: " + name + " was interrupted and nobody retried it; outcome unknown"
 		}
 		return "operator review needed: " + name + " outcome unknown"
-	case ActionWait:
+	case lifecycle.ActionWait:
 		return "wait: " + name + " in flight"
-	case ActionSettle:
+	case lifecycle.ActionSettle:
 		return "wait: " + name + " may still be landing at the provider"
-	case ActionLookup:
+	case lifecycle.ActionLookup:
 		return "retry " + name + ": toolguard asks the provider first and does not re-send if it took effect"
-	case ActionForward:
+	case lifecycle.ActionForward:
 		switch {
-		case st.Status == journal.StatusStarted && sit.Strategy == StrategyNative:
+		case st.Status == journal.StatusStarted && sit.Strategy == lifecycle.StrategyNative:
 			return "retry " + name + ": provider dedupes on the key"
 		case st.Status == journal.StatusStarted:
 			return "retry " + name + ": reversible route, it will be re-sent"

@@ -14,6 +14,8 @@ import (
 	"github.com/elazarl/goproxy"
 
 	"github.com/toolguard/toolguard/journal"
+	"github.com/toolguard/toolguard/lifecycle"
+	"github.com/toolguard/toolguard/metrics"
 	"github.com/toolguard/toolguard/policy"
 	"github.com/toolguard/toolguard/rules"
 )
@@ -31,7 +33,7 @@ import (
 //
 // It is journaled all the same, as an observation (journal.Step.Observed)
 // that is never replayed: when the call arrives, its key is derived, the
-// key's record read, and the recovery table (Decide, the one enforcement
+// key's record read, and the recovery table (lifecycle.Decide, the one enforcement
 // uses) says what enforcement would have done, with no claim. A call
 // whose key cannot be derived would have been refused; its observation is
 // keyed on the refused request (refusedKey). What enforcement would have
@@ -47,7 +49,7 @@ import (
 
 // outcomeObserved is the outcome of an observed call in the decision line
 // and in toolguard_requests_total; it is never sent in Toolguard-Outcome.
-const outcomeObserved = "observed"
+const outcomeObserved = metrics.OutcomeObserved
 
 // modeOf is the guard mode of api's calls: its rule file's, else the
 // global one.
@@ -218,33 +220,12 @@ func (o *observation) decide() {
 		started.Status = journal.StatusStarted
 		sit.Step, sit.InFlight = &started, true
 	}
-	d := Decide(sit)
+	d := lifecycle.Decide(sit)
 	if sit.Step == nil {
 		c.versionChange = s.versionChange(c)
 		d = s.applyVersionPolicy(c, d)
 	}
-	o.base, o.would, o.why = cur, wouldOf(d), d.Why+o.why
-}
-
-// wouldOf names what a decision of the recovery table would have done.
-func wouldOf(d Decision) journal.Would {
-	switch d.Action {
-	case ActionForward:
-		return journal.WouldForward
-	case ActionReplay, ActionRecordFound:
-		return journal.WouldReplay
-	case ActionWait, ActionSettle:
-		return journal.WouldWait
-	case ActionLookup:
-		return journal.WouldLookup
-	case ActionMismatch:
-		return journal.WouldRefusePayloadMismatch
-	case ActionHold, ActionBlock:
-		if d.Hold == journal.HoldAwaitingApproval {
-			return journal.WouldHoldApproval
-		}
-	}
-	return journal.WouldHoldAmbiguous
+	o.base, o.would, o.why = cur, lifecycle.Would(d), d.Why+o.why
 }
 
 // ended journals the observation once the call has ended: res is the
@@ -266,7 +247,7 @@ func (o *observation) ended(res result, sum string) {
 		}
 		reason := journal.ObservedReason(o.would, o.why)
 		write := func(cur *journal.Step) (journal.Change, error) {
-			return observedChange(cur, o.fresh, withHash, reason), nil
+			return lifecycle.Observed(cur, o.fresh, withHash, reason), nil
 		}
 		preview, _ := write(o.base)
 		s.observing.ended(o.key, &preview.Step)
@@ -295,8 +276,8 @@ func (o *observation) dropped() {
 func (o *observation) log(res result) {
 	s, c := o.s, o.c
 	route := c.carrier.routeLabel(c)
-	s.metrics.request(c.route.API.Name, route, outcomeObserved)
-	s.metrics.observed(c.route.API.Name, route, o.would)
+	s.metrics.Request(c.route.API.Name, route, outcomeObserved)
+	s.metrics.Observed(c.route.API.Name, route, o.would)
 	status := 0
 	if res.resp != nil {
 		status = res.resp.StatusCode

@@ -103,7 +103,7 @@ func (o *observation) send(req *http.Request) (*http.Response, error) {
 	s, c := o.s, o.c
 	began := time.Now()
 	resp, err := s.sendUpstream(req)
-	s.metrics.upstreamCall(c.route.API.Name, c.carrier.routeLabel(c), time.Since(began))
+	s.metrics.UpstreamCall(c.route.API.Name, c.carrier.routeLabel(c), time.Since(began))
 	switch {
 	case refusedByEgress(err) != nil:
 		o.dropped()

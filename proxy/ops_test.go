@@ -13,6 +13,7 @@ import (
 
 	"github.com/toolguard/toolguard/journal"
 	"github.com/toolguard/toolguard/policy"
+	"github.com/toolguard/toolguard/problem"
 )
 
 // failingJournal fails every write while fail is set, as a full disk
@@ -56,7 +57,7 @@ func TestReadyzFollowsJournalWrites(t *testing.T) {
 	}
 	fj.fail.Store(true)
 	for i := range 2 {
-		if r, b := h.post("/v1/invoices", fmt.Sprintf(`{"n":%d}`, i)); r.StatusCode != http.StatusServiceUnavailable || !strings.Contains(b, ProblemUnavailable) {
+		if r, b := h.post("/v1/invoices", fmt.Sprintf(`{"n":%d}`, i)); r.StatusCode != http.StatusServiceUnavailable || !strings.Contains(b, problem.Unavailable) {
 			t.Fatalf("call with a full disk: %d %s, want 503 unavailable", r.StatusCode, b)
 		}
 	}

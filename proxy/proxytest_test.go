@@ -22,6 +22,7 @@ import (
 	"github.com/toolguard/toolguard/admin"
 	"github.com/toolguard/toolguard/journal"
 	"github.com/toolguard/toolguard/journal/bolt"
+	"github.com/toolguard/toolguard/metrics"
 	"github.com/toolguard/toolguard/rules"
 	"github.com/toolguard/toolguard/tlsca"
 )
@@ -143,7 +144,7 @@ type harness struct {
 	admin    *admin.API
 	adminURL string
 	client   *http.Client
-	metrics  *Metrics
+	metrics  *metrics.Metrics
 	logs     *syncBuffer
 	// opts and ca are the proxy's, for restart.
 	opts Options
@@ -170,7 +171,7 @@ func (s *syncBuffer) String() string {
 
 func startHarness(t *testing.T, cfg harnessConfig) *harness {
 	t.Helper()
-	h := &harness{t: t, up: newTestUpstream(t, cfg.TLS), logs: &syncBuffer{}, metrics: NewMetrics()}
+	h := &harness{t: t, up: newTestUpstream(t, cfg.TLS), logs: &syncBuffer{}, metrics: metrics.New()}
 	host := cfg.RuleHost
 	if host == "" {
 		host = h.up.host()
@@ -247,7 +248,7 @@ func (h *harness) restart(edit func(*Options)) {
 	h.t.Helper()
 	opts := h.opts
 	edit(&opts)
-	h.metrics = NewMetrics()
+	h.metrics = metrics.New()
 	opts.Metrics = h.metrics
 	h.serve(opts)
 }

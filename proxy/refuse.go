@@ -6,6 +6,8 @@ import (
 	"net/http"
 
 	"github.com/toolguard/toolguard/egress"
+	"github.com/toolguard/toolguard/problem"
+	"github.com/toolguard/toolguard/rules"
 )
 
 // refusal is a request the proxy refuses before any route guards it: to a
@@ -13,7 +15,7 @@ import (
 // describes under unmatched: reject, a request that is not a proxy
 // request. Plain requests, requests inside tunnels and CONNECTs alike.
 type refusal struct {
-	problem *Problem
+	problem *problem.Details
 	// reason is the toolguard_rejected_total label; "" counts none (the
 	// refusal has no reason of that vocabulary).
 	reason string
@@ -26,20 +28,20 @@ type refusal struct {
 // as toolguard_requests_total{outcome="blocked"} (and under its reason),
 // and its decision line.
 func (s *Server) refuse(req *http.Request, r refusal) *http.Response {
-	s.metrics.refused(r.reason)
+	s.metrics.Refused(r.reason)
 	why := r.why
 	if why == "" {
 		why = r.problem.Detail
 	}
 	s.logRequest(req, slog.LevelInfo, OutcomeBlocked, r.problem.Status, why)
-	resp := r.problem.response(req)
+	resp := problemResponse(req, rules.ErrorFormat{}, r.problem)
 	resp.Header.Set(HeaderOutcome, OutcomeBlocked)
 	return resp
 }
 
 // egressRefusal is the refusal of a target the egress policy refused.
 func egressRefusal(err error) refusal {
-	return refusal{problem: newProblem(ProblemRejected, "", err.Error()), reason: "egress"}
+	return refusal{problem: problem.New(problem.Rejected, "", err.Error()), reason: "egress"}
 }
 
 // refusedByEgress returns the egress policy's refusal that err holds, or

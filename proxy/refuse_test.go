@@ -10,12 +10,14 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/toolguard/toolguard/metrics"
 	"github.com/toolguard/toolguard/policy"
+	"github.com/toolguard/toolguard/problem"
 )
 
 // metricSample returns the value of one sample of m's metrics page (""
 // when it is absent).
-func metricSample(t *testing.T, m *Metrics, sample string) string {
+func metricSample(t *testing.T, m *metrics.Metrics, sample string) string {
 	t.Helper()
 	rec := httptest.NewRecorder()
 	m.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
@@ -108,19 +110,19 @@ func TestEveryRefusalIsAnsweredAlike(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			tc.opts.Metrics = NewMetrics()
+			tc.opts.Metrics = metrics.New()
 			p := startNetProxy(t, tc.opts, "", tc.mitm)
 			resp := tc.send(t, p)
 			if resp.StatusCode != tc.status || resp.Header.Get(HeaderOutcome) != OutcomeBlocked {
 				t.Errorf("status %d, %s %q; want %d, %s blocked", resp.StatusCode, HeaderOutcome, resp.Header.Get(HeaderOutcome), tc.status, HeaderOutcome)
 			}
-			if pr := problemOf(t, resp); pr.Type != ProblemRejected || pr.Status != tc.status {
-				t.Errorf("problem %+v, want %s", pr, ProblemRejected)
+			if pr := problemOf(t, resp); pr.Type != problem.Rejected || pr.Status != tc.status {
+				t.Errorf("problem %+v, want %s", pr, problem.Rejected)
 			}
 			if got := metricSample(t, tc.opts.Metrics, blockedBeforeARoute); got != "1" {
 				t.Errorf("%s = %q, want 1", blockedBeforeARoute, got)
 			}
-			for _, reason := range rejectReasons {
+			for _, reason := range metrics.RejectReasons() {
 				want := "0"
 				if reason == tc.reason {
 					want = "1"

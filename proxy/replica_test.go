@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/toolguard/toolguard/journal"
+	"github.com/toolguard/toolguard/problem"
 	"github.com/toolguard/toolguard/rules"
 )
 
@@ -165,7 +166,7 @@ func TestReplicaDuplicateGivesUp(t *testing.T) {
 	first := a.postAsync(t, `{"n":1}`)
 	<-tr.reached[0]
 	rb := b.post(t, `{"n":1}`)
-	if rb.resp.StatusCode != http.StatusConflict || !strings.Contains(rb.body, ProblemInProgress) || rb.resp.Header.Get("Retry-After") == "" {
+	if rb.resp.StatusCode != http.StatusConflict || !strings.Contains(rb.body, problem.InProgress) || rb.resp.Header.Get("Retry-After") == "" {
 		t.Fatalf("duplicate: %d %s (Retry-After %q), want 409 in-progress with Retry-After", rb.resp.StatusCode, rb.body, rb.resp.Header.Get("Retry-After"))
 	}
 	release()

@@ -15,6 +15,7 @@ import (
 	"testing"
 
 	"github.com/toolguard/toolguard/policy"
+	"github.com/toolguard/toolguard/problem"
 )
 
 // recordingUpstream is a provider that counts effects per route and keeps
@@ -216,7 +217,7 @@ func testMultipartUpload(t *testing.T, useTLS bool) {
 		t.Errorf("upstream effects = %d, want 2 (one per file content)", got)
 	}
 	resp, text := h.sendTo(up, "POST", "/v1/files", ct3, other[:len(other)/2])
-	if resp.StatusCode != http.StatusBadRequest || !strings.Contains(text, ProblemInvalidBody) {
+	if resp.StatusCode != http.StatusBadRequest || !strings.Contains(text, problem.InvalidBody) {
 		t.Errorf("truncated multipart: %d %s, want 400 invalid-body", resp.StatusCode, text)
 	}
 	if got := up.count("POST /v1/files"); got != 2 {

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/toolguard/toolguard/journal"
+	"github.com/toolguard/toolguard/lifecycle"
+	"github.com/toolguard/toolguard/problem"
 )
 
 // Tests of the response- and recovery-side rule features through the
@@ -179,7 +181,7 @@ func TestStripeEnvelopeHold(t *testing.T) {
 func TestProblemEnvelopeIsDefault(t *testing.T) {
 	h := startHarness(t, harnessConfig{Routes: approvalRoute})
 	resp, body := h.post("/v1/invoices", `{"customer":"c1","amount":1}`)
-	if ct := resp.Header.Get("Content-Type"); ct != "application/problem+json" || !strings.Contains(body, ProblemAwaitingApproval) {
+	if ct := resp.Header.Get("Content-Type"); ct != "application/problem+json" || !strings.Contains(body, problem.AwaitingApproval) {
 		t.Fatalf("Content-Type %q, body %s", ct, body)
 	}
 	if resp.Header.Get("Stripe-Should-Retry") != "" {
@@ -209,7 +211,7 @@ func TestJSONTemplateEnvelope(t *testing.T) {
 	if err := json.Unmarshal([]byte(body), &got); err != nil {
 		t.Fatalf("decode %s: %v", body, err)
 	}
-	if resp.StatusCode != http.StatusBadRequest || got.Type != ProblemInvalidBody || !strings.Contains(got.Detail, "customer") {
+	if resp.StatusCode != http.StatusBadRequest || got.Type != problem.InvalidBody || !strings.Contains(got.Detail, "customer") {
 		t.Errorf("status %d, body %+v", resp.StatusCode, got)
 	}
 	if resp.Header.Get("X-Should-Retry") != "false" {
@@ -292,7 +294,7 @@ func TestLookupRateBudget(t *testing.T) {
 		t.Fatalf("first lookup: %d %s", resp.StatusCode, body)
 	}
 	resp, body := h.post("/x/things", `{"ref":"b"}`)
-	if resp.StatusCode != http.StatusConflict || !strings.Contains(body, ProblemInProgress) || !strings.Contains(body, "lookup.rate") {
+	if resp.StatusCode != http.StatusConflict || !strings.Contains(body, problem.InProgress) || !strings.Contains(body, "lookup.rate") {
 		t.Fatalf("over budget: %d %s", resp.StatusCode, body)
 	}
 	if ra, _ := strconv.Atoi(resp.Header.Get("Retry-After")); ra < 60 {
@@ -322,7 +324,7 @@ func TestNativeKeyExpiredHolds(t *testing.T) {
 	h.post("/x/things", `{"ref":"late"}`)
 	p.drop.Store(false)
 	resp, body := h.post("/x/things", `{"ref":"late"}`)
-	if resp.StatusCode != http.StatusConflict || !strings.Contains(body, ReasonKeyExpired) {
+	if resp.StatusCode != http.StatusConflict || !strings.Contains(body, lifecycle.ReasonKeyExpired) {
 		t.Fatalf("retry past the ttl: %d %s", resp.StatusCode, body)
 	}
 	if n := p.effects.Load(); n != 1 {

@@ -11,6 +11,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/toolguard/toolguard/lifecycle"
 )
 
 // Never send outside the lease.
@@ -42,54 +44,6 @@ var errLeaseLapsed = errors.New("the claim's lease ended before the call was sen
 // transport tried to re-send the request on its own.
 var errTransportResend = errors.New("the transport tried to re-send the call on a new connection; toolguard decides every send")
 
-// sendLease is a claim's lease as this process measures it.
-type sendLease struct {
-	mu  sync.Mutex
-	end time.Time // monotonic
-}
-
-// leaseMargin is what is taken off a lease for the local clock's rate:
-// 2%, at least 10ms.
-func leaseMargin(d time.Duration) time.Duration { return max(d/50, 10*time.Millisecond) }
-
-// newSendLease is a lease of d counted from sent, the moment before the
-// claim statement went out.
-func newSendLease(sent time.Time, d time.Duration) *sendLease {
-	l := &sendLease{}
-	l.extend(sent, d)
-	return l
-}
-
-// extend moves the lease's end to sent+d (less the margin) when that is
-// later: sent is the moment a renewal the journal accepted went out.
-func (l *sendLease) extend(sent time.Time, d time.Duration) {
-	end := sent.Add(d - leaseMargin(d))
-	l.mu.Lock()
-	if end.After(l.end) {
-		l.end = end
-	}
-	l.mu.Unlock()
-}
-
-// until is the lease's end; the zero time for a nil lease (never ends).
-func (l *sendLease) until() time.Time {
-	if l == nil {
-		return time.Time{}
-	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.end
-}
-
-// holds reports whether the lease still runs at now. A nil lease always
-// holds.
-func (l *sendLease) holds(now time.Time) bool {
-	if l == nil {
-		return true
-	}
-	return now.Before(l.until())
-}
-
 // wire watches one upstream attempt on its way to the wire: it refuses the
 // connection when the lease has ended by the time the transport hands it
 // over (closing it before a byte of the request is written), refuses a
@@ -97,7 +51,7 @@ func (l *sendLease) holds(now time.Time) bool {
 // decides every send), and cancels the attempt when the lease ends before
 // the request was written whole.
 type wire struct {
-	lease   *sendLease
+	lease   *lifecycle.Lease
 	cancel  context.CancelCauseFunc
 	traced  atomic.Bool  // the transport reports its connections
 	conns   atomic.Int32 // connections handed over
@@ -112,7 +66,7 @@ type wire struct {
 
 // watchWire returns ctx with the attempt's trace and cancellation, and the
 // wire that watches it; stop must be called once the round trip returned.
-func watchWire(ctx context.Context, lease *sendLease) (context.Context, *wire) {
+func watchWire(ctx context.Context, lease *lifecycle.Lease) (context.Context, *wire) {
 	ctx, cancel := context.WithCancelCause(ctx)
 	w := &wire{lease: lease, cancel: cancel}
 	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
@@ -146,7 +100,7 @@ func (w *wire) gotConn(info httptrace.GotConnInfo) {
 		// which nothing was written may go again, on a new connection.
 		info.Conn.Close()
 		w.cancel(errTransportResend)
-	case !w.lease.holds(time.Now()):
+	case !w.lease.Holds(time.Now()):
 		w.refused.Store(true)
 		if !h2 {
 			info.Conn.Close()
@@ -176,11 +130,11 @@ func (w *wire) capWrite() {
 		return
 	}
 	now := time.Now()
-	if !w.lease.holds(now) {
+	if !w.lease.Holds(now) {
 		w.cancel(errLeaseLapsed)
 		return
 	}
-	w.timer = time.AfterFunc(w.lease.until().Sub(now), w.capWrite)
+	w.timer = time.AfterFunc(w.lease.Until().Sub(now), w.capWrite)
 }
 
 // stop ends the watch; the attempt's context stays usable for its body.

@@ -19,8 +19,12 @@ import (
 	"golang.org/x/sync/semaphore"
 
 	"github.com/toolguard/toolguard/egress"
+	"github.com/toolguard/toolguard/internal/calltrace"
 	"github.com/toolguard/toolguard/journal"
+	"github.com/toolguard/toolguard/mcp/servers"
+	"github.com/toolguard/toolguard/metrics"
 	"github.com/toolguard/toolguard/policy"
+	"github.com/toolguard/toolguard/problem"
 	"github.com/toolguard/toolguard/rules"
 	"github.com/toolguard/toolguard/tlsca"
 	"github.com/toolguard/toolguard/verifiers"
@@ -138,12 +142,12 @@ type Options struct {
 	// and not journaled. Zero means no cap.
 	MaxOpenHolds int
 	// Metrics records Prometheus metrics; nil records none.
-	Metrics *Metrics
+	Metrics *metrics.Metrics
 	// Logger receives one decision line per guarded call; nil discards.
 	Logger *slog.Logger
 	// Tracer receives a span per guarded or passed-through request, and
-	// its upstream attempts, lookups and probes (see trace.go); nil traces
-	// nothing, at no cost.
+	// its upstream attempts, lookups and probes (see package
+	// internal/calltrace); nil traces nothing, at no cost.
 	Tracer trace.Tracer
 	// MCPServers are served at /mcp/{name} on the proxy listener.
 	MCPServers []MCPServer
@@ -181,9 +185,11 @@ type Server struct {
 	bg      context.Context
 	stopBg  context.CancelFunc
 	bgWork  sync.WaitGroup
-	metrics *Metrics
-	egress  *egress.Policy
-	parked  parking
+	metrics *metrics.Metrics
+	// trace makes the spans of Options.Tracer (nil traces nothing).
+	trace  *calltrace.Tracer
+	egress *egress.Policy
+	parked parking
 	// verifying holds the keys this process verifies (see verifylease.go).
 	verifying localVerifications
 	pickup    sync.Once
@@ -202,7 +208,7 @@ type Server struct {
 	// lookupBudget enforces lookup.rate.
 	lookupBudget lookupBudget
 	// mcp holds the MCP servers of the gateway and the forward proxy.
-	mcp *mcpEndpoints
+	mcp *servers.Set
 	// unmatched is the API of the routes the unmatched guard policy makes.
 	unmatched *rules.API
 	// cancelHeld, when set (tests), runs when a notifications/cancelled
@@ -305,13 +311,14 @@ func New(opts Options) (*Server, error) {
 		s.opts.AbandonAfter = floor
 	}
 	s.unmatched = opts.UnmatchedCredential.api("unmatched")
-	s.mcp = newMCPEndpoints(opts.MCPServers, opts.MCPUnlistedCredential)
+	s.mcp = servers.NewSet(opts.MCPServers, opts.MCPUnlistedCredential.api)
 	s.bg, s.stopBg = context.WithCancel(context.Background())
 	s.metrics = opts.Metrics
-	s.metrics.precreateRoutes(opts.Rules, opts.Mode)
+	s.trace = calltrace.New(opts.Tracer)
+	s.metrics.PrecreateRoutes(opts.Rules, opts.Mode)
 	s.health.metrics, s.health.log = opts.Metrics, s.log
 	s.journal = healthRecordingStore{Store: opts.Journal, h: &s.health}
-	s.metrics.watchState(s, opts.Journal, opts.Maintainer)
+	s.metrics.WatchState(s.flights.count, opts.Journal, opts.Maintainer)
 	if opts.CA != nil {
 		s.certs = tlsca.NewCache(opts.CA, opts.CertCacheSize)
 	}
@@ -322,7 +329,7 @@ func New(opts Options) (*Server, error) {
 		return nil, err
 	}
 	s.upstream = t
-	s.verifier = &verifiers.Client{Transport: tracedTransport{s, s.upstream}, MaxBody: opts.MaxStoredResponse}
+	s.verifier = &verifiers.Client{Transport: s.trace.Transport(s.upstream), MaxBody: opts.MaxStoredResponse}
 	s.goproxy = s.buildGoproxy()
 	return s, nil
 }
@@ -448,7 +455,7 @@ func (s *Server) serveNonProxy(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	why := "this is a forward proxy: send absolute-form requests (set HTTP_PROXY/HTTPS_PROXY)"
-	writeResponse(w, s.refuse(r, refusal{problem: newProblem(ProblemRejected, "", why)}))
+	writeResponse(w, s.refuse(r, refusal{problem: problem.New(problem.Rejected, "", why)}))
 }
 
 // handleConnect intercepts TLS for hosts that rules describe (and for every
@@ -473,7 +480,7 @@ func (s *Server) handleConnect(host string, ctx *goproxy.ProxyCtx) (*goproxy.Con
 		// Without a CA the requests inside cannot be seen, so none could
 		// be refused one by one.
 		why := "no rule names " + host + " and unmatched calls are rejected"
-		ctx.Resp = s.refuse(ctx.Req, refusal{problem: newProblem(ProblemRejected, "", why), reason: "unmatched"})
+		ctx.Resp = s.refuse(ctx.Req, refusal{problem: problem.New(problem.Rejected, "", why), reason: "unmatched"})
 		return goproxy.RejectConnect, host
 	}
 	if s.certs == nil || (s.opts.Unmatched == policy.UnmatchedPassthrough && !s.rules.Intercepts(host)) {
@@ -514,7 +521,7 @@ type reqState struct {
 	why string
 	// mcp is the MCP endpoint of a passed-through message; listing the id
 	// of a tools/list request, whose answer shows tool annotations.
-	mcp     *mcpEndpoint
+	mcp     *servers.Server
 	listing json.RawMessage
 	// observe: the call's API is in observe mode, so its answer gets no
 	// toolguard header (observe.go); observed is its observation, nil for
@@ -536,7 +543,7 @@ func (s *Server) handleRequest(req *http.Request, ctx *goproxy.ProxyCtx) (*http.
 	if n := headerBytes(req); n > s.opts.MaxHeaderBytes {
 		ctx.UserData = &reqState{decided: true}
 		why := fmt.Sprintf("request headers are %d bytes; limits.max_header_bytes is %d", n, s.opts.MaxHeaderBytes)
-		return req, s.refuse(req, refusal{problem: newProblem(ProblemHeadersTooLarge, "", why), reason: "headers_too_large"})
+		return req, s.refuse(req, refusal{problem: problem.New(problem.HeadersTooLarge, "", why), reason: "headers_too_large"})
 	}
 	if isCheckHost(host) {
 		ctx.UserData = &reqState{decided: true}
@@ -576,7 +583,7 @@ func (s *Server) handleRequest(req *http.Request, ctx *goproxy.ProxyCtx) (*http.
 			route = rules.FallbackOf(s.unmatched, req.Method, host, req.URL.Path)
 		case s.opts.Unmatched == policy.UnmatchedReject:
 			ctx.UserData = &reqState{decided: true}
-			p := newProblem(ProblemRejected, "", "no rule describes "+req.Method+" "+host+req.URL.Path+" and unmatched calls are rejected")
+			p := problem.New(problem.Rejected, "", "no rule describes "+req.Method+" "+host+req.URL.Path+" and unmatched calls are rejected")
 			return req, s.refuse(req, refusal{problem: p, reason: "unmatched", why: "unmatched call rejected"})
 		}
 	}
@@ -601,7 +608,7 @@ func (s *Server) handleRequest(req *http.Request, ctx *goproxy.ProxyCtx) (*http.
 func (s *Server) handleResponse(resp *http.Response, ctx *goproxy.ProxyCtx) *http.Response {
 	st, _ := ctx.UserData.(*reqState)
 	if st != nil && resp != nil && st.mcp != nil {
-		st.mcp.tools.observe(resp, st.listing) // tools/list: the annotations
+		st.mcp.Listed(resp, st.listing) // tools/list: the annotations
 	}
 	if resp == nil || decided(ctx) {
 		return resp
@@ -617,7 +624,7 @@ func (s *Server) handleResponse(resp *http.Response, ctx *goproxy.ProxyCtx) *htt
 	if st != nil && st.why != "" {
 		why = st.why
 	}
-	s.metrics.passedThrough()
+	s.metrics.PassedThrough()
 	s.logRequest(ctx.Req, slog.LevelDebug, OutcomePassthrough, resp.StatusCode, why)
 	return resp
 }
@@ -690,7 +697,7 @@ func (s *Server) passedThrough(req *http.Request, ctx *goproxy.ProxyCtx, resp *h
 		return s.refuse(req, egressRefusal(r))
 	}
 	if err != nil {
-		return newProblem(ProblemUpstreamUnreachable, "", fmt.Sprintf("passthrough to %s failed: %v", req.URL.Host, err)).response(req)
+		return problemResponse(req, rules.ErrorFormat{}, problem.New(problem.UpstreamUnreachable, "", fmt.Sprintf("passthrough to %s failed: %v", req.URL.Host, err)))
 	}
 	return resp
 }

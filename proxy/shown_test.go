@@ -8,6 +8,7 @@ import (
 
 	"github.com/toolguard/toolguard/admin"
 	"github.com/toolguard/toolguard/journal"
+	"github.com/toolguard/toolguard/problem"
 )
 
 // approveRoute keys an approval on what the agent says it buys.
@@ -49,7 +50,7 @@ func TestHeldStepShowsWholeRequest(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			h := startHarness(t, harnessConfig{Routes: approveRoute, Options: tc.opts})
 			r, b := h.post("/v1/approve"+query, body, "Authorization", "Bearer sk_live_credential")
-			if r.StatusCode != http.StatusConflict || !strings.Contains(b, ProblemAwaitingApproval) {
+			if r.StatusCode != http.StatusConflict || !strings.Contains(b, problem.AwaitingApproval) {
 				t.Fatalf("call: %d %s, want 409 awaiting-approval", r.StatusCode, b)
 			}
 			var v admin.StepView

@@ -89,7 +89,7 @@ func (s *Server) expireOnce() {
 			break
 		}
 	}
-	s.metrics.expired(total)
+	s.metrics.Expired(total)
 	if total > 0 {
 		s.log.Warn("holds for approval expired unapproved; removed, never sent", "removed", total, "cutoff", cutoff)
 	}

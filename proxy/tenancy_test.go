@@ -12,6 +12,7 @@ import (
 	"github.com/toolguard/toolguard/admin"
 	"github.com/toolguard/toolguard/journal"
 	"github.com/toolguard/toolguard/policy"
+	"github.com/toolguard/toolguard/problem"
 )
 
 // elsewhere is the host of rule files that do not name the provider, whose
@@ -105,12 +106,12 @@ func TestMissingCredentialRefused(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			h := startHarness(t, tc.cfg)
 			resp, body := h.post(tc.path, `{"customer":"cus_1"}`, tc.headers...)
-			var p Problem
+			var p problem.Details
 			if err := json.Unmarshal([]byte(body), &p); err != nil {
 				t.Fatalf("answer %d %s: %v", resp.StatusCode, body, err)
 			}
-			if resp.StatusCode != http.StatusBadRequest || resp.Header.Get("Content-Type") != "application/problem+json" || p.Type != string(ProblemInvalidBody) {
-				t.Errorf("answer %d %s %s, want 400 problem+json %s", resp.StatusCode, resp.Header.Get("Content-Type"), body, ProblemInvalidBody)
+			if resp.StatusCode != http.StatusBadRequest || resp.Header.Get("Content-Type") != "application/problem+json" || p.Type != string(problem.InvalidBody) {
+				t.Errorf("answer %d %s %s, want 400 problem+json %s", resp.StatusCode, resp.Header.Get("Content-Type"), body, problem.InvalidBody)
 			}
 			for _, w := range tc.want {
 				if !strings.Contains(p.Detail, w) {
@@ -238,7 +239,7 @@ func TestWorkflowVersionChangeScopedByCaller(t *testing.T) {
 
 	// The operator sees both scopes of order-78: without ?scope= the id is
 	// ambiguous; a scope prefix selects one.
-	var conflict Problem
+	var conflict problem.Details
 	if code := h.adminCall("GET", "/v1/workflows/order-78", nil, &conflict); code != http.StatusConflict || conflict.Type != admin.ProblemAmbiguousScope {
 		t.Fatalf("GET without scope: %d %+v, want 409 %s", code, conflict, admin.ProblemAmbiguousScope)
 	}

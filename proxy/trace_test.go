@@ -2,7 +2,6 @@ package proxy
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -17,6 +16,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/toolguard/toolguard/lifecycle"
 	"github.com/toolguard/toolguard/policy"
 )
 
@@ -187,8 +187,8 @@ func TestTraceHold(t *testing.T) {
 	}
 	server := rec.one(t, trace.SpanKindServer, "POST create_invoice")
 	wantAttrs(t, server, map[string]string{
-		"toolguard.outcome": OutcomeBlocked, "toolguard.decision": "hold", "toolguard.reason": ReasonApproval,
-		"toolguard.hold": "awaiting_approval", "toolguard.hold.reason": ReasonApproval, "toolguard.step.status": "prepared",
+		"toolguard.outcome": OutcomeBlocked, "toolguard.decision": "hold", "toolguard.reason": lifecycle.ReasonApproval,
+		"toolguard.hold": "awaiting_approval", "toolguard.hold.reason": lifecycle.ReasonApproval, "toolguard.step.status": "prepared",
 		"toolguard.step.key": resp.Header.Get(HeaderKey),
 	})
 	if n := len(rec.spans(trace.SpanKindClient, "")); n != 0 {
@@ -410,13 +410,4 @@ func TestTraceMCPToolCall(t *testing.T) {
 	wantAttrs(t, rec.one(t, trace.SpanKindServer, "tools/call close_ticket"), map[string]string{
 		"error.type": "tool_error", "toolguard.outcome": OutcomeBlocked, "toolguard.hold": "awaiting_approval"})
 	rec.noSecrets(t, "MCPSECRET", "ARGVALUE")
-}
-
-// rpcID renders JSON-RPC ids as text.
-func TestRPCID(t *testing.T) {
-	for raw, want := range map[string]string{`7`: "7", `"abc"`: "abc", ` 12 `: "12"} {
-		if got := rpcID(json.RawMessage(raw)); got != want {
-			t.Errorf("rpcID(%s) = %q, want %q", raw, got, want)
-		}
-	}
 }

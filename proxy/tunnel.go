@@ -8,6 +8,9 @@ import (
 	"net/http"
 
 	"github.com/elazarl/goproxy"
+
+	"github.com/toolguard/toolguard/problem"
+	"github.com/toolguard/toolguard/rules"
 )
 
 // Outcomes of a CONNECT in its decision line; not Toolguard-Outcome values
@@ -43,9 +46,9 @@ func (s *Server) tunnelFailed(w io.Writer, ctx *goproxy.ProxyCtx, err error) {
 	if r := refusedByEgress(err); r != nil {
 		resp = s.refuse(ctx.Req, egressRefusal(r))
 	} else {
-		p := newProblem(ProblemUpstreamUnreachable, "", "cannot open a tunnel to "+ctx.Req.Host+": "+de.err.Error())
+		p := problem.New(problem.UpstreamUnreachable, "", "cannot open a tunnel to "+ctx.Req.Host+": "+de.err.Error())
 		s.logRequest(ctx.Req, slog.LevelInfo, OutcomePassthrough, p.Status, p.Detail)
-		resp = p.response(ctx.Req)
+		resp = problemResponse(ctx.Req, rules.ErrorFormat{}, p)
 		resp.Header.Set(HeaderOutcome, OutcomePassthrough)
 	}
 	resp.Close = true

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/toolguard/toolguard/journal"
+	"github.com/toolguard/toolguard/lifecycle"
 	"github.com/toolguard/toolguard/rules"
 	"github.com/toolguard/toolguard/verifiers"
 )
@@ -83,7 +84,7 @@ func (s *Server) verify(ctx context.Context, v verification) {
 	delay := firstProbeDelay
 	var last verifiers.Result
 	for {
-		pctx, end := s.traceProbe(ctx, v)
+		pctx, end := s.trace.Probe(ctx, v.route, v.step.Key)
 		if v.route.Verify.Request.Tool != nil {
 			last = s.mcpProbe(pctx, v)
 		} else {
@@ -137,19 +138,19 @@ func (s *Server) awaitCredential(ctx context.Context, v *verification) bool {
 func (s *Server) finishVerify(v verification, res verifiers.Result, visible bool) {
 	within := v.route.Verify.Within
 	_, err := s.journal.Apply(context.Background(), v.step.Key, journal.Fenced(v.step.Epoch, v.step.Fence, func(cur *journal.Step) (journal.Change, error) {
-		if ch, ok := verifyFinishChange(*cur, visible, res.Evidence, within); ok {
+		if ch, ok := lifecycle.VerifyFinish(*cur, visible, res.Evidence, within); ok {
 			return ch, nil
 		}
 		return journal.Change{}, journal.ErrNoChange
 	}))
 	switch {
 	case errors.Is(err, journal.ErrFenced):
-		s.metrics.verification("discarded")
+		s.metrics.Verification("discarded")
 		s.log.Warn("verification result discarded: the step was taken over", slog.String(logKey, v.step.Key), slog.Any("error", err))
 	case err != nil && !errors.Is(err, journal.ErrNoChange):
 		s.log.Error("record verification", slog.String(logKey, v.step.Key), slog.Any("error", err))
 	default:
-		s.metrics.verification(map[bool]string{true: "verified", false: "not_visible"}[visible])
+		s.metrics.Verification(map[bool]string{true: "verified", false: "not_visible"}[visible])
 		s.log.Info("verification", slog.String(logKey, v.step.Key), slog.Bool("visible", visible), slog.String("evidence", res.Evidence))
 	}
 }
@@ -173,8 +174,8 @@ func (s *Server) ResumeVerifications() (int, error) {
 
 // routeOf finds a loaded route by API and route name.
 func (s *Server) routeOf(api, name string) *rules.Route {
-	if ep := s.mcp.byName[api]; ep != nil {
-		return ep.api.Tool(name)
+	if ep := s.mcp.Named(api); ep != nil {
+		return ep.API.Tool(name)
 	}
 	for _, a := range s.rules.APIs {
 		if a.Name == api && a.MCP != nil {

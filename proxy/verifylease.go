@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/toolguard/toolguard/journal"
+	"github.com/toolguard/toolguard/lifecycle"
 	"github.com/toolguard/toolguard/rules"
 )
 
@@ -21,7 +22,7 @@ import (
 //     verification is pending); a renewal refused as fenced stops it;
 //   - at start-up and every verifyLease/3 afterwards, each replica lists the
 //     pending verifications and claims those whose lease lapsed (the
-//     verifier died or stopped), with verifyClaimChange; one that another
+//     verifier died or stopped), with lifecycle.VerifyClaim; one that another
 //     replica still verifies is left alone;
 //   - the verifier's final write is fenced by its claim, so a stale
 //     verifier's late result is discarded.
@@ -84,7 +85,7 @@ func (l *localVerifications) has(key string) bool {
 
 // claimVerification makes v's claim this replica's, and reports whether
 // to verify: yes for a process-local lease (bbolt) or a claim that is
-// ours already; otherwise only when verifyClaimChange took over a lapsed
+// ours already; otherwise only when lifecycle.VerifyClaim took over a lapsed
 // lease, and v.step is then the claimed record.
 func (s *Server) claimVerification(v *verification) bool {
 	epoch := s.journal.Epoch()
@@ -93,7 +94,7 @@ func (s *Server) claimVerification(v *verification) bool {
 	}
 	lease := s.verifyLease()
 	got, err := s.journal.Apply(s.bg, v.step.Key, func(cur *journal.Step) (journal.Change, error) {
-		if ch, ok := verifyClaimChange(*cur, epoch, lease); ok {
+		if ch, ok := lifecycle.VerifyClaim(*cur, epoch, lease); ok {
 			return ch, nil
 		}
 		return journal.Change{}, journal.ErrNoChange
@@ -140,7 +141,7 @@ func (s *Server) pickUpVerifications(startup bool) (int, error) {
 	n := 0
 	for i := range steps {
 		st := steps[i]
-		if s.verifying.has(st.Key) || (!startup && st.LeaseUntil.IsZero()) || verifyLeaseRunning(&st) {
+		if s.verifying.has(st.Key) || (!startup && st.LeaseUntil.IsZero()) || lifecycle.VerifyLeaseRunning(&st) {
 			continue
 		}
 		route := s.routeOf(st.API, st.Route)

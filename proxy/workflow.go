@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/toolguard/toolguard/journal"
+	"github.com/toolguard/toolguard/lifecycle"
 	"github.com/toolguard/toolguard/policy"
 )
 
@@ -34,13 +35,13 @@ func (s *Server) versionChange(c *call) string {
 // applyVersionPolicy adjusts the decision for a new step whose workflow
 // changed versions: stop holds it (nothing is sent), allow goes on and
 // leaves an event.
-func (s *Server) applyVersionPolicy(c *call, d Decision) Decision {
-	if c.versionChange == "" || d.Action != ActionForward {
+func (s *Server) applyVersionPolicy(c *call, d lifecycle.Decision) lifecycle.Decision {
+	if c.versionChange == "" || d.Action != lifecycle.ActionForward {
 		return d
 	}
 	if s.opts.OnVersionChange == policy.VersionAllow {
 		return d
 	}
-	return Decision{Action: ActionHold, Hold: journal.HoldNeedsReview, Reason: ReasonVersionChanged,
+	return lifecycle.Decision{Action: lifecycle.ActionHold, Hold: journal.HoldNeedsReview, Reason: lifecycle.ReasonVersionChanged,
 		Why: c.versionChange + " in the middle of the workflow"}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/toolguard/toolguard/config"
 	"github.com/toolguard/toolguard/journal"
 	"github.com/toolguard/toolguard/journal/postgres"
+	"github.com/toolguard/toolguard/metrics"
 	"github.com/toolguard/toolguard/notify"
 	"github.com/toolguard/toolguard/proxy"
 	"github.com/toolguard/toolguard/tlsca"
@@ -39,7 +40,7 @@ var _ notify.Cursors = (*postgres.Cursors)(nil)
 // with its file maintenance (online backups, the size gauge) and what hold
 // notifications need of it. bbolt's journal file has a Maintainer; a
 // PostgreSQL journal has none (pg_dump backs it up), so it is nil there.
-func openJournal(ctx context.Context, cfg config.Config, log *slog.Logger, metrics *proxy.Metrics, secret []byte) (journal.Store, journal.Maintainer, notifyBackend, error) {
+func openJournal(ctx context.Context, cfg config.Config, log *slog.Logger, metrics *metrics.Metrics, secret []byte) (journal.Store, journal.Maintainer, notifyBackend, error) {
 	if cfg.Journal.Backend != config.BackendPostgres {
 		b, err := openBolt(cfg, log, metrics)
 		if err != nil {
@@ -60,7 +61,7 @@ func openJournal(ctx context.Context, cfg config.Config, log *slog.Logger, metri
 
 // openPostgres opens the PostgreSQL journal at journal.dsn for writing and,
 // with journal.check_on_start: always, checks it.
-func openPostgres(ctx context.Context, cfg config.Config, log *slog.Logger, metrics *proxy.Metrics, secret []byte) (*postgres.Journal, error) {
+func openPostgres(ctx context.Context, cfg config.Config, log *slog.Logger, metrics *metrics.Metrics, secret []byte) (*postgres.Journal, error) {
 	octx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	j, err := postgres.Open(octx, postgres.Options{DSN: cfg.Journal.DSN, Secret: secret, Logger: log,

@@ -11,6 +11,7 @@ import (
 	"github.com/toolguard/toolguard/config"
 	"github.com/toolguard/toolguard/egress"
 	"github.com/toolguard/toolguard/journal"
+	"github.com/toolguard/toolguard/metrics"
 	"github.com/toolguard/toolguard/notify"
 	"github.com/toolguard/toolguard/proxy"
 )
@@ -24,7 +25,7 @@ func notifyCursorsPath(journalPath string) string { return journalPath + ".notif
 // what stops them (and waits). With no webhook configured it starts
 // nothing.
 func startNotify(ctx context.Context, cfg config.Config, j journal.Store, nb notifyBackend, srv *proxy.Server,
-	metrics *proxy.Metrics, log *slog.Logger, adminAddr string) (stop func(), err error) {
+	metrics *metrics.Metrics, log *slog.Logger, adminAddr string) (stop func(), err error) {
 	if len(cfg.Notify.Webhooks) == 0 {
 		return func() {}, nil
 	}

@@ -24,6 +24,7 @@ import (
 	"github.com/toolguard/toolguard/internal/wire"
 	"github.com/toolguard/toolguard/journal"
 	"github.com/toolguard/toolguard/journal/bolt"
+	"github.com/toolguard/toolguard/metrics"
 	"github.com/toolguard/toolguard/policy"
 	"github.com/toolguard/toolguard/proxy"
 	"github.com/toolguard/toolguard/rules"
@@ -117,7 +118,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, out serveOu
 // serving is what a started serve tells its caller (exec).
 type serving struct {
 	proxyAddr, adminAddr, caFile string
-	metrics                      *proxy.Metrics
+	metrics                      *metrics.Metrics
 }
 
 // serveWith is serve that calls ready, when not nil, once both listeners
@@ -152,7 +153,7 @@ func serveWith(ctx context.Context, cfg config.Config, log *slog.Logger, out ser
 	if err != nil {
 		return err
 	}
-	metrics := proxy.NewMetrics()
+	metrics := metrics.New()
 	tracing, err := startTracing(cfg, log, metrics)
 	if err != nil {
 		return err
@@ -233,7 +234,7 @@ func serveWith(ctx context.Context, cfg config.Config, log *slog.Logger, out ser
 // upgrade, which Open makes: it is checked right after. Each open waits
 // journal.open_timeout for the file lock; the second finds it held only when
 // another process took it in between.
-func openBolt(cfg config.Config, log *slog.Logger, metrics *proxy.Metrics) (*bolt.Journal, error) {
+func openBolt(cfg config.Config, log *slog.Logger, metrics *metrics.Metrics) (*bolt.Journal, error) {
 	path := cfg.Journal.Path
 	// bbolt gives up one lock retry (50 ms) before its Options.Timeout: ask
 	// for that much more, so that the wait is at least the one configured.

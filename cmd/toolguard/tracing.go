@@ -8,7 +8,7 @@ import (
 
 	"github.com/toolguard/toolguard/config"
 	"github.com/toolguard/toolguard/internal/wire"
-	"github.com/toolguard/toolguard/proxy"
+	"github.com/toolguard/toolguard/metrics"
 	"github.com/toolguard/toolguard/telemetry"
 )
 
@@ -19,7 +19,7 @@ const tracingGrace = 5 * time.Second
 
 // startTracing builds the tracer provider the configuration describes
 // (nothing is traced without an endpoint) and says where spans go.
-func startTracing(cfg config.Config, log *slog.Logger, metrics *proxy.Metrics) (*telemetry.Provider, error) {
+func startTracing(cfg config.Config, log *slog.Logger, metrics *metrics.Metrics) (*telemetry.Provider, error) {
 	p, err := telemetry.New(wire.Telemetry(cfg), telemetry.Options{Version: version, Registerer: metrics.Registerer(), Logger: log})
 	if err != nil {
 		return nil, err

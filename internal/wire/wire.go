@@ -14,6 +14,7 @@ import (
 
 	"github.com/toolguard/toolguard/config"
 	"github.com/toolguard/toolguard/journal"
+	"github.com/toolguard/toolguard/metrics"
 	"github.com/toolguard/toolguard/proxy"
 	"github.com/toolguard/toolguard/rules"
 	"github.com/toolguard/toolguard/telemetry"
@@ -29,7 +30,7 @@ type Deps struct {
 	Maintainer journal.Maintainer
 	Secret     []byte
 	CA         *tlsca.CA
-	Metrics    *proxy.Metrics
+	Metrics    *metrics.Metrics
 	Logger     *slog.Logger
 	// SelfAddrs are toolguard's own listen addresses, refused as targets.
 	SelfAddrs []string

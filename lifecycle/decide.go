@@ -1,7 +1,8 @@
-package proxy
+package lifecycle
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/toolguard/toolguard/journal"
 	"github.com/toolguard/toolguard/rules"
@@ -84,15 +85,15 @@ const (
 	// ReasonLookupRate: an ActionSettle because the lookup budget is spent.
 	ReasonLookupRate = "lookup_rate"
 	// ReasonAbandoned: a started step nobody came back for, whose outcome
-	// the background resolver could not establish (see abandon.go).
+	// the background resolver could not establish (see proxy/abandon.go).
 	ReasonAbandoned = "abandoned"
 	// ReasonBudget: a new intent over its route's budget (budget: {calls,
 	// per}), held for an operator's approval instead of being sent.
 	ReasonBudget = "budget"
 )
 
-// whyNewIntent is the why of a new intent's forward.
-const whyNewIntent = "new intent"
+// WhyNewIntent is the why of a new intent's forward.
+const WhyNewIntent = "new intent"
 
 // Situation is everything the recovery table looks at.
 type Situation struct {
@@ -154,7 +155,7 @@ func Decide(s Situation) Decision {
 			// Never silently refused: an operator sees it and may let it through.
 			return Decision{Action: ActionHold, Hold: journal.HoldAwaitingApproval, Reason: ReasonBudget, Why: "over the route's budget"}
 		}
-		return Decision{Action: ActionForward, Why: whyNewIntent}
+		return Decision{Action: ActionForward, Why: WhyNewIntent}
 	}
 	if st.Held() {
 		return decideHeld(s)
@@ -246,19 +247,19 @@ func decideHeld(s Situation) Decision {
 	return Decision{Action: ActionBlock, Hold: st.Hold, Reason: st.HoldReason, Why: why}
 }
 
-// strategyOf reports how interrupted calls of r are resolved.
-func strategyOf(r *rules.Route) Strategy {
-	st, _ := recoveryOf(r, nil)
+// StrategyOf reports how interrupted calls of r are resolved.
+func StrategyOf(r *rules.Route) Strategy {
+	st, _ := RecoveryOf(r, nil)
 	return st
 }
 
-// recoveryOf reports how an interrupted call of r is resolved, and whether
+// RecoveryOf reports how an interrupted call of r is resolved, and whether
 // a lookup can tell, when absent lists the request values its lookup reads
 // that the call lacks (rules.Lookup.AbsentRefs): such a lookup cannot be
 // made, so the call has none. Without a lookup the native key's re-send
 // resolves the call inside its lifetime, and past it the step is held;
 // without either, Decide holds an irreversible call.
-func recoveryOf(r *rules.Route, absent []string) (strategy Strategy, hasLookup bool) {
+func RecoveryOf(r *rules.Route, absent []string) (strategy Strategy, hasLookup bool) {
 	hasLookup = r.Lookup != nil && len(absent) == 0
 	switch {
 	case r.NativeIdempotency != nil:
@@ -267,4 +268,33 @@ func recoveryOf(r *rules.Route, absent []string) (strategy Strategy, hasLookup b
 		return StrategyLookup, true
 	}
 	return StrategyNone, false
+}
+
+// NativeExpired reports whether the provider has forgotten the step's
+// native idempotency key: the step was created (its first send was no
+// earlier) longer ago than native_idempotency.ttl.
+func NativeExpired(r *rules.Route, st *journal.Step, now time.Time) bool {
+	ni := r.NativeIdempotency
+	return ni != nil && ni.TTL > 0 && !st.CreatedAt.IsZero() && now.Sub(st.CreatedAt) >= ni.TTL
+}
+
+// Would names what a decision of the recovery table would have done.
+func Would(d Decision) journal.Would {
+	switch d.Action {
+	case ActionForward:
+		return journal.WouldForward
+	case ActionReplay, ActionRecordFound:
+		return journal.WouldReplay
+	case ActionWait, ActionSettle:
+		return journal.WouldWait
+	case ActionLookup:
+		return journal.WouldLookup
+	case ActionMismatch:
+		return journal.WouldRefusePayloadMismatch
+	case ActionHold, ActionBlock:
+		if d.Hold == journal.HoldAwaitingApproval {
+			return journal.WouldHoldApproval
+		}
+	}
+	return journal.WouldHoldAmbiguous
 }

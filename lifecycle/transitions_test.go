@@ -1,4 +1,4 @@
-package proxy
+package lifecycle
 
 import (
 	"errors"
@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/toolguard/toolguard/journal"
+	"github.com/toolguard/toolguard/mcp"
+	"github.com/toolguard/toolguard/rules"
 )
 
 var testNow = time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC)
@@ -49,7 +51,7 @@ func TestClaimChange(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			ch := claimChange(tc.cur, fresh, tc.d, "why", tc.version, 15*time.Second)
+			ch := Claim(tc.cur, fresh, tc.d, "why", tc.version, 15*time.Second)
 			allowed(t, tc.cur, ch)
 			st := ch.Step
 			if !ch.Claim || ch.Lease != 15*time.Second || st.Status != journal.StatusStarted || st.Held() || st.ApprovedBodyHash != "" || st.Attempt != tc.attempt || ch.Event != tc.event {
@@ -76,20 +78,20 @@ func TestTakeover(t *testing.T) {
 	hold := Decision{Action: ActionHold, Hold: journal.HoldNeedsReview, Reason: ReasonOutcomeUnknown}
 	changes := map[string]func(cur *journal.Step) journal.Change{
 		"re-send": func(cur *journal.Step) journal.Change {
-			return claimChange(cur, journal.Step{}, Decision{Action: ActionForward, Recovered: true}, "why", "", time.Second)
+			return Claim(cur, journal.Step{}, Decision{Action: ActionForward, Recovered: true}, "why", "", time.Second)
 		},
-		"hold": func(cur *journal.Step) journal.Change { return holdChange(cur, journal.Step{}, hold, "why", "") },
+		"hold": func(cur *journal.Step) journal.Change { return Hold(cur, journal.Step{}, hold, "why", "") },
 		"record found": func(cur *journal.Step) journal.Change {
-			return recordFoundChange(*cur, lookupResult{operationID: "op", evidence: "found"}, "why", 0, testNow)
+			return RecordFound(*cur, Found{OperationID: "op", Evidence: "found"}, "why", 0, testNow)
 		},
 		"abandon": func(cur *journal.Step) journal.Change {
-			ch, _ := abandonChange(*cur, LookupNotAsked, nil, "", 0, testNow)
+			ch, _ := Abandon(*cur, LookupNotAsked, nil, "", 0, testNow)
 			return ch
 		},
 	}
 	for name, change := range changes {
 		t.Run(name, func(t *testing.T) {
-			ch := withTakeover(change(lapsed), lapsed, 1, 15*time.Second, 30*time.Second)
+			ch := WithTakeover(change(lapsed), lapsed, 1, 15*time.Second, 30*time.Second)
 			allowed(t, lapsed, ch)
 			last := ch.Extra[len(ch.Extra)-1]
 			if !ch.Claim || ch.Lease != 15*time.Second || last.Type != journal.EventTakenOver {
@@ -101,7 +103,7 @@ func TestTakeover(t *testing.T) {
 				t.Fatalf("SettlesAt = %v, want %v", ch.Step.SettlesAt, want)
 			}
 			plain := change(running)
-			if got := withTakeover(plain, running, 1, 15*time.Second, 30*time.Second); got.Claim != plain.Claim || len(got.Extra) != len(plain.Extra) {
+			if got := WithTakeover(plain, running, 1, 15*time.Second, 30*time.Second); got.Claim != plain.Claim || len(got.Extra) != len(plain.Extra) {
 				t.Fatalf("a running lease was taken over: %+v", got)
 			}
 		})
@@ -127,11 +129,11 @@ func TestLeaseStates(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := inFlightElsewhere(tc.step, 1); got != tc.elsewhere {
-				t.Errorf("inFlightElsewhere = %v", got)
+			if got := InFlightElsewhere(tc.step, 1); got != tc.elsewhere {
+				t.Errorf("InFlightElsewhere = %v", got)
 			}
-			if got := leaseLapsed(tc.step, 1) && !tc.step.Held(); got != tc.lapsed {
-				t.Errorf("leaseLapsed = %v", got)
+			if got := LeaseLapsed(tc.step, 1) && !tc.step.Held(); got != tc.lapsed {
+				t.Errorf("LeaseLapsed = %v", got)
 			}
 		})
 	}
@@ -139,19 +141,19 @@ func TestLeaseStates(t *testing.T) {
 
 func TestHoldAndRecordFound(t *testing.T) {
 	d := Decision{Action: ActionHold, Hold: journal.HoldNeedsReview, Reason: ReasonLookupUnknown}
-	ch := holdChange(nil, journal.Step{Key: "k"}, Decision{Action: ActionHold, Hold: journal.HoldAwaitingApproval, Reason: ReasonApproval}, "why", "")
+	ch := Hold(nil, journal.Step{Key: "k"}, Decision{Action: ActionHold, Hold: journal.HoldAwaitingApproval, Reason: ReasonApproval}, "why", "")
 	allowed(t, nil, ch)
 	if ch.Step.Status != journal.StatusPrepared || ch.Step.Hold != journal.HoldAwaitingApproval || ch.Event != journal.EventHeld {
 		t.Fatalf("hold of a new key: %+v", ch)
 	}
 	cur := stepIn(journal.StatusStarted, nil)
-	ch = holdChange(cur, journal.Step{}, d, "why", "lookup timed out")
+	ch = Hold(cur, journal.Step{}, d, "why", "lookup timed out")
 	allowed(t, cur, ch)
 	if ch.Step.Status != journal.StatusStarted || ch.Step.HoldReason != ReasonLookupUnknown || ch.Step.LastError != "lookup timed out" || ch.Claim {
 		t.Fatalf("hold of a started step: %+v", ch)
 	}
 	for _, within := range []time.Duration{0, time.Minute} {
-		ch = recordFoundChange(*cur, lookupResult{operationID: "op", evidence: "lookup found op"}, "why", within, testNow)
+		ch = RecordFound(*cur, Found{OperationID: "op", Evidence: "lookup found op"}, "why", within, testNow)
 		allowed(t, cur, ch)
 		wantBy := time.Time{}
 		if within > 0 {
@@ -165,29 +167,33 @@ func TestHoldAndRecordFound(t *testing.T) {
 
 // TestOutcomeChangeMatrix classifies every kind of attempt.
 func TestOutcomeChangeMatrix(t *testing.T) {
-	ans := answerRecord{response: &journal.Response{Status: 201}, operationID: "op"}
+	ans := Answer{Response: &journal.Response{Status: 201}, OperationID: "op"}
+	kind := func(k rules.OutcomeKind) Answer { a := ans; a.Kind = k; return a }
 	tests := []struct {
 		name      string
-		a         attempt
+		a         Attempt
 		status    journal.Status
 		retryable bool
 		event     journal.EventType
 		verify    bool
 	}{
-		{name: "nothing sent", a: attempt{err: errors.New("dial refused")}, status: journal.StatusFailed, retryable: true, event: journal.EventFailed},
-		{name: "sent, no answer", a: attempt{err: errors.New("timeout"), sent: true}, status: journal.StatusStarted, event: journal.EventOutcomeUnknown},
-		{name: "5xx", a: attempt{sent: true, status: 502, statusText: "502 Bad Gateway"}, status: journal.StatusStarted, event: journal.EventOutcomeUnknown},
-		{name: "409, native key in use", a: attempt{sent: true, status: 409, statusText: "409 Conflict", native: true}, status: journal.StatusStarted, event: journal.EventOutcomeUnknown},
-		{name: "409, no native key", a: attempt{sent: true, status: 409, statusText: "409 Conflict", answer: ans}, status: journal.StatusFailed, event: journal.EventFailed},
-		{name: "429 retryable", a: attempt{sent: true, status: 429, statusText: "429 Too Many Requests", answer: ans}, status: journal.StatusFailed, retryable: true, event: journal.EventFailed},
-		{name: "400 definitive", a: attempt{sent: true, status: 400, statusText: "400 Bad Request", answer: ans}, status: journal.StatusFailed, event: journal.EventFailed},
-		{name: "201", a: attempt{sent: true, status: 201, statusText: "201 Created", answer: ans}, status: journal.StatusCommitted, event: journal.EventCommitted},
-		{name: "201 with verification", a: attempt{sent: true, status: 201, statusText: "201 Created", answer: ans, verifyWithin: time.Minute}, status: journal.StatusCommitted, event: journal.EventCommitted, verify: true},
+		{name: "nothing sent", a: Attempt{Err: errors.New("dial refused")}, status: journal.StatusFailed, retryable: true, event: journal.EventFailed},
+		{name: "sent, no answer", a: Attempt{Err: errors.New("timeout"), Sent: true}, status: journal.StatusStarted, event: journal.EventOutcomeUnknown},
+		{name: "5xx", a: Attempt{Sent: true, Status: 502, StatusText: "502 Bad Gateway"}, status: journal.StatusStarted, event: journal.EventOutcomeUnknown},
+		{name: "409, native key in use", a: Attempt{Sent: true, Status: 409, StatusText: "409 Conflict", Native: true}, status: journal.StatusStarted, event: journal.EventOutcomeUnknown},
+		{name: "409, no native key", a: Attempt{Sent: true, Status: 409, StatusText: "409 Conflict", Answer: ans}, status: journal.StatusFailed, event: journal.EventFailed},
+		{name: "429 retryable", a: Attempt{Sent: true, Status: 429, StatusText: "429 Too Many Requests", Answer: ans}, status: journal.StatusFailed, retryable: true, event: journal.EventFailed},
+		{name: "400 definitive", a: Attempt{Sent: true, Status: 400, StatusText: "400 Bad Request", Answer: ans}, status: journal.StatusFailed, event: journal.EventFailed},
+		{name: "201", a: Attempt{Sent: true, Status: 201, StatusText: "201 Created", Answer: ans}, status: journal.StatusCommitted, event: journal.EventCommitted},
+		{name: "201 with verification", a: Attempt{Sent: true, Status: 201, StatusText: "201 Created", Answer: ans, VerifyWithin: time.Minute}, status: journal.StatusCommitted, event: journal.EventCommitted, verify: true}, {name: "200, outcome rule failure", a: Attempt{Sent: true, Status: 200, StatusText: "200 OK", Answer: kind(rules.OutcomeFailure)}, status: journal.StatusFailed, event: journal.EventFailed},
+		{name: "200, outcome rule retryable", a: Attempt{Sent: true, Status: 200, StatusText: "200 OK", Answer: kind(rules.OutcomeRetryable)}, status: journal.StatusFailed, retryable: true, event: journal.EventFailed},
+		{name: "409, outcome rule already done", a: Attempt{Sent: true, Status: 409, StatusText: "409 Conflict", Answer: kind(rules.OutcomeAlreadyDone)}, status: journal.StatusCommitted, event: journal.EventCommitted},
+		{name: "202, outcome rule accepted", a: Attempt{Sent: true, Status: 202, StatusText: "202 Accepted", Answer: kind(rules.OutcomeAccepted)}, status: journal.StatusCommitted, event: journal.EventCommitted},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			cur := stepIn(journal.StatusStarted, nil)
-			ch := outcomeChange(*cur, tc.a, testNow)
+			ch := Outcome(*cur, tc.a, testNow)
 			allowed(t, cur, ch)
 			st := ch.Step
 			if st.Status != tc.status || st.Retryable != tc.retryable || ch.Event != tc.event || ch.Claim || (!st.VerifyBy.IsZero()) != tc.verify {
@@ -202,12 +208,12 @@ func TestOutcomeChangeMatrix(t *testing.T) {
 
 func TestResponseHashChange(t *testing.T) {
 	cur := stepIn(journal.StatusCommitted, func(s *journal.Step) { s.Response = &journal.Response{Status: 200, Truncated: true} })
-	ch, ok := responseHashChange(*cur, "abc")
+	ch, ok := ResponseHashed(*cur, "abc")
 	allowed(t, cur, ch)
 	if !ok || ch.Step.Response.BodyHash != "abc" || cur.Response.BodyHash != "" || ch.Event != journal.EventResponseHashed {
 		t.Fatalf("hash change: %+v ok=%v (the current record must stay untouched)", ch, ok)
 	}
-	if _, ok := responseHashChange(ch.Step, "abc"); ok {
+	if _, ok := ResponseHashed(ch.Step, "abc"); ok {
 		t.Fatal("a recorded hash was recorded again")
 	}
 }
@@ -216,7 +222,7 @@ func TestVerifyFinishChange(t *testing.T) {
 	pending := stepIn(journal.StatusCommitted, func(s *journal.Step) { s.VerifyBy, s.Response = testNow, &journal.Response{Status: 201} })
 	for _, visible := range []bool{true, false} {
 		t.Run(fmt.Sprintf("visible=%v", visible), func(t *testing.T) {
-			ch, ok := verifyFinishChange(*pending, visible, "GET 200", time.Minute)
+			ch, ok := VerifyFinish(*pending, visible, "GET 200", time.Minute)
 			if !ok {
 				t.Fatal("no change")
 			}
@@ -231,7 +237,7 @@ func TestVerifyFinishChange(t *testing.T) {
 		"verified already":   stepIn(journal.StatusVerified, nil),
 		"started":            stepIn(journal.StatusStarted, nil),
 	} {
-		if _, ok := verifyFinishChange(*cur, true, "", time.Minute); ok {
+		if _, ok := VerifyFinish(*cur, true, "", time.Minute); ok {
 			t.Errorf("%s: changed", name)
 		}
 	}
@@ -267,12 +273,12 @@ func TestVerifyClaimChange(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			ch, ok := verifyClaimChange(*tc.step, 1, 15*time.Second)
+			ch, ok := VerifyClaim(*tc.step, 1, 15*time.Second)
 			if ok != tc.claim {
 				t.Fatalf("claimed = %v, want %v", ok, tc.claim)
 			}
-			if got := verifyLeaseRunning(tc.step); got != tc.running {
-				t.Errorf("verifyLeaseRunning = %v, want %v", got, tc.running)
+			if got := VerifyLeaseRunning(tc.step); got != tc.running {
+				t.Errorf("VerifyLeaseRunning = %v, want %v", got, tc.running)
 			}
 			if !ok {
 				return
@@ -289,11 +295,11 @@ func TestVerifyClaimChange(t *testing.T) {
 // TestAbandonChangeMatrix: the background resolver never sends; what it
 // records follows what the lookup said.
 func TestAbandonChangeMatrix(t *testing.T) {
-	found := &lookupResult{operationID: "op", evidence: "lookup GET 200"}
+	found := &Found{OperationID: "op", Evidence: "lookup GET 200"}
 	tests := []struct {
 		name   string
 		lookup LookupAnswer
-		found  *lookupResult
+		found  *Found
 		status journal.Status
 		hold   journal.Hold
 		event  journal.EventType
@@ -306,7 +312,7 @@ func TestAbandonChangeMatrix(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			cur := stepIn(journal.StatusStarted, nil)
-			ch, ok := abandonChange(*cur, tc.lookup, tc.found, "lookup said so", time.Minute, testNow)
+			ch, ok := Abandon(*cur, tc.lookup, tc.found, "lookup said so", time.Minute, testNow)
 			if !ok {
 				t.Fatal("no change")
 			}
@@ -326,8 +332,72 @@ func TestAbandonChangeMatrix(t *testing.T) {
 		"held":      stepIn(journal.StatusStarted, func(s *journal.Step) { s.Hold = journal.HoldNeedsReview }),
 		"committed": stepIn(journal.StatusCommitted, nil),
 	} {
-		if _, ok := abandonChange(*cur, LookupNotAsked, nil, "", 0, testNow); ok {
+		if _, ok := Abandon(*cur, LookupNotAsked, nil, "", 0, testNow); ok {
 			t.Errorf("%s: changed", name)
+		}
+	}
+}
+
+// TestMCPOutcomeMatrix classifies every kind of tools/call attempt: a
+// tool that did not run goes back to prepared (bound to the arguments
+// where an approval may be needed), an answer that does not say stays
+// started, and a result, isError included, commits.
+func TestMCPOutcomeMatrix(t *testing.T) {
+	ans := Answer{Response: &journal.Response{Status: 200}, OperationID: "op"}
+	ok := Attempt{Sent: true, Status: 200, StatusText: "200 OK", Answer: ans}
+	tests := []struct {
+		name    string
+		v       MCPVerdict
+		status  journal.Status
+		event   journal.EventType
+		rebound bool
+		verify  bool
+	}{
+		{name: "nothing sent", v: MCPVerdict{Attempt: Attempt{Err: errors.New("dial refused")}}, status: journal.StatusFailed, event: journal.EventFailed},
+		{name: "5xx", v: MCPVerdict{Attempt: Attempt{Sent: true, Status: 502, StatusText: "502 Bad Gateway"}}, status: journal.StatusStarted, event: journal.EventOutcomeUnknown},
+		{name: "4xx, no JSON-RPC answer", v: MCPVerdict{Attempt: Attempt{Sent: true, Status: 404, StatusText: "404 Not Found"}}, status: journal.StatusPrepared, event: journal.EventNotExecuted},
+		{name: "protocol error", v: MCPVerdict{Attempt: ok, Answered: true, Outcome: mcp.OutcomeNotExecuted, RPCError: "JSON-RPC error -32602: bad"}, status: journal.StatusPrepared, event: journal.EventNotExecuted},
+		{name: "input asked, rebound", v: MCPVerdict{Attempt: ok, Answered: true, Outcome: mcp.OutcomeNotExecuted, Rebind: true, BodyHash: "b2"}, status: journal.StatusPrepared, event: journal.EventNotExecuted, rebound: true},
+		{name: "internal error", v: MCPVerdict{Attempt: ok, Answered: true, Outcome: mcp.OutcomeUnknown, RPCError: "JSON-RPC error -32603: boom"}, status: journal.StatusStarted, event: journal.EventOutcomeUnknown},
+		{name: "tool error", v: MCPVerdict{Attempt: Attempt{Sent: true, Status: 200, Answer: ans, VerifyWithin: time.Minute}, Answered: true, Outcome: mcp.OutcomeToolError}, status: journal.StatusCommitted, event: journal.EventCommitted},
+		{name: "result", v: MCPVerdict{Attempt: ok, Answered: true, Outcome: mcp.OutcomeResult}, status: journal.StatusCommitted, event: journal.EventCommitted},
+		{name: "result with verification", v: MCPVerdict{Attempt: Attempt{Sent: true, Status: 200, Answer: ans, VerifyWithin: time.Minute}, Answered: true, Outcome: mcp.OutcomeResult}, status: journal.StatusCommitted, event: journal.EventCommitted, verify: true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			cur := stepIn(journal.StatusStarted, nil)
+			ch := MCPOutcome(*cur, tc.v, testNow)
+			allowed(t, cur, ch)
+			if ch.Step.Status != tc.status || ch.Event != tc.event {
+				t.Fatalf("got %s/%s, want %s/%s", ch.Step.Status, ch.Event, tc.status, tc.event)
+			}
+			if got := ch.Step.ApprovedBodyHash == "b2"; got != tc.rebound {
+				t.Errorf("rebound = %v, want %v", got, tc.rebound)
+			}
+			if got := !ch.Step.VerifyBy.IsZero(); got != tc.verify {
+				t.Errorf("verify = %v, want %v", got, tc.verify)
+			}
+			if tc.status == journal.StatusCommitted && ch.Step.OperationID != "op" {
+				t.Errorf("operation id = %q, want op", ch.Step.OperationID)
+			}
+		})
+	}
+}
+
+// TestCommits: an outcome rule's kind decides before the status does.
+func TestCommits(t *testing.T) {
+	tests := []struct {
+		code int
+		kind rules.OutcomeKind
+		want bool
+	}{
+		{201, rules.OutcomeByStatus, true}, {400, rules.OutcomeByStatus, false},
+		{400, rules.OutcomeAccepted, true}, {409, rules.OutcomeAlreadyDone, true},
+		{200, rules.OutcomeFailure, false}, {200, rules.OutcomeRetryable, false},
+	}
+	for _, tc := range tests {
+		if got := Commits(tc.code, tc.kind); got != tc.want {
+			t.Errorf("Commits(%d, %v) = %v, want %v", tc.code, tc.kind, got, tc.want)
 		}
 	}
 }

@@ -1,8 +1,7 @@
-package proxy
+package lifecycle
 
 import (
 	"net/http"
-	"strings"
 	"testing"
 	"time"
 
@@ -87,8 +86,8 @@ func TestNativeExpired(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			st := &journal.Step{CreatedAt: now.Add(-tc.age)}
-			if got := nativeExpired(tc.route, st, now); got != tc.want {
-				t.Fatalf("nativeExpired = %v, want %v", got, tc.want)
+			if got := NativeExpired(tc.route, st, now); got != tc.want {
+				t.Fatalf("NativeExpired = %v, want %v", got, tc.want)
 			}
 		})
 	}
@@ -117,79 +116,23 @@ func TestReadRetrySignals(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			got := readRetrySignals(tc.h, now)
-			if got.after != tc.after || got.should != tc.should {
-				t.Fatalf("readRetrySignals = %+v, want after %s should %d", got, tc.after, tc.should)
+			got := ReadRetrySignals(tc.h, now)
+			if got.After != tc.after || got.Should != tc.should {
+				t.Fatalf("ReadRetrySignals = %+v, want after %s should %d", got, tc.after, tc.should)
 			}
 		})
 	}
 	for _, tc := range []struct {
-		s    retrySignals
+		s    RetrySignals
 		code int
 		want bool
 	}{
-		{retrySignals{}, 429, true}, {retrySignals{}, 400, false},
-		{retrySignals{should: 1}, 400, true}, {retrySignals{should: -1}, 429, false},
+		{RetrySignals{}, 429, true}, {RetrySignals{}, 400, false},
+		{RetrySignals{Should: 1}, 400, true}, {RetrySignals{Should: -1}, 429, false},
 	} {
-		if got := tc.s.retryable(tc.code); got != tc.want {
-			t.Errorf("%+v.retryable(%d) = %v, want %v", tc.s, tc.code, got, tc.want)
+		if got := tc.s.Retryable(tc.code); got != tc.want {
+			t.Errorf("%+v.Retryable(%d) = %v, want %v", tc.s, tc.code, got, tc.want)
 		}
-	}
-}
-
-// TestStripeShapes: every problem toolguard answers on a guarded route
-// has a Stripe shape; holds and bad input say "do not retry", and only
-// answers a retry can resolve say "retry".
-func TestStripeShapes(t *testing.T) {
-	retry := map[string]bool{ProblemInProgress: true, ProblemUpstreamUnreachable: true, ProblemOutcomeUnknown: true, ProblemUnavailable: true, ProblemRequestTimeout: true}
-	for typ := range problemInfo {
-		if strings.HasPrefix(typ, "urn:toolguard:admin:") {
-			continue
-		}
-		t.Run(typ, func(t *testing.T) {
-			sh, ok := stripeShapes[typ]
-			if !ok {
-				t.Fatal("no Stripe shape")
-			}
-			if sh.shouldRetry != retry[typ] {
-				t.Errorf("shouldRetry = %v, want %v", sh.shouldRetry, retry[typ])
-			}
-			resp := renderProblem(rules.ErrorFormat{Style: rules.ErrorsStripe}, newProblem(typ, "k", "why"), nil)
-			if resp.StatusCode != problemInfo[typ].status {
-				t.Errorf("status %d, want %d", resp.StatusCode, problemInfo[typ].status)
-			}
-		})
-	}
-}
-
-func TestLookupBudget(t *testing.T) {
-	var b lookupBudget
-	r := &rules.Rate{N: 2, Per: time.Second}
-	t0 := time.Date(2026, 1, 2, 12, 0, 0, 0, time.UTC)
-	steps := []struct {
-		at   time.Duration
-		api  string
-		ok   bool
-		wait time.Duration
-	}{
-		{at: 0, api: "a", ok: true},
-		{at: 0, api: "a", ok: true},
-		{at: 0, api: "a", ok: false, wait: 500 * time.Millisecond},
-		{at: 0, api: "b", ok: true}, // budgets are per API
-		{at: 250 * time.Millisecond, api: "a", ok: false, wait: 250 * time.Millisecond},
-		{at: 500 * time.Millisecond, api: "a", ok: true},
-		{at: 10 * time.Second, api: "a", ok: true}, // refills up to N only
-		{at: 10 * time.Second, api: "a", ok: true},
-		{at: 10 * time.Second, api: "a", ok: false, wait: 500 * time.Millisecond},
-	}
-	for i, s := range steps {
-		ok, wait := b.take(s.api, r, t0.Add(s.at))
-		if ok != s.ok || wait != s.wait {
-			t.Fatalf("step %d: take = %v, %s; want %v, %s", i, ok, wait, s.ok, s.wait)
-		}
-	}
-	if ok, _ := b.take("a", nil, t0); !ok {
-		t.Fatal("a nil rate is unlimited")
 	}
 }
 
@@ -214,8 +157,8 @@ func TestBackoff(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := backoff(tc.st, tc.now); got != tc.want {
-				t.Fatalf("backoff = %v, want %v", got, tc.want)
+			if got := Backoff(tc.st, tc.now); got != tc.want {
+				t.Fatalf("Backoff = %v, want %v", got, tc.want)
 			}
 		})
 	}

@@ -1,7 +1,8 @@
-package proxy
+package metrics
 
 import (
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -9,13 +10,14 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/toolguard/toolguard/journal"
+	"github.com/toolguard/toolguard/lifecycle"
 	"github.com/toolguard/toolguard/policy"
 	"github.com/toolguard/toolguard/rules"
 )
 
 // Metrics are toolguard's Prometheus metrics. Labels carry only rule names
 // and fixed words, never a credential, a key or a body. A nil *Metrics
-// records nothing.
+// records nothing: every method may be called on it.
 type Metrics struct {
 	reg           *prometheus.Registry
 	requests      *prometheus.CounterVec
@@ -34,9 +36,9 @@ type Metrics struct {
 	observedCalls *prometheus.CounterVec
 }
 
-// NewMetrics creates the metrics on a new registry, with Go runtime and
-// process collectors.
-func NewMetrics() *Metrics {
+// New creates the metrics on a new registry, with Go runtime and process
+// collectors.
+func New() *Metrics {
 	reg := prometheus.NewRegistry()
 	m := &Metrics{
 		reg: reg,
@@ -75,6 +77,18 @@ func NewMetrics() *Metrics {
 	return m
 }
 
+// Values of the outcome label of toolguard_requests_total: the words of
+// the Toolguard-Outcome header (proxy.Outcome*, which a test keeps equal),
+// and observed for a call of observe mode.
+const (
+	OutcomeForwarded   = "forwarded"
+	OutcomeReplayed    = "replayed"
+	OutcomeRecovered   = "recovered"
+	OutcomeBlocked     = "blocked"
+	OutcomePassthrough = "passthrough"
+	OutcomeObserved    = "observed"
+)
+
 // Label values of the counters with a fixed vocabulary.
 var (
 	rejectReasons      = []string{"draining", "in_flight_limit", "body_buffer", "body_timeout", "body_too_large", "invalid_body", "headers_too_large", "unmatched", "egress", "no_credential", "too_many_holds"}
@@ -82,13 +96,17 @@ var (
 	verificationResult = []string{"verified", "not_visible", "discarded"}
 )
 
+// RejectReasons are the reasons of toolguard_rejected_total, each
+// precreated at zero; Reject takes one of them.
+func RejectReasons() []string { return slices.Clone(rejectReasons) }
+
 // precreate makes every counter with a fixed vocabulary exist at zero from
 // the start, so rates and alerts see a series before its first event.
 func (m *Metrics) precreate() {
 	for _, r := range rejectReasons {
 		m.rejected.WithLabelValues(r)
 	}
-	for _, st := range []Strategy{StrategyNone, StrategyNative, StrategyLookup} {
+	for _, st := range []lifecycle.Strategy{lifecycle.StrategyNone, lifecycle.StrategyNative, lifecycle.StrategyLookup} {
 		for _, r := range recoveryResults {
 			m.recoveries.WithLabelValues(st.String(), r)
 		}
@@ -99,10 +117,10 @@ func (m *Metrics) precreate() {
 	m.requests.WithLabelValues("", "", OutcomeBlocked) // refused before a route was known
 }
 
-// precreateRoutes makes the request counters of every route exist at
+// PrecreateRoutes makes the request counters of every route exist at
 // zero, and the observation counters of every route of an API in observe
 // mode (mode is the global one).
-func (m *Metrics) precreateRoutes(set *rules.Set, mode policy.Mode) {
+func (m *Metrics) PrecreateRoutes(set *rules.Set, mode policy.Mode) {
 	if m == nil || set == nil {
 		return
 	}
@@ -118,7 +136,7 @@ func (m *Metrics) precreateRoutes(set *rules.Set, mode policy.Mode) {
 			if !observe {
 				continue
 			}
-			m.requests.WithLabelValues(api.Name, r.Name, outcomeObserved)
+			m.requests.WithLabelValues(api.Name, r.Name, OutcomeObserved)
 			for _, w := range journal.WouldNames() {
 				m.observedCalls.WithLabelValues(api.Name, r.Name, w)
 			}
@@ -126,21 +144,37 @@ func (m *Metrics) precreateRoutes(set *rules.Set, mode policy.Mode) {
 	}
 }
 
-func (m *Metrics) journalWriteFailed() {
+// JournalWriteFailed counts a journal write that failed.
+func (m *Metrics) JournalWriteFailed() {
 	if m != nil {
 		m.writeFailures.Inc()
 	}
 }
 
-// watchState registers gauges read at scrape time: calls in flight, held
-// steps by hold, and the journal file's size when the backend has a file
-// (mt is nil otherwise).
-func (m *Metrics) watchState(s *Server, src journal.Store, mt journal.Maintainer) {
+// Counter counts the journal's steps; journal.Store provides it.
+type Counter interface {
+	Count() (journal.Counts, error)
+}
+
+// Sizer is the journal file's size; journal.Maintainer provides it.
+type Sizer interface {
+	Size() int64
+}
+
+var (
+	_ Counter = journal.Store(nil)
+	_ Sizer   = journal.Maintainer(nil)
+)
+
+// WatchState registers gauges read at scrape time: calls in flight (as
+// inFlight counts them), held steps by hold, and the journal file's size
+// when the backend has a file (file is nil otherwise).
+func (m *Metrics) WatchState(inFlight func() int, src Counter, file Sizer) {
 	if m == nil {
 		return
 	}
 	m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "toolguard_in_flight_calls",
-		Help: "Guarded calls in flight upstream."}, func() float64 { return float64(s.flights.count()) }))
+		Help: "Guarded calls in flight upstream."}, func() float64 { return float64(inFlight()) }))
 	for _, h := range []journal.Hold{journal.HoldAwaitingApproval, journal.HoldNeedsReview} {
 		m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "toolguard_held_steps",
 			Help: "Steps held for an operator, by hold.", ConstLabels: prometheus.Labels{"hold": h.String()}}, func() float64 {
@@ -151,9 +185,9 @@ func (m *Metrics) watchState(s *Server, src journal.Store, mt journal.Maintainer
 			return float64(c.Hold[h])
 		}))
 	}
-	if mt != nil {
+	if file != nil {
 		m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "toolguard_journal_size_bytes",
-			Help: "Size of the journal file."}, func() float64 { return float64(mt.Size()) }))
+			Help: "Size of the journal file."}, func() float64 { return float64(file.Size()) }))
 	}
 }
 
@@ -181,52 +215,64 @@ func (m *Metrics) ObserveCommit(d time.Duration, batch int) {
 	m.commitBatch.Observe(float64(batch))
 }
 
-func (m *Metrics) passedThrough() {
+// PassedThrough counts a request that no rule guards, passed through.
+func (m *Metrics) PassedThrough() {
 	if m != nil {
 		m.passthrough.Inc()
 	}
 }
 
-func (m *Metrics) request(api, route, outcome string) {
+// Request counts a guarded request of api and route by its outcome (the
+// words of the Toolguard-Outcome header, or OutcomeObserved).
+func (m *Metrics) Request(api, route, outcome string) {
 	if m != nil {
 		m.requests.WithLabelValues(api, route, outcome).Inc()
 	}
 }
 
-func (m *Metrics) observed(api, route string, w journal.Would) {
+// Observed counts a call of observe mode by what enforcement would have
+// done.
+func (m *Metrics) Observed(api, route string, w journal.Would) {
 	if m != nil {
 		m.observedCalls.WithLabelValues(api, route, w.String()).Inc()
 	}
 }
 
-func (m *Metrics) upstreamCall(api, route string, d time.Duration) {
+// UpstreamCall records the duration of a guarded upstream call.
+func (m *Metrics) UpstreamCall(api, route string, d time.Duration) {
 	if m != nil {
 		m.upstream.WithLabelValues(api, route).Observe(d.Seconds())
 	}
 }
 
-func (m *Metrics) recovery(strategy Strategy, result string) {
+// Recovery counts an interrupted call resolved by strategy, with result
+// resent, found or held.
+func (m *Metrics) Recovery(strategy lifecycle.Strategy, result string) {
 	if m != nil {
 		m.recoveries.WithLabelValues(strategy.String(), result).Inc()
 	}
 }
 
-func (m *Metrics) verification(result string) {
+// Verification counts a verification result: verified, not_visible or
+// discarded.
+func (m *Metrics) Verification(result string) {
 	if m != nil {
 		m.verifications.WithLabelValues(result).Inc()
 	}
 }
 
-func (m *Metrics) reject(reason string) {
+// Reject counts a request refused before anything was sent, by reason
+// (one of the fixed vocabulary precreated at zero).
+func (m *Metrics) Reject(reason string) {
 	if m != nil {
 		m.rejected.WithLabelValues(reason).Inc()
 	}
 }
 
-// refused counts a request refused before any route guarded it: under
+// Refused counts a request refused before any route guarded it: under
 // requests{outcome="blocked"} with no api or route, and under
 // rejected{reason} when reason is set.
-func (m *Metrics) refused(reason string) {
+func (m *Metrics) Refused(reason string) {
 	if m == nil {
 		return
 	}
@@ -236,7 +282,9 @@ func (m *Metrics) refused(reason string) {
 	}
 }
 
-func (m *Metrics) truncatedResponse() {
+// TruncatedResponse counts a guarded response larger than
+// limits.max_stored_response, stored as a hash.
+func (m *Metrics) TruncatedResponse() {
 	if m != nil {
 		m.truncated.Inc()
 	}
@@ -250,8 +298,8 @@ func (m *Metrics) Swept(n int) {
 	}
 }
 
-// expired counts holds removed by the hold expiry.
-func (m *Metrics) expired(n int) {
+// Expired counts holds removed by the hold expiry.
+func (m *Metrics) Expired(n int) {
 	if m != nil {
 		m.holdsExpired.Add(float64(n))
 	}

@@ -1,4 +1,4 @@
-package proxy
+package lifecycle
 
 import (
 	"fmt"
@@ -123,7 +123,7 @@ func TestDecide(t *testing.T) {
 // the request did not carry (key.reference absent) has no lookup: inside
 // the native key's lifetime the re-send resolves it, past it (or without
 // a native key) an irreversible call is held; never a lookup made without
-// its reference. recoveryOf gives the Situation's strategy and lookup.
+// its reference. RecoveryOf gives the Situation's strategy and lookup.
 func TestDecideWithoutReference(t *testing.T) {
 	native := &rules.NativeIdempotency{Header: "Idempotency-Key"}
 	lookup := &rules.Lookup{}
@@ -147,7 +147,7 @@ func TestDecideWithoutReference(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			strategy, hasLookup := recoveryOf(tc.route, tc.absent)
+			strategy, hasLookup := RecoveryOf(tc.route, tc.absent)
 			st := &journal.Step{Status: journal.StatusStarted, BodyHash: "b"}
 			got := Decide(Situation{Step: st, Strategy: strategy, HasLookup: hasLookup, Effect: rules.EffectIrreversible,
 				BodyHash: "b", NativeExpired: tc.nativeExpired, MaxAttempts: 3})
@@ -155,5 +155,29 @@ func TestDecideWithoutReference(t *testing.T) {
 				t.Fatalf("Decide = %+v, want %s %q", got, tc.action, tc.reason)
 			}
 		})
+	}
+}
+
+// TestStrategyOf: native idempotency wins over a lookup; a route with
+// neither has none. The names are the metrics' and the logs'.
+func TestStrategyOf(t *testing.T) {
+	lookup := &rules.Lookup{}
+	native := &rules.NativeIdempotency{Header: "Idempotency-Key"}
+	tests := []struct {
+		route *rules.Route
+		want  Strategy
+		name  string
+	}{
+		{&rules.Route{}, StrategyNone, "none"},
+		{&rules.Route{Lookup: lookup}, StrategyLookup, "lookup"},
+		{&rules.Route{NativeIdempotency: native, Lookup: lookup}, StrategyNative, "native"},
+	}
+	for _, tc := range tests {
+		if got := StrategyOf(tc.route); got != tc.want || got.String() != tc.name {
+			t.Errorf("StrategyOf = %s, want %s", got, tc.name)
+		}
+	}
+	if got := ActionRecordFound.String(); got != "record_found" {
+		t.Errorf("ActionRecordFound = %q", got)
 	}
 }

@@ -1,4 +1,4 @@
-package proxy
+package lifecycle
 
 import (
 	"fmt"
@@ -17,7 +17,7 @@ import (
 // checks every change against its allowlist (journal.Allowed).
 //
 //	claim         new/prepared/failed/started → started (claimed: epoch, fence, lease)
-//	takeover      any of these on a started step whose owner's lease lapsed: claimed (withTakeover)
+//	takeover      any of these on a started step whose owner's lease lapsed: claimed (WithTakeover)
 //	hold          any → held (awaiting_approval, needs_review)
 //	record found  started → committed (a lookup found the effect)
 //	outcome       started → committed | failed | started (outcome unknown)
@@ -30,10 +30,10 @@ import (
 //
 // An operator's approve and resolve are the admin API's (admin/transitions.go).
 
-// claimChange claims a step for a send: it becomes started with a new
+// Claim claims a step for a send: it becomes started with a new
 // attempt, the claim's lease, and no hold. fresh is the first record of a
 // new key (cur nil).
-func claimChange(cur *journal.Step, fresh journal.Step, d Decision, why, versionChange string, lease time.Duration) journal.Change {
+func Claim(cur *journal.Step, fresh journal.Step, d Decision, why, versionChange string, lease time.Duration) journal.Change {
 	st := fresh
 	ev := journal.EventStarted
 	if cur != nil {
@@ -56,7 +56,7 @@ func claimChange(cur *journal.Step, fresh journal.Step, d Decision, why, version
 	return ch
 }
 
-// withTakeover makes ch a takeover when cur is a started step whose owner's
+// WithTakeover makes ch a takeover when cur is a started step whose owner's
 // lease lapsed (another replica that died or lost the journal): the change
 // claims the step, so that the old owner's late writes are refused
 // (journal.ErrFenced), and records whose claim it ended and until when
@@ -64,8 +64,8 @@ func claimChange(cur *journal.Step, fresh journal.Step, d Decision, why, version
 // the longest send it allowed). Whatever the recovery table decided (a
 // lookup's finding, a hold, a re-send), it is written under the new claim;
 // a takeover never sends blindly.
-func withTakeover(ch journal.Change, cur *journal.Step, epoch uint64, lease, lands time.Duration) journal.Change {
-	if cur == nil || !leaseLapsed(cur, epoch) {
+func WithTakeover(ch journal.Change, cur *journal.Step, epoch uint64, lease, lands time.Duration) journal.Change {
+	if cur == nil || !LeaseLapsed(cur, epoch) {
 		return ch
 	}
 	ch.Claim, ch.Lease = true, lease
@@ -82,22 +82,22 @@ func takeoverEvent(cur *journal.Step) journal.Event {
 		Reason: fmt.Sprintf("lease of epoch %d fence %d lapsed at %s", cur.Epoch, cur.Fence, cur.LeaseUntil.UTC().Format(time.RFC3339Nano))}
 }
 
-// leaseLapsed reports whether st is a started step claimed by another
+// LeaseLapsed reports whether st is a started step claimed by another
 // owner whose lease has lapsed, by the journal's clock. Backends that keep
 // leases in the process (bbolt) leave LeaseUntil zero.
-func leaseLapsed(st *journal.Step, epoch uint64) bool {
+func LeaseLapsed(st *journal.Step, epoch uint64) bool {
 	return st.Status == journal.StatusStarted && st.Epoch != epoch && !st.LeaseUntil.IsZero() && !st.LeaseUntil.After(st.ReadAt)
 }
 
-// inFlightElsewhere reports whether st is a started step claimed by
+// InFlightElsewhere reports whether st is a started step claimed by
 // another owner (another replica) whose lease is still running.
-func inFlightElsewhere(st *journal.Step, epoch uint64) bool {
+func InFlightElsewhere(st *journal.Step, epoch uint64) bool {
 	return st.Status == journal.StatusStarted && !st.Held() && st.Epoch != epoch && st.LeaseUntil.After(st.ReadAt)
 }
 
-// holdChange puts a step on hold; a new key is recorded prepared (nothing
+// Hold puts a step on hold; a new key is recorded prepared (nothing
 // was sent). evidence, when set, is kept as the step's last error.
-func holdChange(cur *journal.Step, fresh journal.Step, d Decision, why, evidence string) journal.Change {
+func Hold(cur *journal.Step, fresh journal.Step, d Decision, why, evidence string) journal.Change {
 	st := fresh
 	if cur != nil {
 		st = *cur
@@ -111,86 +111,108 @@ func holdChange(cur *journal.Step, fresh journal.Step, d Decision, why, evidence
 	return journal.Change{Step: st, Event: journal.EventHeld, Reason: why}
 }
 
-// recordFoundChange records a lookup's evidence of the effect as the
+// RecordFound records a lookup's evidence of the effect as the
 // outcome of an interrupted call; a route with verification gets a
 // deadline (verifyWithin > 0).
-func recordFoundChange(cur journal.Step, found lookupResult, why string, verifyWithin time.Duration, now time.Time) journal.Change {
+func RecordFound(cur journal.Step, found Found, why string, verifyWithin time.Duration, now time.Time) journal.Change {
 	st := cur
 	st.Status = journal.StatusCommitted
-	st.OperationID = found.operationID
-	st.Evidence = found.evidence
-	st.Response = found.response
+	st.OperationID = found.OperationID
+	st.Evidence = found.Evidence
+	st.Response = found.Response
 	if verifyWithin > 0 && st.OperationID != "" {
 		st.VerifyBy = now.Add(verifyWithin)
 	}
 	return journal.Change{Step: st, Event: journal.EventRecovered, Reason: why}
 }
 
-// attempt is what one upstream attempt established, captured before the
+// Attempt is what one upstream attempt established, captured before the
 // outcome is journaled.
-type attempt struct {
-	// err is the transport error; sent is false only when nothing can have
+type Attempt struct {
+	// Err is the transport error; Sent is false only when nothing can have
 	// reached the upstream.
-	err  error
-	sent bool
-	// status and statusText are the upstream's answer when err is nil.
-	status     int
-	statusText string
-	// native: the route uses native idempotency (a 409 means "key in use").
-	native bool
-	// answer is readAnswer's record of a definitive answer.
-	answer answerRecord
-	// verifyWithin is the route's verification window; zero when none.
-	verifyWithin time.Duration
+	Err  error
+	Sent bool
+	// Status and StatusText are the upstream's answer when Err is nil.
+	Status     int
+	StatusText string
+	// Native: the route uses native idempotency (a 409 means "key in use").
+	Native bool
+	// Answer is the carrier's record of a definitive answer.
+	Answer Answer
+	// VerifyWithin is the route's verification window; zero when none.
+	VerifyWithin time.Duration
 }
 
-// outcomeChange classifies an attempt into the step's next record.
-func outcomeChange(cur journal.Step, a attempt, now time.Time) journal.Change {
-	if ch, ok := noAnswerChange(cur, a); ok {
+// Answer is what the journal keeps of an upstream answer: the stored
+// response, the provider's operation id, what the route's outcome rules
+// make of it and its retry headers. The zero Answer is no definitive
+// answer (none, a 5xx, a native-idempotency 409).
+type Answer struct {
+	Response    *journal.Response
+	OperationID string
+	// Kind is what the route's outcome rules make of the answer.
+	Kind rules.OutcomeKind
+	// Signals are the answer's retry headers.
+	Signals RetrySignals
+}
+
+// Found is the evidence of a lookup that found the effect of a call.
+type Found struct {
+	OperationID string
+	Evidence    string
+	// Response is the found object as the step's stored response; nil
+	// when there is none.
+	Response *journal.Response
+}
+
+// Outcome classifies an attempt into the step's next record.
+func Outcome(cur journal.Step, a Attempt, now time.Time) journal.Change {
+	if ch, ok := noAnswer(cur, a); ok {
 		return ch
 	}
 	next := cur
 	switch {
-	case a.status == http.StatusConflict && a.native && a.answer.kind == rules.OutcomeByStatus:
+	case a.Status == http.StatusConflict && a.Native && a.Answer.Kind == rules.OutcomeByStatus:
 		// Providers answer 409 while another request with the same
 		// idempotency key is still executing (Stripe does): the outcome is
 		// that request's, not known yet. The next retry re-sends the key.
 		// An outcome rule that classifies the 409 takes precedence.
-		next.LastError = "upstream answered " + a.statusText + " (idempotency key in use)"
+		next.LastError = "upstream answered " + a.StatusText + " (idempotency key in use)"
 		return journal.Change{Step: next, Event: journal.EventOutcomeUnknown, Reason: "idempotency key in use at the provider"}
 	}
-	next.Response = a.answer.response
+	next.Response = a.Answer.Response
 	next.LastError = ""
-	answered := "upstream answered " + a.statusText
-	if !commits(a.status, a.answer.kind) {
+	answered := "upstream answered " + a.StatusText
+	if !Commits(a.Status, a.Answer.Kind) {
 		next.Status = journal.StatusFailed
-		switch a.answer.kind {
+		switch a.Answer.Kind {
 		case rules.OutcomeFailure:
 			next.Retryable, answered = false, answered+" (outcome rule: failure)"
 		case rules.OutcomeRetryable:
 			next.Retryable, answered = true, answered+" (outcome rule: retryable)"
 		default:
-			next.Retryable = a.answer.signals.retryable(a.status)
+			next.Retryable = a.Answer.Signals.Retryable(a.Status)
 		}
 		return journal.Change{Step: next, Event: journal.EventFailed, Reason: answered}
 	}
 	next.Status, next.Retryable = journal.StatusCommitted, false
-	next.OperationID = a.answer.operationID
-	switch a.answer.kind {
+	next.OperationID = a.Answer.OperationID
+	switch a.Answer.Kind {
 	case rules.OutcomeAlreadyDone:
 		answered = "already done: " + answered + " (outcome rule: already_done)"
 	case rules.OutcomeAccepted:
 		answered = "accepted: " + answered + " (outcome rule: accepted; to be verified)"
 	}
 	next.Evidence = answered
-	if a.verifyWithin > 0 {
-		next.VerifyBy = now.Add(a.verifyWithin)
+	if a.VerifyWithin > 0 {
+		next.VerifyBy = now.Add(a.VerifyWithin)
 	}
 	return journal.Change{Step: next, Event: journal.EventCommitted, Reason: answered}
 }
 
-// commits reports whether an answer below 500 commits the step.
-func commits(code int, kind rules.OutcomeKind) bool {
+// Commits reports whether an answer below 500 commits the step.
+func Commits(code int, kind rules.OutcomeKind) bool {
 	switch kind {
 	case rules.OutcomeAccepted, rules.OutcomeAlreadyDone:
 		return true
@@ -200,34 +222,34 @@ func commits(code int, kind rules.OutcomeKind) bool {
 	return code < 400
 }
 
-// noAnswerChange classifies an attempt that got no definitive answer,
+// noAnswer classifies an attempt that got no definitive answer,
 // REST or MCP alike: nothing sent (failed, retryable), sent without an
 // answer or answered 5xx (outcome unknown: the step stays started). ok is
 // false when the upstream answered below 500.
-func noAnswerChange(cur journal.Step, a attempt) (journal.Change, bool) {
+func noAnswer(cur journal.Step, a Attempt) (journal.Change, bool) {
 	next := cur
 	switch {
-	case a.err != nil && !a.sent:
+	case a.Err != nil && !a.Sent:
 		next.Status, next.Retryable = journal.StatusFailed, true
-		next.LastError = "not executed: " + a.err.Error()
+		next.LastError = "not executed: " + a.Err.Error()
 		// Attempt counts what may have reached the provider: the retry
 		// budget is not spent on calls that provably never left (a
 		// provider not up yet, a lease that ended before the send).
 		next.Attempt = max(next.Attempt-1, 0)
 		return journal.Change{Step: next, Event: journal.EventFailed, Reason: "upstream unreachable; nothing was sent"}, true
-	case a.err != nil:
-		next.LastError = a.err.Error()
-		return journal.Change{Step: next, Event: journal.EventOutcomeUnknown, Reason: "sent, no answer: " + a.err.Error()}, true
-	case a.status >= 500:
-		next.LastError = "upstream answered " + a.statusText
-		return journal.Change{Step: next, Event: journal.EventOutcomeUnknown, Reason: "upstream " + strconv.Itoa(a.status) + " after the request was sent"}, true
+	case a.Err != nil:
+		next.LastError = a.Err.Error()
+		return journal.Change{Step: next, Event: journal.EventOutcomeUnknown, Reason: "sent, no answer: " + a.Err.Error()}, true
+	case a.Status >= 500:
+		next.LastError = "upstream answered " + a.StatusText
+		return journal.Change{Step: next, Event: journal.EventOutcomeUnknown, Reason: "upstream " + strconv.Itoa(a.Status) + " after the request was sent"}, true
 	}
 	return journal.Change{}, false
 }
 
-// responseHashChange records the hash of an oversized response once it
+// ResponseHashed records the hash of an oversized response once it
 // was streamed whole; ok is false when there is nothing to record.
-func responseHashChange(cur journal.Step, sum string) (journal.Change, bool) {
+func ResponseHashed(cur journal.Step, sum string) (journal.Change, bool) {
 	if cur.Response == nil || !cur.Response.Truncated || cur.Response.BodyHash != "" {
 		return journal.Change{}, false
 	}
@@ -238,10 +260,10 @@ func responseHashChange(cur journal.Step, sum string) (journal.Change, bool) {
 	return journal.Change{Step: st, Event: journal.EventResponseHashed, Reason: "oversized response streamed whole"}, true
 }
 
-// verifyFinishChange records the end of a verification: verified when the
+// VerifyFinish records the end of a verification: verified when the
 // effect was seen, held for review otherwise. ok is false when the step no
 // longer waits for one.
-func verifyFinishChange(cur journal.Step, visible bool, evidence string, within time.Duration) (journal.Change, bool) {
+func VerifyFinish(cur journal.Step, visible bool, evidence string, within time.Duration) (journal.Change, bool) {
 	if cur.Status != journal.StatusCommitted || cur.VerifyBy.IsZero() || cur.Held() {
 		return journal.Change{}, false
 	}
@@ -257,14 +279,14 @@ func verifyFinishChange(cur journal.Step, visible bool, evidence string, within 
 	return journal.Change{Step: st, Event: journal.EventHeld, Reason: st.LastError}, true
 }
 
-// verifyClaimChange claims the pending verification of a committed step
+// VerifyClaim claims the pending verification of a committed step
 // whose verifier's lease lapsed (a replica died or stopped while it
 // probed), so that this replica verifies it and the old verifier's late
 // write is fenced out. ok is false when there is nothing to claim: the
 // step is no longer pending or is held, the claim is already ours, another
 // verifier's lease still runs, or the journal keeps leases in the process
 // (bbolt: LeaseUntil zero, one process per file verifies).
-func verifyClaimChange(cur journal.Step, epoch uint64, lease time.Duration) (journal.Change, bool) {
+func VerifyClaim(cur journal.Step, epoch uint64, lease time.Duration) (journal.Change, bool) {
 	if cur.Status != journal.StatusCommitted || cur.VerifyBy.IsZero() || cur.Held() ||
 		cur.Epoch == epoch || cur.LeaseUntil.IsZero() || cur.LeaseUntil.After(cur.ReadAt) {
 		return journal.Change{}, false
@@ -273,27 +295,27 @@ func verifyClaimChange(cur journal.Step, epoch uint64, lease time.Duration) (jou
 	return journal.Change{Step: cur, Event: ev.Type, Reason: "verification " + ev.Reason, Claim: true, Lease: lease}, true
 }
 
-// verifyLeaseRunning reports whether a verifier holds st's pending
+// VerifyLeaseRunning reports whether a verifier holds st's pending
 // verification: its claim's shared lease still runs, by the journal's
 // clock (another replica probes, or this one, or it just committed the
 // step and is about to).
-func verifyLeaseRunning(st *journal.Step) bool {
+func VerifyLeaseRunning(st *journal.Step) bool {
 	return st.Status == journal.StatusCommitted && st.LeaseUntil.After(st.ReadAt)
 }
 
-// abandonChange settles a started step that nobody came back for, without
+// Abandon settles a started step that nobody came back for, without
 // ever sending it: a lookup that found the effect records it (committed);
 // one that found none marks the step failed and retryable (not executed,
 // the caller's retry sends it); anything else holds it for review with
 // ReasonAbandoned. ok is false when the step is no longer an abandoned
 // started step (it moved on meanwhile).
-func abandonChange(cur journal.Step, lookup LookupAnswer, found *lookupResult, evidence string, verifyWithin time.Duration, now time.Time) (journal.Change, bool) {
+func Abandon(cur journal.Step, lookup LookupAnswer, found *Found, evidence string, verifyWithin time.Duration, now time.Time) (journal.Change, bool) {
 	if cur.Status != journal.StatusStarted || cur.Held() {
 		return journal.Change{}, false
 	}
 	switch {
 	case lookup == LookupFound && found != nil:
-		ch := recordFoundChange(cur, *found, "abandoned call: lookup found the effect", verifyWithin, now)
+		ch := RecordFound(cur, *found, "abandoned call: lookup found the effect", verifyWithin, now)
 		ch.Extra = append(ch.Extra, journal.Event{Type: journal.EventAbandoned, Reason: "resolved in the background; nothing was sent"})
 		return ch, true
 	case lookup == LookupAbsent:
@@ -313,77 +335,77 @@ func abandonChange(cur journal.Step, lookup LookupAnswer, found *lookupResult, e
 	return journal.Change{Step: st, Event: journal.EventAbandoned, Reason: why}, true
 }
 
-// mcpVerdict is what one attempt of an MCP tools/call established, as
-// mcpOutcomeChange reads it.
-type mcpVerdict struct {
-	attempt
-	// outcome is what the JSON-RPC answer says of the tool (mcp.Outcome).
-	outcome mcp.Outcome
-	// answered: a JSON-RPC answer was read; rpcError describes its error.
-	answered bool
-	rpcError string
-	// rebind: the tool may need approval (required, or by its
+// MCPVerdict is what one attempt of an MCP tools/call established, as
+// MCPOutcome reads it.
+type MCPVerdict struct {
+	Attempt
+	// Outcome is what the JSON-RPC answer says of the tool (mcp.Outcome).
+	Outcome mcp.Outcome
+	// Answered: a JSON-RPC answer was read; RPCError describes its error.
+	Answered bool
+	RPCError string
+	// Rebind: the tool may need approval (required, or by its
 	// approval.when), so a call that did not run stays bound to the
-	// arguments it was sent with (bodyHash).
-	rebind   bool
-	bodyHash string
+	// arguments it was sent with (BodyHash).
+	Rebind   bool
+	BodyHash string
 }
 
-// mcpOutcomeChange classifies an attempt of a tools/call (see mcp.Outcome):
+// MCPOutcome classifies an attempt of a tools/call (see mcp.Outcome):
 // a protocol error or an HTTP 4xx means the tool did not run, so the step
 // goes back to prepared and the next retry is sent; a broken stream, a 5xx
 // or an internal error leave it started (unknown); a result, isError
 // included, commits it.
-func mcpOutcomeChange(cur journal.Step, v mcpVerdict, now time.Time) journal.Change {
-	a := v.attempt
-	if ch, ok := noAnswerChange(cur, a); ok {
+func MCPOutcome(cur journal.Step, v MCPVerdict, now time.Time) journal.Change {
+	a := v.Attempt
+	if ch, ok := noAnswer(cur, a); ok {
 		return ch
 	}
 	next := cur
 	switch {
-	case !v.answered:
-		return mcpNotExecuted(next, v, "upstream answered "+a.statusText)
-	case v.outcome == mcp.OutcomeNotExecuted && v.rpcError != "":
-		return mcpNotExecuted(next, v, v.rpcError)
-	case v.outcome == mcp.OutcomeNotExecuted:
+	case !v.Answered:
+		return mcpNotExecuted(next, v, "upstream answered "+a.StatusText)
+	case v.Outcome == mcp.OutcomeNotExecuted && v.RPCError != "":
+		return mcpNotExecuted(next, v, v.RPCError)
+	case v.Outcome == mcp.OutcomeNotExecuted:
 		return mcpNotExecuted(next, v, "the server asked for input before running the tool")
-	case v.outcome == mcp.OutcomeUnknown:
-		next.LastError = v.rpcError
+	case v.Outcome == mcp.OutcomeUnknown:
+		next.LastError = v.RPCError
 		return journal.Change{Step: next, Event: journal.EventOutcomeUnknown, Reason: "the server answered " + next.LastError + ", which does not say whether the tool ran"}
 	}
-	next.Response = a.answer.response
+	next.Response = a.Answer.Response
 	next.LastError = ""
 	next.Status, next.Retryable = journal.StatusCommitted, false
-	next.OperationID = a.answer.operationID
+	next.OperationID = a.Answer.OperationID
 	next.Evidence = "the tool returned a result"
-	if v.outcome == mcp.OutcomeToolError {
+	if v.Outcome == mcp.OutcomeToolError {
 		next.Evidence = "the tool returned a result with isError: true"
-	} else if a.verifyWithin > 0 {
-		next.VerifyBy = now.Add(a.verifyWithin) // a tool error has no effect to verify
+	} else if a.VerifyWithin > 0 {
+		next.VerifyBy = now.Add(a.VerifyWithin) // a tool error has no effect to verify
 	}
 	return journal.Change{Step: next, Event: journal.EventCommitted, Reason: next.Evidence}
 }
 
 // mcpNotExecuted puts a step whose tool did not run back to prepared,
 // bound to the same arguments where an approval let them through.
-func mcpNotExecuted(next journal.Step, v mcpVerdict, why string) journal.Change {
+func mcpNotExecuted(next journal.Step, v MCPVerdict, why string) journal.Change {
 	next.Status, next.Retryable = journal.StatusPrepared, false
 	next.Response = nil
 	next.LastError = "not executed: " + why
-	if v.rebind {
-		next.ApprovedBodyHash = v.bodyHash
+	if v.Rebind {
+		next.ApprovedBodyHash = v.BodyHash
 	}
 	return journal.Change{Step: next, Event: journal.EventNotExecuted, Reason: why + "; the tool did not run"}
 }
 
-// observedChange records a call of observe mode (observe.go) in the key's
+// Observed records a call of observe mode (proxy/observe.go) in the key's
 // record cur: the observation fresh (or cur, an earlier observation)
 // taken through the attempt's outcome, as outcome classifies it for the
 // call's protocol, kept as an observation — never held, never verified,
 // and without the response body, which is never replayed. A guarded step
 // is never changed by an observation: it only gets the event. reason says
 // what enforcement would have done (journal.ObservedReason).
-func observedChange(cur *journal.Step, fresh journal.Step, outcome func(journal.Step) journal.Change, reason string) journal.Change {
+func Observed(cur *journal.Step, fresh journal.Step, outcome func(journal.Step) journal.Change, reason string) journal.Change {
 	if cur != nil && !cur.Observed {
 		return journal.Change{Step: *cur, Event: journal.EventObserved, Reason: reason}
 	}
@@ -409,10 +431,10 @@ func observedChange(cur *journal.Step, fresh journal.Step, outcome func(journal.
 	return journal.Change{Step: next, Event: journal.EventObserved, Reason: reason + "; " + ch.Reason}
 }
 
-// observationEndChange ends an observation whose outcome stayed unknown
+// ObservationEnd ends an observation whose outcome stayed unknown
 // (a 5xx, no answer) and that nobody came back for: failed, so that
 // retention removes it. ok is false when cur is no such observation.
-func observationEndChange(cur journal.Step) (journal.Change, bool) {
+func ObservationEnd(cur journal.Step) (journal.Change, bool) {
 	if !cur.Observed || cur.Status != journal.StatusStarted {
 		return journal.Change{}, false
 	}

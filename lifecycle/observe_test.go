@@ -1,4 +1,4 @@
-package proxy
+package lifecycle
 
 import (
 	"net/http"
@@ -15,12 +15,12 @@ import (
 func TestObservedChange(t *testing.T) {
 	fresh := journal.Step{Key: "k", BodyHash: "b", Observed: true}
 	answer := func(status int, verify time.Duration) func(journal.Step) journal.Change {
-		a := attempt{status: status, statusText: http.StatusText(status), verifyWithin: verify,
-			answer: answerRecord{response: &journal.Response{Status: status, Body: []byte(`{"id":"x"}`), BodyHash: "h"}}}
+		a := Attempt{Status: status, StatusText: http.StatusText(status), VerifyWithin: verify,
+			Answer: Answer{Response: &journal.Response{Status: status, Body: []byte(`{"id":"x"}`), BodyHash: "h"}}}
 		if status >= 500 {
-			a.answer = answerRecord{}
+			a.Answer = Answer{}
 		}
-		return func(cur journal.Step) journal.Change { return outcomeChange(cur, a, testNow) }
+		return func(cur journal.Step) journal.Change { return Outcome(cur, a, testNow) }
 	}
 	tests := []struct {
 		name     string
@@ -42,7 +42,7 @@ func TestObservedChange(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			ch := observedChange(tc.cur, fresh, tc.outcome, journal.ObservedReason(journal.WouldReplay, "outcome stored"))
+			ch := Observed(tc.cur, fresh, tc.outcome, journal.ObservedReason(journal.WouldReplay, "outcome stored"))
 			allowed(t, tc.cur, ch)
 			st := ch.Step
 			if st.Status != tc.status || st.Observed != tc.observed || st.Attempt != tc.attempt || ch.Event != journal.EventObserved {
@@ -74,7 +74,7 @@ func TestObservationEndChange(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			ch, ok := observationEndChange(*tc.cur)
+			ch, ok := ObservationEnd(*tc.cur)
 			if ok != tc.ok {
 				t.Fatalf("ok = %v, want %v", ok, tc.ok)
 			}
@@ -112,43 +112,8 @@ func TestWouldOf(t *testing.T) {
 		{Decision{Action: ActionMismatch}, journal.WouldRefusePayloadMismatch},
 	}
 	for _, tc := range tests {
-		if got := wouldOf(tc.d); got != tc.want {
-			t.Errorf("wouldOf(%s, hold %s) = %s, want %s", tc.d.Action, tc.d.Hold, got, tc.want)
+		if got := Would(tc.d); got != tc.want {
+			t.Errorf("Would(%s, hold %s) = %s, want %s", tc.d.Action, tc.d.Hold, got, tc.want)
 		}
-	}
-}
-
-// TestObserving: a key is in flight from its start to its end, and its
-// record is shown until it is saved; idle waits for all of it.
-func TestObserving(t *testing.T) {
-	var o observing
-	select {
-	case <-o.idle():
-	default:
-		t.Fatal("a new observing is not idle")
-	}
-	o.start("k")
-	o.start("k")
-	idle := o.idle()
-	if in, rec := o.view("k"); !in || rec != nil {
-		t.Fatalf("view = %v, %v; want in flight, no record", in, rec)
-	}
-	o.ended("k", &journal.Step{Key: "k", Status: journal.StatusCommitted})
-	if in, rec := o.view("k"); !in || rec == nil || rec.Status != journal.StatusCommitted {
-		t.Fatalf("view after one end = %v, %v; want in flight, the committed record", in, rec)
-	}
-	o.ended("k", nil)
-	if in, rec := o.view("k"); in || rec == nil {
-		t.Fatalf("view after both ended = %v, %v; want the unsaved record", in, rec)
-	}
-	select {
-	case <-idle:
-		t.Fatal("idle before the record was saved")
-	default:
-	}
-	o.saved("k")
-	<-idle
-	if in, rec := o.view("k"); in || rec != nil {
-		t.Fatalf("view after the save = %v, %v; want nothing", in, rec)
 	}
 }
