@@ -19,7 +19,17 @@ type diskProbe struct {
 	P50MS float64 `json:"fdatasync_p50_ms"`
 	P99MS float64 `json:"fdatasync_p99_ms"`
 	MaxMS float64 `json:"fdatasync_max_ms"`
+	// CommitP50MS is the p50 of a write shaped like one bbolt commit of a
+	// single guarded-call transition: commitPages pages, fdatasync, the
+	// meta page, fdatasync. Two of them are the floor of a guarded call at
+	// concurrency 1, whatever the CPU does.
+	CommitP50MS float64 `json:"bbolt_commit_p50_ms"`
 }
+
+// commitPages is what one bbolt commit of a single transition writes
+// (journal/bolt's BenchmarkCall measures about 14.5 pages per write at
+// concurrency 1).
+const commitPages = 15
 
 // probeDisk rewrites a 4 KiB page at a random-ish offset of a file in dir
 // and fdatasyncs it, for d.
@@ -45,7 +55,39 @@ func probeDisk(dir, when string, d time.Duration) (diskProbe, error) {
 	}
 	slices.Sort(lat)
 	r := loadResult{latencies: lat}
-	return diskProbe{When: when, Syncs: len(lat), P50MS: ms(r.percentile(0.5)), P99MS: ms(r.percentile(0.99)), MaxMS: ms(lat[len(lat)-1])}, nil
+	commit, err := probeCommit(f, len(lat)/4+1)
+	if err != nil {
+		return diskProbe{}, err
+	}
+	return diskProbe{When: when, Syncs: len(lat), P50MS: ms(r.percentile(0.5)), P99MS: ms(r.percentile(0.99)), MaxMS: ms(lat[len(lat)-1]),
+		CommitP50MS: ms(commit)}, nil
+}
+
+// probeCommit writes n commits shaped like bbolt's (commitPages pages at
+// new offsets, fdatasync, the meta page, fdatasync) and returns their p50.
+func probeCommit(f *os.File, n int) (time.Duration, error) {
+	page := make([]byte, 4096)
+	lat := make([]time.Duration, 0, n)
+	for i := range n {
+		t0 := time.Now()
+		for p := range commitPages {
+			if _, err := f.WriteAt(page, int64(2+(i*commitPages+p)%4096)*4096); err != nil {
+				return 0, err
+			}
+		}
+		if err := fdatasync(f); err != nil {
+			return 0, err
+		}
+		if _, err := f.WriteAt(page, 0); err != nil {
+			return 0, err
+		}
+		if err := fdatasync(f); err != nil {
+			return 0, err
+		}
+		lat = append(lat, time.Since(t0))
+	}
+	slices.Sort(lat)
+	return lat[len(lat)/2], nil
 }
 
 func fdatasync(f *os.File) error { return syscall.Fdatasync(int(f.Fd())) }
