@@ -12,7 +12,9 @@ import "github.com/toolguard/toolguard/journal"
 // such a key starts from that copy instead of the file. Only the committer
 // touches the map; it fills it after a commit succeeds, and takes an entry
 // out when it uses it, so a key written twice in one batch is read from
-// the transaction the second time. Every other writer of steps (Sweep,
+// the transaction the second time. Steps with a stored answer are not
+// kept: they are rarely written again soon, and their bodies would make
+// the map large. Every other writer of steps (Sweep,
 // ExpireHolds) counts itself in b.sweeps before its transaction, and the
 // committer drops the map when the count has moved: bbolt runs write
 // transactions one at a time, so a commit that starts after such a write
@@ -28,7 +30,7 @@ type recentStep struct {
 }
 
 // maxRecent bounds the map: about the calls in flight.
-const maxRecent = 8192
+const maxRecent = 4096
 
 // take returns the step of key as last written and forgets it.
 func (rs *recentSteps) take(key string) (*journal.Step, stepRef, bool) {
@@ -46,7 +48,11 @@ func (rs *recentSteps) keep(batch []*request) {
 		rs.m = make(map[string]recentStep, 256)
 	}
 	for _, r := range batch {
-		if r.wrote && r.err == nil {
+		switch {
+		case !r.wrote || r.err != nil:
+		case r.written.Response != nil:
+			delete(rs.m, r.key) // answered: rarely written again, and its body may be large
+		default:
 			rs.m[r.key] = recentStep{step: copyStep(&r.written), ref: r.ref}
 		}
 	}

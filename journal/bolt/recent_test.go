@@ -18,6 +18,9 @@ func TestRecentStepsFollowOtherWriters(t *testing.T) {
 		t.Fatal("the committer kept no copy of the claim")
 	}
 	done := mustApply(t, b, k, benchOutcome(st.Epoch, st.Fence))
+	if _, ok := b.recent.m[k]; ok {
+		t.Fatal("the committer kept a step with a stored answer")
+	}
 	if got, _ := b.Get(k); got.Revision != done.Revision || got.Status != journal.StatusCommitted {
 		t.Fatalf("after an outcome written on the kept claim: %+v", got)
 	}
