@@ -42,7 +42,7 @@ func sourceText(t *testing.T, glob string) string {
 }
 
 func TestRunbookMetricsExist(t *testing.T) {
-	src := sourceText(t, "../proxy/*.go") + sourceText(t, "../notify/*.go") + sourceText(t, "../telemetry/*.go")
+	src := sourceText(t, "../metrics/*.go") + sourceText(t, "../notify/*.go") + sourceText(t, "../telemetry/*.go")
 	defined := map[string]bool{}
 	for _, m := range regexp.MustCompile(`Name:\s*"(toolguard_[a-z_]+)"`).FindAllStringSubmatch(src, -1) {
 		defined[m[1]] = true
@@ -60,7 +60,7 @@ func TestRunbookMetricsExist(t *testing.T) {
 	}
 	for name := range used {
 		if !defined[name] {
-			t.Errorf("operations.md uses metric %s, which none of proxy/, notify/ and telemetry/ defines", name)
+			t.Errorf("operations.md uses metric %s, which none of metrics/, notify/ and telemetry/ defines", name)
 		}
 	}
 	for _, want := range []string{
@@ -75,11 +75,11 @@ func TestRunbookMetricsExist(t *testing.T) {
 }
 
 func TestRunbookCoversHoldReasons(t *testing.T) {
-	src := sourceText(t, "../proxy/*.go")
+	src := sourceText(t, "../lifecycle/*.go")
 	doc := readFile(t, "../docs/operations.md")
 	reasons := regexp.MustCompile(`Reason[A-Za-z]+\s*=\s*"([a-z_]+)"`).FindAllStringSubmatch(src, -1)
 	if len(reasons) == 0 {
-		t.Fatal("found no hold reasons in proxy/")
+		t.Fatal("found no hold reasons in lifecycle/")
 	}
 	for _, m := range reasons {
 		if m[1] == "resolved" { // not a hold: marks an operator's resolution

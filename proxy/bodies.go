@@ -127,10 +127,12 @@ func (s *Server) takeRoom(c *call, have int64) *answer {
 		c.reserved += want
 		return nil
 	}
-	ctx, cancel := context.WithTimeout(c.in.Context(), s.opts.InFlightWait)
-	defer cancel()
-	if err := s.bodies.Acquire(ctx, want); err != nil {
-		return s.noBodyRoom(c)
+	if !s.bodies.TryAcquire(want) { // room now, and nobody queued before us: no timer
+		ctx, cancel := context.WithTimeout(c.in.Context(), s.opts.InFlightWait)
+		defer cancel()
+		if err := s.bodies.Acquire(ctx, want); err != nil {
+			return s.noBodyRoom(c)
+		}
 	}
 	c.reserved = want
 	return nil
