@@ -7,7 +7,6 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"slices"
 	"time"
 
 	"github.com/toolguard/toolguard/problem"
@@ -68,43 +67,68 @@ func (s *Server) readBody(c *call) *answer {
 	if req.ContentLength > s.opts.MaxBody {
 		return s.bodyTooLarge(c)
 	}
-	var b []byte
+	// The body is read into chunks, joined once at the end: growing one
+	// slice copies it again and again, and the copies left behind made the
+	// heap peak at several times a large body (or a refused one) before
+	// the GC caught up.
+	var b []byte        // the chunk being filled
+	var filled [][]byte // the chunks before it
+	var got int64       // bytes received
 	if n := req.ContentLength; n > 0 {
 		b = make([]byte, 0, min(n, firstChunk)) // one exact allocation for most bodies
 	}
 	for {
-		if int64(len(b)) >= c.reserved && c.reserved < s.opts.BodyBuffer {
-			if a := s.takeRoom(c, int64(len(b))); a != nil {
+		if got >= c.reserved && c.reserved < s.opts.BodyBuffer {
+			if a := s.takeRoom(c, got); a != nil {
 				return a
 			}
 		}
-		room := c.reserved - int64(len(b))
+		room := c.reserved - got
 		if c.reserved >= s.opts.BodyBuffer {
 			room = bodyChunk // read alone: the whole budget is held
 		}
 		if n := req.ContentLength; n > 0 {
-			room = min(room, n-int64(len(b)))
+			room = min(room, n-got)
 		}
-		room = min(room, s.opts.MaxBody+1-int64(len(b)))
-		b = slices.Grow(b, int(room))
+		room = min(room, s.opts.MaxBody+1-got)
+		if int64(cap(b)-len(b)) < room {
+			if len(b) > 0 {
+				filled = append(filled, b)
+			}
+			b = make([]byte, 0, max(room, bodyChunk))
+		}
 		n, err := clock.read(req.Body, b[len(b):len(b)+int(room)])
 		b = b[:len(b)+n]
+		got += int64(n)
 		switch {
-		case int64(len(b)) > s.opts.MaxBody:
+		case got > s.opts.MaxBody:
 			return s.bodyTooLarge(c)
-		case errors.Is(err, io.EOF), err == nil && req.ContentLength > 0 && int64(len(b)) == req.ContentLength:
-			c.body, whole = b, true
+		case errors.Is(err, io.EOF), err == nil && req.ContentLength > 0 && got == req.ContentLength:
+			c.body, whole = joinChunks(filled, b, got), true
 			return nil
 		case errors.Is(err, errBodyTimeout):
 			s.metrics.Reject("body_timeout")
 			return s.problem(c, problem.New(problem.RequestTimeout, "", fmt.Sprintf(
 				"the request body arrived too slowly (%d bytes received; limits.body_read_timeout is %s, limits.body_min_rate %d bytes/s); nothing was journaled or sent",
-				len(b), s.opts.BodyReadTimeout, max(s.opts.BodyMinRate, 0))))
+				got, s.opts.BodyReadTimeout, max(s.opts.BodyMinRate, 0))))
 		case err != nil:
 			s.metrics.Reject("invalid_body")
 			return s.problem(c, problem.New(problem.InvalidBody, "", "read request body: "+err.Error()))
 		}
 	}
+}
+
+// joinChunks returns the n bytes of filled and last as one slice (last
+// itself when it is the only chunk).
+func joinChunks(filled [][]byte, last []byte, n int64) []byte {
+	if len(filled) == 0 {
+		return last
+	}
+	out := make([]byte, 0, n)
+	for _, c := range filled {
+		out = append(out, c...)
+	}
+	return append(out, last...)
 }
 
 // takeRoom extends c's reservation by the next chunk of a body of which
