@@ -19,7 +19,9 @@
 // # Transitions
 //
 // Apply reads the step's row together with the database's now() (one round
-// trip, no commit), runs the mutation, and writes its change in one
+// trip, no commit; none when the journal has a hint of the key, what it
+// last read or wrote of it, see hints.go), runs the mutation, and writes
+// its change in one
 // statement that commits on its own under READ COMMITTED: the step's
 // UPDATE ... WHERE revision = <the revision read> (or INSERT ... ON
 // CONFLICT DO NOTHING for a new key), its events numbered Revision+1.. per
@@ -28,7 +30,8 @@
 // inside the write would serialise commits on PostgreSQL's notification
 // lock; see notify.go). A writer that lost a race matches no row, writes nothing, reads again and
 // runs the mutation again. A guarded call therefore costs two committing
-// round trips (the claim, the outcome) and a replay one read.
+// round trips (the claim, the outcome) after the Get that finds no step,
+// and a replay one read.
 //
 // A claim stamps the step with the Journal's epoch (from the epochs
 // sequence at Open, unique across replicas and restarts), the step's Fence
