@@ -1,7 +1,6 @@
 package proxy
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"io"
@@ -66,7 +65,7 @@ type testProxy struct {
 	srv     *Server
 	j       *bolt.Journal
 	client  *http.Client
-	logs    *bytes.Buffer
+	logs    *syncBuffer
 	clock   *fakeClock
 	baseURL string
 }
@@ -92,9 +91,8 @@ func newSetProxy(t *testing.T, file, text, host string, tr http.RoundTripper, op
 	if err != nil {
 		t.Fatal(err)
 	}
-	logs := &bytes.Buffer{}
-	var mu sync.Mutex
-	log := slog.New(slog.NewTextHandler(lockedWriter{&mu, logs}, nil))
+	logs := &syncBuffer{}
+	log := slog.New(slog.NewTextHandler(logs, nil))
 	j, err := bolt.Open(filepath.Join(t.TempDir(), "tg.db"), bolt.Options{Logger: log})
 	if err != nil {
 		t.Fatal(err)

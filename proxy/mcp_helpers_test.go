@@ -300,7 +300,7 @@ type mcpProxy struct {
 	j       *bolt.Journal
 	proxy   *url.URL // the proxy listener
 	tickets *ticketServer
-	logs    *bytes.Buffer
+	logs    *syncBuffer
 	// roots trusts the proxy's CA when the ticket server is HTTPS.
 	roots *x509.CertPool
 }
@@ -331,9 +331,8 @@ func newMCPProxy(t *testing.T, ts *ticketServer, opts Options) *mcpProxy {
 // startMCPProxy runs a proxy with opts on a fresh journal.
 func startMCPProxy(t *testing.T, opts Options) *mcpProxy {
 	t.Helper()
-	logs := &bytes.Buffer{}
-	var mu sync.Mutex
-	log := slog.New(slog.NewTextHandler(lockedWriter{&mu, logs}, nil))
+	logs := &syncBuffer{}
+	log := slog.New(slog.NewTextHandler(logs, nil))
 	j, err := bolt.Open(filepath.Join(t.TempDir(), "tg.db"), bolt.Options{Logger: log, SeedStates: true}) // the tests simulate crashes by rewriting steps
 	if err != nil {
 		t.Fatal(err)
@@ -354,9 +353,7 @@ func startMCPProxy(t *testing.T, opts Options) *mcpProxy {
 	t.Cleanup(srv.Close)
 	t.Cleanup(func() {
 		if t.Failed() {
-			mu.Lock()
-			t.Logf("proxy log:\n%s", logs)
-			mu.Unlock()
+			t.Logf("proxy log:\n%s", logs.String())
 		}
 	})
 	pu, _ := url.Parse(hs.URL)

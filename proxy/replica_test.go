@@ -1,7 +1,6 @@
 package proxy
 
 import (
-	"bytes"
 	"errors"
 	"io"
 	"log/slog"
@@ -26,8 +25,10 @@ type replica struct {
 	j       *memReplica
 	store   journal.Store
 	client  *http.Client
-	logs    *bytes.Buffer
+	logs    *syncBuffer
 	baseURL string
+	// up is the replica's way to its provider.
+	up *simUpstream
 }
 
 func newReplica(t *testing.T, mem *memJournal, route string, tr http.RoundTripper, opts Options) *replica {
@@ -58,8 +59,8 @@ func newProxyOn(t *testing.T, store journal.Store, now func() time.Time, route s
 	if err != nil {
 		t.Fatal(err)
 	}
-	logs := &bytes.Buffer{}
-	log := slog.New(slog.NewTextHandler(lockedWriter{&sync.Mutex{}, logs}, nil))
+	logs := &syncBuffer{}
+	log := slog.New(slog.NewTextHandler(logs, nil))
 	opts = up.options(opts)
 	opts.Rules, opts.Journal, opts.Logger, opts.Secret = set, store, log, []byte("0123456789abcdef0123456789abcdef")
 	srv, err := New(opts)
@@ -76,7 +77,7 @@ func newProxyOn(t *testing.T, store journal.Store, now func() time.Time, route s
 		}
 	})
 	pu, _ := url.Parse(ts.URL)
-	return &replica{srv: srv, store: store, logs: logs, baseURL: up.at("http://api.test:80"),
+	return &replica{srv: srv, store: store, logs: logs, up: up, baseURL: up.at("http://api.test:80"),
 		client: &http.Client{Transport: credentialed{&http.Transport{Proxy: http.ProxyURL(pu)}}}}
 }
 
