@@ -8,6 +8,7 @@ import (
 	"github.com/toolguard/toolguard/journal"
 	"github.com/toolguard/toolguard/lifecycle"
 	"github.com/toolguard/toolguard/rules"
+	"github.com/toolguard/toolguard/verification"
 	"github.com/toolguard/toolguard/verifiers"
 )
 
@@ -81,7 +82,7 @@ type parkedCred struct {
 
 func (r *resolver) forgetAll(s *Server) {
 	for key, w := range r.waiting {
-		s.parked.forget(w.mac, w.ch)
+		s.parked.Forget(w.mac, w.ch)
 		delete(r.waiting, key)
 	}
 }
@@ -118,7 +119,7 @@ func (s *Server) resolveAbandoned(r *resolver) int {
 	s.retries.forget(cutoff)
 	for key, w := range r.waiting {
 		if !seen[key] { // settled meanwhile, by a retry or an operator
-			s.parked.forget(w.mac, w.ch)
+			s.parked.Forget(w.mac, w.ch)
 			delete(r.waiting, key)
 		}
 	}
@@ -179,7 +180,7 @@ func (s *Server) abandon(r *resolver, st journal.Step, now time.Time) bool {
 		slog.String("hold", got.Hold.String()), slog.String("evidence", evidence))
 	if got.Status == journal.StatusCommitted && route != nil && route.Verify != nil && !got.VerifyBy.IsZero() {
 		vals := rules.Values{Key: got.Key, OperationID: got.OperationID, Stored: got.RecoveryValues}
-		s.startVerify(verification{route: route, step: got, vals: vals})
+		s.verifications.Start(verification.Job{Route: route, Step: got, Vals: vals})
 	}
 	return true
 }
@@ -245,7 +246,7 @@ func (r *resolver) credentials(s *Server, route *rules.Route, st *journal.Step, 
 	}
 	w, ok := r.waiting[st.Key]
 	if !ok {
-		w = parkedCred{mac: st.CredentialMAC, ch: s.parked.wait(st.CredentialMAC), since: now}
+		w = parkedCred{mac: st.CredentialMAC, ch: s.parked.Wait(st.CredentialMAC), since: now}
 		r.waiting[st.Key] = w
 	}
 	select {
@@ -255,7 +256,7 @@ func (r *resolver) credentials(s *Server, route *rules.Route, st *journal.Step, 
 	default:
 	}
 	if now.Sub(w.since) >= s.opts.AbandonAfter {
-		s.parked.forget(w.mac, w.ch)
+		s.parked.Forget(w.mac, w.ch)
 		delete(r.waiting, st.Key)
 		return nil, true, true
 	}

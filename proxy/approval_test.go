@@ -320,7 +320,7 @@ func TestHoldExpiry(t *testing.T) {
 	st, _ := store.Get(review)
 	for !time.Now().After(st.UpdatedAt.Add(expiry)) { // the wall clock must pass the expiry
 	}
-	r.srv.expireOnce()
+	r.srv.sweeper().Pass(context.Background())
 	if _, err := store.Get(key); !errors.Is(err, journal.ErrNotFound) {
 		t.Fatalf("expired hold kept: %v", err)
 	}

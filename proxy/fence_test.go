@@ -277,7 +277,8 @@ func TestStaleVerifierIsFenced(t *testing.T) {
 		t.Fatal(err)
 	}
 	close(release)
-	p.srv.bgWork.Wait() // the verifier gets its late answer and finishes
+	// The verifier gets its late answer and finishes.
+	eventually(t, "the verifier finishes", func() bool { return !p.srv.verifications.Verifying(key) })
 	st, _ := p.j.Get(key)
 	if st.Status == journal.StatusVerified {
 		t.Fatal("a stale verifier marked the step verified")

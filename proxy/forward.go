@@ -20,6 +20,7 @@ import (
 	"github.com/toolguard/toolguard/lifecycle"
 	"github.com/toolguard/toolguard/problem"
 	"github.com/toolguard/toolguard/rules"
+	"github.com/toolguard/toolguard/verification"
 	"github.com/toolguard/toolguard/verifiers"
 )
 
@@ -402,11 +403,11 @@ func (s *Server) afterCommit(c *call, rec journal.Step) {
 	if v == nil || rec.Status != journal.StatusCommitted || rec.VerifyBy.IsZero() {
 		return
 	}
-	ver := verification{route: c.route, step: rec, vals: s.values(c, &rec), creds: verifiers.CredentialHeaders(c.route.API, c.in.Header)}
-	ver.mcpTarget = c.carrier.verifyTarget()
+	j := verification.Job{Route: c.route, Step: rec, Vals: s.values(c, &rec), Creds: verifiers.CredentialHeaders(c.route.API, c.in.Header),
+		Target: c.carrier.verifyTarget()}
 	if v.Mode == rules.VerifySync {
-		s.syncVerify(c.in.Context(), ver)
+		s.verifications.Sync(c.in.Context(), j)
 		return
 	}
-	s.startVerify(ver)
+	s.verifications.Start(j)
 }

@@ -115,7 +115,7 @@ func (s *Server) prepare(c *call) *answer {
 	}
 	c.intent, c.input = intent, in
 	c.callerMAC = s.credentialMAC(c.route.API, c.in.Header)
-	s.parked.lend(c.callerMAC, c.route.API, c.in.Header)
+	s.parked.Lend(c.callerMAC, c.route.API, c.in.Header)
 	return nil
 }
 

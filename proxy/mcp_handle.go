@@ -171,7 +171,7 @@ func (s *Server) prepareMCP(c *call, m *mcpCall) *answer {
 	}
 	c.intent, c.input = intent, in
 	c.callerMAC = s.credentialMAC(c.route.API, c.in.Header)
-	s.parked.lend(c.callerMAC, c.route.API, c.in.Header)
+	s.parked.Lend(c.callerMAC, c.route.API, c.in.Header)
 	return nil
 }
 

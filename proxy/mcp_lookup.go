@@ -14,6 +14,7 @@ import (
 	"github.com/toolguard/toolguard/journal"
 	"github.com/toolguard/toolguard/lifecycle"
 	"github.com/toolguard/toolguard/rules"
+	"github.com/toolguard/toolguard/verification"
 	"github.com/toolguard/toolguard/verifiers"
 )
 
@@ -93,9 +94,9 @@ func (s *Server) callTool(ctx context.Context, target *url.URL, creds http.Heade
 // mcpProbe makes one verification probe of a tool's effect: its verify
 // tool's result meets the expectation (yes), does not (no), or the tool
 // could not be called or reported an error (unknown).
-func (s *Server) mcpProbe(ctx context.Context, v verification) verifiers.Result {
-	vr := v.route.Verify
-	res, evidence := s.callTool(ctx, v.mcpTarget, v.creds, v.route, vr.Request.Tool, v.vals)
+func (s *Server) mcpProbe(ctx context.Context, j verification.Job) verifiers.Result {
+	vr := j.Route.Verify
+	res, evidence := s.callTool(ctx, j.Target, j.Creds, j.Route, vr.Request.Tool, j.Vals)
 	switch {
 	case res == nil || res.IsError:
 		return verifiers.Result{Answer: verifiers.Unknown, Evidence: evidence}
@@ -103,20 +104,6 @@ func (s *Server) mcpProbe(ctx context.Context, v verification) verifiers.Result 
 		return verifiers.Result{Answer: verifiers.Yes, Evidence: evidence + ": visible"}
 	}
 	return verifiers.Result{Answer: verifiers.No, Evidence: evidence + ": not as expected"}
-}
-
-// mcpResume finds the endpoint of a tool's verification resumed after a
-// restart: a gateway server's URL. A forward-proxy step does not keep its
-// endpoint's scheme, so its verification cannot be resumed: the step is
-// held as effect_not_visible rather than probed at a guessed URL. It
-// reports whether to resume.
-func (s *Server) mcpResume(v *verification) bool {
-	if ep := s.mcp.Named(v.step.API); ep != nil && ep.URL != nil {
-		v.mcpTarget = ep.URL
-		return true
-	}
-	s.finishVerify(*v, verifiers.Result{Evidence: "not probed: the MCP endpoint of a forward-proxy step is not kept across restarts"}, false)
-	return false
 }
 
 // errLookupRedirect: the server answered a lookup's or verification's

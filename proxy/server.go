@@ -27,6 +27,7 @@ import (
 	"github.com/toolguard/toolguard/problem"
 	"github.com/toolguard/toolguard/rules"
 	"github.com/toolguard/toolguard/tlsca"
+	"github.com/toolguard/toolguard/verification"
 	"github.com/toolguard/toolguard/verifiers"
 )
 
@@ -189,10 +190,11 @@ type Server struct {
 	// trace makes the spans of Options.Tracer (nil traces nothing).
 	trace  *calltrace.Tracer
 	egress *egress.Policy
-	parked parking
-	// verifying holds the keys this process verifies (see verifylease.go).
-	verifying localVerifications
-	pickup    sync.Once
+	// parked lends callers' credentials to background work resumed
+	// without them (verifications, lookups of abandoned steps).
+	parked verification.Credentials
+	// verifications verify committed effects (package verification).
+	verifications *verification.Verifier
 	// health records journal write failures, for Ready.
 	health journalHealth
 	// now is the clock of leases; tests replace it.
@@ -330,6 +332,7 @@ func New(opts Options) (*Server, error) {
 	}
 	s.upstream = t
 	s.verifier = &verifiers.Client{Transport: s.trace.Transport(s.upstream), MaxBody: opts.MaxStoredResponse}
+	s.verifications = s.newVerifier()
 	s.goproxy = s.buildGoproxy()
 	return s, nil
 }
@@ -414,6 +417,7 @@ func (s *Server) Drain(ctx context.Context) error {
 // journal, and waits for them to return.
 func (s *Server) Close() {
 	s.stopBg()
+	s.verifications.Close()
 	s.bgWork.Wait()
 	<-s.writes.idle()
 }

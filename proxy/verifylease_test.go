@@ -108,7 +108,7 @@ func TestReplicasVerifyOnce(t *testing.T) {
 	}
 
 	a.srv.Close() // the verifier stops: its lease is no longer renewed
-	if a.srv.verifying.has(key) {
+	if a.srv.verifications.Verifying(key) {
 		t.Fatal("Close returned while the verifier still runs")
 	}
 	// A probe that Close cancelled may have reached the provider already;
@@ -166,7 +166,7 @@ func TestStalledVerifierStopsAfterTakeover(t *testing.T) {
 	}
 	prov.awaitProbe(t, 1) // b took it over once a's lease lapsed
 	stalled.Store(false)
-	eventually(t, "the stalled verifier stops", func() bool { return !a.srv.verifying.has(key) })
+	eventually(t, "the stalled verifier stops", func() bool { return !a.srv.verifications.Verifying(key) })
 	before := prov.probes[0].Load()
 	prov.hidden.Store(false)
 	awaitStep(t, b.store, key, func(st journal.Step) bool { return st.Status == journal.StatusVerified })
