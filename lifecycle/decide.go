@@ -2,6 +2,7 @@ package lifecycle
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/toolguard/toolguard/journal"
@@ -251,6 +252,22 @@ func decideHeld(s Situation) Decision {
 func StrategyOf(r *rules.Route) Strategy {
 	st, _ := RecoveryOf(r, nil)
 	return st
+}
+
+// MissingLookupRefs lists the request values r's lookup reads that st's
+// stored recovery values lack (the request did not carry them): nil when
+// the lookup can be made from the journal alone, or r has none.
+func MissingLookupRefs(r *rules.Route, st *journal.Step) []string {
+	if r == nil || r.Lookup == nil {
+		return nil
+	}
+	return r.Lookup.AbsentRefs(rules.Values{Key: st.Key, Stored: st.RecoveryValues})
+}
+
+// NoLookupEvidence is the evidence of a recovery without the lookup that
+// the request's missing values (MissingLookupRefs) made impossible.
+func NoLookupEvidence(absent []string) string {
+	return "no lookup: the request has no " + strings.Join(absent, ", ") + " for the lookup to search by"
 }
 
 // RecoveryOf reports how an interrupted call of r is resolved, and whether

@@ -88,14 +88,14 @@ func TestResolverLookupWaitsForCredential(t *testing.T) {
 			if st, _ := j.Get(key); st.Status != journal.StatusStarted || st.CredentialMAC == "" {
 				t.Fatalf("step %s (caller %q), want started with its caller's MAC", st.Status, st.CredentialMAC)
 			}
-			res := &resolver{waiting: map[string]parkedCred{}}
-			defer res.forgetAll(p.srv)
+			res := p.srv.newResolver()
+			defer res.Release()
 
-			if n := p.srv.resolveAbandoned(res); n != 0 {
+			if n := res.Pass(context.Background()); n != 0 {
 				t.Fatalf("a step touched just now was settled (%d)", n)
 			}
 			clock.add(abandon + time.Second)
-			if n := p.srv.resolveAbandoned(res); n != 0 || up.lookups.Load()+up.unauthorized.Load() != 0 {
+			if n := res.Pass(context.Background()); n != 0 || up.lookups.Load()+up.unauthorized.Load() != 0 {
 				t.Fatalf("settled %d, lookups %d/%d before the caller's credential was lent", n, up.lookups.Load(), up.unauthorized.Load())
 			}
 			if lent {
@@ -104,7 +104,7 @@ func TestResolverLookupWaitsForCredential(t *testing.T) {
 			} else {
 				clock.add(abandon)
 			}
-			if n := p.srv.resolveAbandoned(res); n != 1 {
+			if n := res.Pass(context.Background()); n != 1 {
 				t.Fatalf("settled %d steps, want 1", n)
 			}
 			st, _ := j.Get(key)
@@ -115,7 +115,7 @@ func TestResolverLookupWaitsForCredential(t *testing.T) {
 				t.Fatalf("step %s/%s %q %q, want held abandoned, no lookup", st.Status, st.Hold, st.HoldReason, st.LastError)
 			}
 			clock.add(2 * abandon)
-			p.srv.resolveAbandoned(res)
+			res.Pass(context.Background())
 			if again, _ := j.Get(key); again.Revision != st.Revision {
 				t.Fatalf("a settled step was settled again: %s/%s rev %d, was rev %d", again.Status, again.Hold, again.Revision, st.Revision)
 			}
@@ -152,12 +152,12 @@ func TestResolverLeavesCallsInFlight(t *testing.T) {
 	key := steps[0].Key
 	clock.add(20 * time.Minute)
 	for name, p := range map[string]*replica{"owner": a, "other replica": b} {
-		if n := p.srv.resolveAbandoned(&resolver{waiting: map[string]parkedCred{}}); n != 0 {
+		if n := p.srv.newResolver().Pass(context.Background()); n != 0 {
 			t.Fatalf("%s settled a call in flight", name)
 		}
 	}
 	clock.add(2 * time.Hour) // a's lease (and flight) lapse: a is gone
-	if n := b.srv.resolveAbandoned(&resolver{waiting: map[string]parkedCred{}}); n != 1 {
+	if n := b.srv.newResolver().Pass(context.Background()); n != 1 {
 		t.Fatalf("settled %d, want the abandoned step", n)
 	}
 	st, _ := b.j.Get(key)
@@ -203,8 +203,8 @@ func TestResolverLeavesRetriedStepsToTheirCaller(t *testing.T) {
 	const abandon = time.Minute
 	p := newProxyOn(t, store, clock.now, irreversibleRoute, &abandonUpstream{}, Options{AbandonAfter: abandon, UpstreamTimeout: time.Second, Lease: time.Second})
 	key := postAs(t, p, "Bearer sk_caller", `{"n":1}`).Header.Get(HeaderKey)
-	res := &resolver{waiting: map[string]parkedCred{}}
-	defer res.forgetAll(p.srv)
+	res := p.srv.newResolver()
+	defer res.Release()
 
 	clock.add(abandon + time.Second)
 	store.failing.Store(true)
@@ -213,11 +213,11 @@ func TestResolverLeavesRetriedStepsToTheirCaller(t *testing.T) {
 	}
 	store.failing.Store(false)
 	clock.add(abandon / 2)
-	if n := p.srv.resolveAbandoned(res); n != 0 {
+	if n := res.Pass(context.Background()); n != 0 {
 		t.Fatalf("the resolver settled %d steps whose caller was retrying", n)
 	}
 	clock.add(abandon)
-	if n := p.srv.resolveAbandoned(res); n != 1 {
+	if n := res.Pass(context.Background()); n != 1 {
 		t.Fatalf("settled %d, want the step nobody came back for", n)
 	}
 	if st, _ := j.Get(key); st.HoldReason != lifecycle.ReasonAbandoned {
@@ -237,11 +237,11 @@ func TestAbandonAfterNeverBelowLeasePlusTimeout(t *testing.T) {
 	}
 	postAs(t, p, "Bearer sk_caller", `{"n":1}`)
 	clock.add(10 * time.Second)
-	if n := p.srv.resolveAbandoned(&resolver{waiting: map[string]parkedCred{}}); n != 0 {
+	if n := p.srv.newResolver().Pass(context.Background()); n != 0 {
 		t.Fatalf("settled %d steps 10s after their call, with abandon_after 1s below the lease", n)
 	}
 	clock.add(time.Minute)
-	if n := p.srv.resolveAbandoned(&resolver{waiting: map[string]parkedCred{}}); n != 1 {
+	if n := p.srv.newResolver().Pass(context.Background()); n != 1 {
 		t.Fatalf("settled %d, want 1 once lease + timeout passed", n)
 	}
 }
@@ -301,12 +301,12 @@ func TestResolverLookupReadsRecoveryValues(t *testing.T) {
 			if len(st.RecoveryValues) != len(want) || st.RecoveryValues["body.ref"] != want["body.ref"] {
 				t.Fatalf("recovery values = %v, want %v (no other field, no redacted one)", st.RecoveryValues, want)
 			}
-			res := &resolver{waiting: map[string]parkedCred{}}
-			defer res.forgetAll(p.srv)
+			res := p.srv.newResolver()
+			defer res.Release()
 			clock.add(abandon + time.Second)
-			p.srv.resolveAbandoned(res)
+			res.Pass(context.Background())
 			postAs(t, p, "Bearer sk_caller", `{"ref":"order-2"}`) // lends the credential
-			if n := p.srv.resolveAbandoned(res); n != 1 {
+			if n := res.Pass(context.Background()); n != 1 {
 				t.Fatalf("settled %d, want 1", n)
 			}
 			got, _ := j.Get(key)

@@ -346,7 +346,7 @@ func (s *Server) situation(c *call, cur *journal.Step, now time.Time, epoch uint
 	sit.HasLookup = hasLookup
 	sit.Backoff = lifecycle.Backoff(cur, now)
 	if len(absent) > 0 && cur.Status == journal.StatusStarted {
-		c.lookupEvidence = noLookupEvidence(absent)
+		c.lookupEvidence = lifecycle.NoLookupEvidence(absent)
 	}
 	return sit, awaited
 }

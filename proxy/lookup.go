@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/toolguard/toolguard/journal"
@@ -85,12 +84,6 @@ func (c *call) lookupAbsent() []string {
 		return nil
 	}
 	return c.route.Lookup.AbsentRefs(rules.Values{Body: c.intent.Doc, Path: c.params})
-}
-
-// noLookupEvidence is the evidence of a recovery without the lookup that
-// the request's absent values would have made.
-func noLookupEvidence(absent []string) string {
-	return "no lookup: the request has no " + strings.Join(absent, ", ") + " for the lookup to search by"
 }
 
 // values are the template values for a step's lookups and probes.

@@ -16,7 +16,7 @@ func (s *Server) NextAction(st *journal.Step) string {
 	sit := lifecycle.Situation{Step: st, BodyHash: st.BodyHash, MaxAttempts: s.opts.MaxAttempts,
 		InFlight: s.flights.live(st.Key, now) != nil || lifecycle.InFlightElsewhere(st, s.journal.Epoch()), Settling: s.settling(st)}
 	if route != nil {
-		sit.Strategy, sit.HasLookup = lifecycle.RecoveryOf(route, stepLookupAbsent(route, st))
+		sit.Strategy, sit.HasLookup = lifecycle.RecoveryOf(route, lifecycle.MissingLookupRefs(route, st))
 		sit.Effect, sit.Approval = route.Effect, route.ApprovalRequired
 		sit.NativeExpired = lifecycle.NativeExpired(route, st, now)
 		sit.Backoff = lifecycle.Backoff(st, now)

@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -358,7 +359,7 @@ func TestObserveAmbiguousOutcome(t *testing.T) {
 	}
 	h.srv.opts.AbandonAfter = 0
 	h.srv.now = func() time.Time { return time.Now().Add(time.Hour) }
-	if n := h.srv.resolveAbandoned(&resolver{waiting: map[string]parkedCred{}}); n != 1 {
+	if n := h.srv.newResolver().Pass(context.Background()); n != 1 {
 		t.Fatalf("resolver settled %d steps, want the observation", n)
 	}
 	if st := h.steps()[0]; st.Status != "failed" || !st.Observed || st.Hold != "" {

@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -251,7 +252,7 @@ func TestStripeRecoveryWithoutReference(t *testing.T) {
 			key := first.Header.Get(HeaderKey)
 			p.clock.add(tc.wait)
 			if tc.abandon {
-				if n := p.srv.resolveAbandoned(&resolver{waiting: map[string]parkedCred{}}); n != 1 {
+				if n := p.srv.newResolver().Pass(context.Background()); n != 1 {
 					t.Fatalf("resolver settled %d steps, want 1", n)
 				}
 			} else if r, b := send(); r.StatusCode != tc.wantStatus {
