@@ -177,6 +177,8 @@ type Server struct {
 	log      *slog.Logger
 	flights  *flights
 	verifier *verifiers.Client
+	// tools calls the MCP tools of lookups and verification probes.
+	tools    *verifiers.ToolClient
 	draining atomic.Bool
 	// active counts guarded calls being handled, for Drain.
 	active activity
@@ -332,6 +334,10 @@ func New(opts Options) (*Server, error) {
 	}
 	s.upstream = t
 	s.verifier = &verifiers.Client{Transport: s.trace.Transport(s.upstream), MaxBody: opts.MaxStoredResponse}
+	s.tools = &verifiers.ToolClient{Transport: s.trace.Transport(s.upstream), Timeout: opts.UpstreamTimeout,
+		Observe: func(r *rules.Route, tool string, d time.Duration) {
+			s.metrics.UpstreamCall(r.API.Name, r.Name+" "+tool, d)
+		}}
 	s.verifications = s.newVerifier()
 	s.goproxy = s.buildGoproxy()
 	return s, nil

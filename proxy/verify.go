@@ -43,7 +43,7 @@ func (s *Server) probe(ctx context.Context, j verification.Job) verifiers.Result
 	pctx, end := s.trace.Probe(ctx, j.Route, j.Step.Key)
 	var res verifiers.Result
 	if j.Route.Verify.Request.Tool != nil {
-		res = s.mcpProbe(pctx, j)
+		res = s.tools.Probe(pctx, j.Target, j.Creds, j.Route, j.Vals)
 	} else {
 		res = s.verifier.Probe(pctx, j.Route.Verify, j.Vals, j.Creds)
 	}
