@@ -16,7 +16,9 @@
 // the call in flight (in this process, or on another replica sharing the
 // journal). A step whose outcome is unknown is resolved by the recovery
 // table (lifecycle.Decide), never by blindly sending it again; a step
-// nobody comes back for is settled in the background (abandon.go). Every
+// nobody comes back for is settled in the background (package abandoned),
+// and a committed effect whose rule asks for it is verified (package
+// verification). Every
 // change a step goes through is a pure function of package lifecycle.
 //
 // # Observe mode
@@ -33,8 +35,9 @@
 // two carriers (carrier.go): REST, and the MCP gateway and MCP calls of
 // the forward proxy (the mcp*.go files; which server a message is for and
 // which route guards each tool is package mcp/servers'). Observe mode (observe.go,
-// observe_stream.go, observing.go), the background work (abandon.go,
-// verify.go, verifylease.go, sweeper.go) and the refusals (refuse.go).
+// observe_stream.go, observing.go), the wiring of the background work
+// (abandon.go, verify.go, sweeper.go: packages abandoned, verification and
+// retention do it) and the refusals (refuse.go).
 //
 // # Dependencies
 //
