@@ -154,7 +154,7 @@ func (s *Server) newObservation(c *call, whole bool, derive func() string) *obse
 	}
 	o.fresh.Observed = true
 	o.fresh.Workflow = "" // in the key's scope, but an observation joins no workflow
-	s.observing.start(o.key)
+	s.observing.Start(o.key)
 	return o
 }
 
@@ -205,7 +205,7 @@ func (o *observation) decide() {
 	case !errors.Is(err, journal.ErrNotFound):
 		o.why = " (the journal could not be read: " + err.Error() + ")"
 	}
-	inFlight, unsaved := s.observing.view(key)
+	inFlight, unsaved := s.observing.View(key)
 	if unsaved != nil && (cur == nil || cur.Observed) {
 		cur = unsaved // written next: more recent than the journal's
 	}
@@ -250,12 +250,12 @@ func (o *observation) ended(res result, sum string) {
 			return lifecycle.Observed(cur, o.fresh, withHash, reason), nil
 		}
 		preview, _ := write(o.base)
-		s.observing.ended(o.key, &preview.Step)
+		s.observing.Ended(o.key, &preview.Step)
 		o.log(res)
 		s.writes.Add(1)
 		go func() {
 			defer s.writes.Done()
-			defer s.observing.saved(o.key)
+			defer s.observing.Saved(o.key)
 			if _, err := s.journal.Apply(context.Background(), o.key, write); err != nil {
 				s.log.Warn("observation not journaled", slog.String(logKey, o.key), slog.Any("error", err))
 			}
@@ -268,7 +268,7 @@ func (o *observation) ended(res result, sum string) {
 func (o *observation) dropped() {
 	o.once.Do(func() {
 		o.s.releaseBody(o.c)
-		o.s.observing.ended(o.key, nil)
+		o.s.observing.Ended(o.key, nil)
 	})
 }
 

@@ -23,6 +23,7 @@ import (
 	"github.com/toolguard/toolguard/journal"
 	"github.com/toolguard/toolguard/mcp/servers"
 	"github.com/toolguard/toolguard/metrics"
+	"github.com/toolguard/toolguard/observe"
 	"github.com/toolguard/toolguard/policy"
 	"github.com/toolguard/toolguard/problem"
 	"github.com/toolguard/toolguard/rules"
@@ -214,10 +215,10 @@ type Server struct {
 	// cancelHeld, when set (tests), runs when a notifications/cancelled
 	// for a guarded call is held back.
 	cancelHeld func()
-	// observing holds the observations not yet journaled (observe.go);
+	// observing holds the observations not yet journaled (package observe);
 	// writes counts their background journal writes, which Close waits
 	// for.
-	observing observing
+	observing observe.Pending
 	writes    activity
 }
 

@@ -1,4 +1,4 @@
-package proxy
+package observe
 
 import (
 	"sync"
@@ -6,17 +6,18 @@ import (
 	"github.com/toolguard/toolguard/journal"
 )
 
-// observing holds this process's observations that the journal does not
+// Pending holds this process's observations that the journal does not
 // show yet, by key: calls in flight, and the record of the latest call
 // that ended, until its write is done (observations are journaled after
 // the answer, in the background). An observed duplicate reads it before
 // the journal, so that what enforcement would have done is decided on
 // what happened, not on a write still on its way: a call in flight here
-// would have been waited for, and an answered one replayed.
-type observing struct {
+// would have been waited for, and an answered one replayed. The zero
+// Pending holds nothing and is ready to use.
+type Pending struct {
 	mu sync.Mutex
 	m  map[string]*observed
-	// zero is closed when m becomes empty (see idle).
+	// zero is closed when m becomes empty (see Idle).
 	zero chan struct{}
 }
 
@@ -27,8 +28,8 @@ type observed struct {
 	rec      *journal.Step // the record the latest ended call writes; nil while none ended
 }
 
-// start counts a call of key in flight.
-func (o *observing) start(key string) {
+// Start counts a call of key in flight.
+func (o *Pending) Start(key string) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if o.m == nil {
@@ -45,9 +46,9 @@ func (o *observing) start(key string) {
 	e.inFlight++
 }
 
-// ended records that a call of key ended and will write rec (nil: it
+// Ended records that a call of key ended and will write rec (nil: it
 // writes nothing).
-func (o *observing) ended(key string, rec *journal.Step) {
+func (o *Pending) Ended(key string, rec *journal.Step) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	e := o.m[key]
@@ -62,8 +63,8 @@ func (o *observing) ended(key string, rec *journal.Step) {
 	o.forget(key, e)
 }
 
-// saved records that the write of an ended call of key is done (or failed).
-func (o *observing) saved(key string) {
+// Saved records that the write of an ended call of key is done (or failed).
+func (o *Pending) Saved(key string) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if e := o.m[key]; e != nil {
@@ -72,7 +73,7 @@ func (o *observing) saved(key string) {
 	}
 }
 
-func (o *observing) forget(key string, e *observed) {
+func (o *Pending) forget(key string, e *observed) {
 	if e.inFlight <= 0 && e.unsaved <= 0 {
 		delete(o.m, key)
 		if len(o.m) == 0 && o.zero != nil {
@@ -82,10 +83,10 @@ func (o *observing) forget(key string, e *observed) {
 	}
 }
 
-// idle returns a channel closed once no observation is in flight or
+// Idle returns a channel closed once no observation is in flight or
 // waiting for its write: every observation that started before the call
 // is then in the journal (or was lost to a journal error).
-func (o *observing) idle() <-chan struct{} {
+func (o *Pending) Idle() <-chan struct{} {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if o.zero == nil {
@@ -96,9 +97,9 @@ func (o *observing) idle() <-chan struct{} {
 	return o.zero
 }
 
-// view is what this process knows of key beyond the journal: whether a
+// View is what this process knows of key beyond the journal: whether a
 // call of it is in flight, and the record not yet written (nil: none).
-func (o *observing) view(key string) (inFlight bool, rec *journal.Step) {
+func (o *Pending) View(key string) (inFlight bool, rec *journal.Step) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	e := o.m[key]
