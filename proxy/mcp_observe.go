@@ -15,7 +15,7 @@ import (
 	"github.com/toolguard/toolguard/mcp/servers"
 )
 
-// MCP servers in observe mode (see observe.go): every message is passed
+// MCP servers in observe mode (see observe.go and package observe): every message is passed
 // on untouched, notifications/cancelled included, and a tools/call of a
 // guarded tool sent alone is observed. A batch is passed on unobserved,
 // and so is a message that cannot be read (enforcement would have refused
@@ -61,13 +61,12 @@ func (s *Server) observeMCP(r *http.Request, ep *servers.Server, target *url.URL
 	in.URL = target
 	mc := &mcpCall{s: s, server: ep, tool: tc, target: target}
 	c.in, c.route, c.carrier = &in, route, mc
-	o = s.newObservation(c, true, func() string {
+	derive := func() string {
 		return s.deriveInto(c, mcpInput(c, mc), "arguments of "+tc.Name+": ")
-	})
-	o.outcome = func(res result, now time.Time) func(journal.Step) journal.Change {
-		return mc.outcome(c, mc.readObserved(res), now)
 	}
-	return o, nil
+	return s.newObservation(c, true, derive, func(res result, now time.Time) func(journal.Step) journal.Change {
+		return mc.outcome(c, mc.readObserved(res), now)
+	}), nil
 }
 
 // readObserved reads the server's response to an observed tools/call from

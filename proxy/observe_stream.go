@@ -2,16 +2,15 @@ package proxy
 
 import (
 	"bytes"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
-	"hash"
 	"io"
 	"net/http"
 	"slices"
 	"time"
 
 	"github.com/elazarl/goproxy"
+
+	"github.com/toolguard/toolguard/observe"
 )
 
 // The way an observed call travels: its request body read for the key and
@@ -96,7 +95,7 @@ func (s *Server) tryRoom(c *call) bool {
 }
 
 // send makes the observed call's one attempt, as a passed-through call's
-// is made, and wraps its answer so that the observation is journaled once
+// is made, and tees its answer so that the observation is journaled once
 // the answer has been streamed. A refused dial journals nothing: it gets
 // its own decision line (refuseDial).
 func (o *observation) send(req *http.Request) (*http.Response, error) {
@@ -106,16 +105,16 @@ func (o *observation) send(req *http.Request) (*http.Response, error) {
 	s.metrics.UpstreamCall(c.route.API.Name, c.carrier.routeLabel(c), time.Since(began))
 	switch {
 	case refusedByEgress(err) != nil:
-		o.dropped()
+		o.Dropped()
 		return nil, err
 	case err != nil:
-		o.ended(result{err: err, sent: !isDialError(err)}, "")
+		o.Ended(observe.Attempt{Err: err, Sent: !isDialError(err)}, "")
 		return nil, err
 	case resp.StatusCode == http.StatusSwitchingProtocols:
-		o.ended(result{resp: resp, sent: true}, "") // the body is the connection
+		o.Ended(observe.Attempt{Resp: resp, Sent: true}, "") // the body is the connection
 		return resp, nil
 	}
-	resp.Body = &observedBody{rc: resp.Body, o: o, resp: resp, max: s.opts.MaxStoredResponse, h: sha256.New()}
+	o.Tee(resp, s.opts.MaxStoredResponse)
 	return resp, nil
 }
 
@@ -126,53 +125,4 @@ type observingTripper struct{ o *observation }
 func (t observingTripper) RoundTrip(req *http.Request, ctx *goproxy.ProxyCtx) (*http.Response, error) {
 	resp, err := t.o.send(req)
 	return t.o.s.passedThrough(req, ctx, resp, err), nil
-}
-
-// observedBody streams an observed call's answer to the agent unchanged,
-// keeping its first max bytes and hashing all of it, and ends the
-// observation when the answer has been read to its end or closed.
-type observedBody struct {
-	rc   io.ReadCloser
-	o    *observation
-	resp *http.Response
-	max  int64
-	head []byte
-	h    hash.Hash
-	eof  bool
-}
-
-func (b *observedBody) Read(p []byte) (int, error) {
-	n, err := b.rc.Read(p)
-	b.h.Write(p[:n])
-	if keep := min(int64(n), b.max-int64(len(b.head))); keep > 0 {
-		b.head = append(b.head, p[:keep]...)
-	}
-	if errors.Is(err, io.EOF) {
-		b.eof = true
-		b.end(nil)
-	} else if err != nil {
-		b.end(err)
-	}
-	return n, err
-}
-
-func (b *observedBody) Close() error {
-	err := b.rc.Close()
-	b.end(nil)
-	return err
-}
-
-// end ends the observation with what was read; a body that broke (err)
-// or was not read to its end is recorded as the answer so far, and its
-// hash left out.
-func (b *observedBody) end(err error) {
-	res := result{resp: b.resp, body: b.head, sent: true}
-	if err != nil {
-		res.err = err
-	}
-	sum := ""
-	if b.eof {
-		sum = hex.EncodeToString(b.h.Sum(nil))
-	}
-	b.o.ended(res, sum)
 }

@@ -215,11 +215,10 @@ type Server struct {
 	// cancelHeld, when set (tests), runs when a notifications/cancelled
 	// for a guarded call is held back.
 	cancelHeld func()
-	// observing holds the observations not yet journaled (package observe);
-	// writes counts their background journal writes, which Close waits
-	// for.
-	observing observe.Pending
-	writes    activity
+	// observing records the calls of observe mode and holds the
+	// observations not yet journaled; Close waits for their background
+	// journal writes.
+	observing *observe.Recorder
 }
 
 // activity counts work in progress; idle returns a channel closed when the
@@ -319,6 +318,7 @@ func New(opts Options) (*Server, error) {
 	s.metrics.PrecreateRoutes(opts.Rules, opts.Mode)
 	s.health.metrics, s.health.log = opts.Metrics, s.log
 	s.journal = healthRecordingStore{Store: opts.Journal, h: &s.health}
+	s.observing = observe.NewRecorder(s.journal, s.metrics, s.log)
 	s.metrics.WatchState(s.flights.count, opts.Journal, opts.Maintainer)
 	if opts.CA != nil {
 		s.certs = tlsca.NewCache(opts.CA, opts.CertCacheSize)
@@ -416,7 +416,7 @@ func (s *Server) Drain(ctx context.Context) error {
 func (s *Server) Close() {
 	s.stopBg()
 	s.bgWork.Wait()
-	<-s.writes.idle()
+	s.observing.Wait()
 }
 
 // buildGoproxy wires goproxy. Quirks relied on are noted at each line.
