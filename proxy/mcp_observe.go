@@ -13,10 +13,11 @@ import (
 	"github.com/toolguard/toolguard/journal"
 	"github.com/toolguard/toolguard/mcp"
 	"github.com/toolguard/toolguard/mcp/servers"
+	"github.com/toolguard/toolguard/observe"
 )
 
-// MCP servers in observe mode (see observe.go and package observe): every message is passed
-// on untouched, notifications/cancelled included, and a tools/call of a
+// MCP servers in observe mode (see observe.go): every message is passed on
+// untouched, notifications/cancelled included, and a tools/call of a
 // guarded tool sent alone is observed. A batch is passed on unobserved,
 // and so is a message that cannot be read (enforcement would have refused
 // it before it knew the tool).
@@ -32,7 +33,7 @@ func (s *Server) observeMCP(r *http.Request, ep *servers.Server, target *url.URL
 	}
 	c := &call{in: r, start: time.Now(), carrier: restCarrier{s}}
 	unobserved := func() { s.releaseBody(c) }
-	if s.peekBody(c) != peekWhole {
+	if s.peekBody(c) != observe.PeekWhole {
 		unobserved()
 		return nil, nil
 	}

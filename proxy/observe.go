@@ -51,14 +51,14 @@ func (s *Server) modeOf(api *rules.API) policy.Mode { return api.GuardMode(s.opt
 func (s *Server) observe(req *http.Request, ctx *goproxy.ProxyCtx, route *rules.Route, params map[string]string) (*http.Request, *http.Response) {
 	c := &call{in: req, route: route, params: params, start: time.Now(), carrier: restCarrier{s}}
 	got := s.peekBody(c)
-	if got == peekPartial {
+	if got == observe.PeekPartial {
 		// No room to read the body (limits.body_buffer), or it broke: what
 		// enforcement would have done is not known. Forwarded unobserved.
 		s.releaseBody(c)
 		s.log.Debug("observed call not journaled: its body could not be read whole", slog.String(logAPI, route.API.Name), slog.String(logRoute, route.Name))
 		return s.passThrough(req, ctx, "observe mode: body not read whole, unobserved", true)
 	}
-	o := s.newObservation(c, got == peekWhole, func() string { return s.deriveREST(c) }, func(res result, now time.Time) func(journal.Step) journal.Change {
+	o := s.newObservation(c, got == observe.PeekWhole, func() string { return s.deriveREST(c) }, func(res result, now time.Time) func(journal.Step) journal.Change {
 		return restCarrier{s}.outcome(c, res, now)
 	})
 	stripToolguardHeaders(req.Header)

@@ -1,11 +1,7 @@
 package proxy
 
 import (
-	"bytes"
-	"errors"
-	"io"
 	"net/http"
-	"slices"
 	"time"
 
 	"github.com/elazarl/goproxy"
@@ -17,66 +13,23 @@ import (
 // put back byte for byte, its answer streamed to the agent as it comes,
 // with a copy of its first bytes kept for the observation.
 
-// peeked is how much of a request body peekBody holds.
-type peeked uint8
-
-const (
-	peekWhole    peeked = iota // the whole body
-	peekTooLarge               // part of it: it is larger than limits.max_body
-	peekPartial                // part of it: no room in limits.body_buffer, or a read error
-)
-
 // peekBody reads c's request body into c.body so that the key can be
 // derived, and puts back a body that gives the upstream exactly the bytes
-// the agent sent. It reads at most limits.max_body, taking room from
-// limits.body_buffer as readBody does (a body longer than the budget is
-// read alone) but never waiting for it: an observed call is never refused,
-// nor held back. A body it does not hold whole is forwarded all the same:
-// what was read, then the rest, streamed.
-func (s *Server) peekBody(c *call) peeked {
-	req := c.in
-	if req.Body == nil || req.Body == http.NoBody {
-		return peekWhole
-	}
-	if req.ContentLength > s.opts.MaxBody {
-		return peekTooLarge
-	}
-	orig := req.Body
-	var b []byte
-	got := peekPartial
-	for {
-		if int64(len(b)) >= c.reserved && c.reserved < s.opts.BodyBuffer && !s.tryRoom(c) {
-			break
+// the agent sent (observe.Peek). It reads at most limits.max_body, taking
+// room from limits.body_buffer as readBody does (a body longer than the
+// budget is read alone) but never waiting for it: an observed call is
+// never refused, nor held back.
+func (s *Server) peekBody(c *call) observe.Peeked {
+	body, got := observe.Peek(c.in, s.opts.MaxBody, func(have int64) int64 {
+		if have >= c.reserved && c.reserved < s.opts.BodyBuffer && !s.tryRoom(c) {
+			return 0
 		}
-		room := c.reserved - int64(len(b))
 		if c.reserved >= s.opts.BodyBuffer {
-			room = bodyChunk // read alone: the whole budget is held
+			return bodyChunk // read alone: the whole budget is held
 		}
-		room = min(room, s.opts.MaxBody+1-int64(len(b)))
-		b = slices.Grow(b, int(room))
-		n, err := orig.Read(b[len(b) : len(b)+int(room)])
-		b = b[:len(b)+n]
-		if int64(len(b)) > s.opts.MaxBody {
-			got = peekTooLarge
-			break
-		}
-		if errors.Is(err, io.EOF) || (err == nil && req.ContentLength > 0 && int64(len(b)) == req.ContentLength) {
-			got = peekWhole
-			break
-		}
-		if err != nil {
-			break // the transport meets the error again reading the rest
-		}
-	}
-	c.body = b
-	var rest io.Reader = bytes.NewReader(b)
-	if got != peekWhole {
-		rest = io.MultiReader(rest, orig)
-	}
-	req.Body = struct {
-		io.Reader
-		io.Closer
-	}{rest, orig}
+		return c.reserved - have
+	})
+	c.body = body
 	return got
 }
 
