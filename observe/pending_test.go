@@ -40,3 +40,15 @@ func TestPending(t *testing.T) {
 		t.Fatalf("view after the save = %v, %v; want nothing", in, rec)
 	}
 }
+
+// TestPendingUnknownKey: ending or saving a key that was never started
+// changes nothing.
+func TestPendingUnknownKey(t *testing.T) {
+	var o Pending
+	o.Ended("k", &journal.Step{Key: "k"})
+	o.Saved("k")
+	if in, rec := o.View("k"); in || rec != nil {
+		t.Fatalf("View = %v, %v; want nothing", in, rec)
+	}
+	<-o.Idle()
+}
