@@ -1,8 +1,6 @@
 package proxy
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -37,7 +35,7 @@ import (
 // call's key derived as prepare derives it, and observedCall, the call as
 // package observe sees it. A call whose key cannot be derived would have
 // been refused; its observation is keyed on the refused request
-// (refusedKey).
+// (refusedStep).
 
 // outcomeObserved is the outcome of an observed call in the decision line
 // and in toolguard_requests_total; it is never sent in Toolguard-Outcome.
@@ -141,31 +139,16 @@ func (s *Server) startObservation(c *call, whole bool, derive func() string, out
 }
 
 // refusedStep is the first record of a call enforcement would have
-// refused before deriving its key: keyed on the refused request, and
-// setting c's intent to one that carries only that key.
+// refused before deriving its key (observe.RefusedStep), and sets c's
+// intent to one that carries only that key.
 func refusedStep(c *call) journal.Step {
-	sum := sha256.Sum256(c.body)
-	key := refusedKey(c)
-	c.intent = &rules.Intent{Key: key, BodyHash: hex.EncodeToString(sum[:])}
-	return journal.Step{
-		Key: key, API: c.route.API.Name, Route: c.route.Name,
+	st := observe.RefusedStep(journal.Step{
+		API: c.route.API.Name, Route: c.route.Name,
 		Method: c.in.Method, Scheme: c.in.URL.Scheme, Host: c.in.URL.Host, Path: c.in.URL.Path,
-		BodyHash: c.intent.BodyHash, KeyForm: rules.KeyForm, CredentialMAC: c.callerMAC,
-	}
-}
-
-// refusedKey keys the observation of a request enforcement would have
-// refused: a hash of its route, caller, target and the body bytes read,
-// apart from every derived key (which hashes canonical JSON).
-func refusedKey(c *call) string {
-	h := sha256.New()
-	for _, v := range []string{"toolguard refused request", c.route.API.Name, c.route.Name, c.callerMAC,
-		c.in.Method, c.in.URL.Host, c.in.URL.EscapedPath()} {
-		h.Write([]byte(v))
-		h.Write([]byte{0})
-	}
-	h.Write(c.body)
-	return hex.EncodeToString(h.Sum(nil))
+		KeyForm: rules.KeyForm, CredentialMAC: c.callerMAC,
+	}, c.in.URL.EscapedPath(), c.body)
+	c.intent = &rules.Intent{Key: st.Key, BodyHash: st.BodyHash}
+	return st
 }
 
 // outcomeFunc returns the journal change that records an attempt's
