@@ -32,7 +32,7 @@ import (
 // would have done, by the recovery table the guard uses, with no claim),
 // and writes it to the journal in the background once the answer has been
 // streamed. What stays here is where the pipeline decides to observe: the
-// call's key derived as prepare derives it, and observedCall, the call as
+// call's key derived as prepare derives it, and observation, the call as
 // package observe sees it. A call whose key cannot be derived would have
 // been refused; its observation is keyed on the refused request
 // (refusedStep).
@@ -105,22 +105,7 @@ func (s *Server) deriveInto(c *call, in rules.Input, what string) string {
 // not read whole (larger than limits.max_body); outcome records the
 // call's attempt, as its carrier's outcome does for a guarded call.
 func (s *Server) newObservation(c *call, whole bool, derive func() string, outcome outcomeFunc) *observation {
-	o := s.startObservation(c, whole, derive, outcome)
-	return &observation{Observation: o, s: s, c: c}
-}
-
-// observation is an observed call on its way: package observe's
-// observation of it, and the call, which goes upstream as a
-// passed-through call does (send).
-type observation struct {
-	*observe.Observation
-	s *Server
-	c *call
-}
-
-// startObservation starts the observation of c (see newObservation).
-func (s *Server) startObservation(c *call, whole bool, derive func() string, outcome outcomeFunc) *observe.Observation {
-	oc := observedCall{s: s, c: c, outcome: outcome}
+	o := &observation{s: s, c: c, outcome: outcome}
 	line := observe.Line{API: c.route.API.Name, Route: c.route.Name, Label: c.carrier.routeLabel(c), Start: c.start}
 	ctx := c.in.Context()
 	c.callerMAC = s.credentialMAC(c.route.API, c.in.Header)
@@ -131,11 +116,13 @@ func (s *Server) startObservation(c *call, whole bool, derive func() string, out
 	switch {
 	case !whole:
 		why := fmt.Sprintf("request body exceeds limits.max_body (%d bytes)", s.opts.MaxBody)
-		return s.observing.StartRefused(ctx, oc, line, refusedStep(c), journal.WouldRefuseBodyTooLarge, why)
+		o.Observation = s.observing.StartRefused(ctx, o, line, refusedStep(c), journal.WouldRefuseBodyTooLarge, why)
 	case why != "":
-		return s.observing.StartRefused(ctx, oc, line, refusedStep(c), journal.WouldRefuseInvalidBody, why)
+		o.Observation = s.observing.StartRefused(ctx, o, line, refusedStep(c), journal.WouldRefuseInvalidBody, why)
+	default:
+		o.Observation = s.observing.Start(ctx, o, line, s.newStep(c))
 	}
-	return s.observing.Start(ctx, oc, line, s.newStep(c))
+	return o
 }
 
 // refusedStep is the first record of a call enforcement would have
@@ -155,31 +142,34 @@ func refusedStep(c *call) journal.Step {
 // result, as carrier.outcome does.
 type outcomeFunc func(res result, now time.Time) func(journal.Step) journal.Change
 
-// observedCall is an observed call as package observe sees it.
-type observedCall struct {
+// observation is an observed call on its way: the call as package
+// observe sees it (observe.Call), with its observation, sent upstream as
+// a passed-through call is (send).
+type observation struct {
+	*observe.Observation
 	s       *Server
 	c       *call
 	outcome outcomeFunc
 }
 
-var _ observe.Call = observedCall{}
+var _ observe.Call = (*observation)(nil)
 
 // Situation reads cur as the guard would for c, with no flight of its own.
-func (o observedCall) Situation(cur *journal.Step) lifecycle.Situation {
+func (o *observation) Situation(cur *journal.Step) lifecycle.Situation {
 	sit, _ := o.s.situation(o.c, cur, o.s.now(), o.s.journal.Epoch(), nil)
 	return sit
 }
 
 // NewIntent applies the version policy as the guard does to a new key.
-func (o observedCall) NewIntent(d lifecycle.Decision) lifecycle.Decision {
+func (o *observation) NewIntent(d lifecycle.Decision) lifecycle.Decision {
 	o.c.versionChange = o.s.versionChange(o.c)
 	return o.s.applyVersionPolicy(o.c, d)
 }
 
 // Outcome records the attempt as the call's carrier would.
-func (o observedCall) Outcome(a observe.Attempt, now time.Time) func(journal.Step) journal.Change {
+func (o *observation) Outcome(a observe.Attempt, now time.Time) func(journal.Step) journal.Change {
 	return o.outcome(result{resp: a.Resp, body: a.Head, err: a.Err, sent: a.Sent}, now)
 }
 
 // Release gives back the room of c's body.
-func (o observedCall) Release() { o.s.releaseBody(o.c) }
+func (o *observation) Release() { o.s.releaseBody(o.c) }

@@ -10,8 +10,9 @@ import (
 )
 
 // The way an observed call travels: its request body read for the key and
-// put back byte for byte, its answer streamed to the agent as it comes,
-// with a copy of its first bytes kept for the observation.
+// put back byte for byte (observe.Peek), within the body budget; its answer
+// streamed to the agent as it comes, teed for the observation
+// (Observation.Tee).
 
 // peekBody reads c's request body into c.body so that the key can be
 // derived, and puts back a body that gives the upstream exactly the bytes
