@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/toolguard/toolguard/journal"
+	"github.com/toolguard/toolguard/metrics"
 )
 
 // Journal is the journal as observations use it: read without a claim
@@ -27,6 +28,11 @@ type Metrics interface {
 	// done with it.
 	Observed(api, route string, would journal.Would)
 }
+
+var (
+	_ Journal = journal.Store(nil)
+	_ Metrics = (*metrics.Metrics)(nil)
+)
 
 // Recorder records the observations of one proxy: it starts them, keeps
 // those the journal does not show yet, and writes each in the background
