@@ -13,7 +13,7 @@
 // version policy, and how its protocol records an attempt. The observation
 // runs the recovery table (lifecycle.Decide) on the key's record with no
 // claim and no lookup, counting the calls this process has in flight and
-// the records it has not written yet (Pending).
+// the records it has not written yet.
 //
 // The call ends with Observation.Ended, which Tee calls once the answer
 // has been read to its end or closed, or with Dropped when nothing was

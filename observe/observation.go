@@ -100,7 +100,7 @@ func (r *Recorder) StartRefused(ctx context.Context, c Call, l Line, fresh journ
 func (r *Recorder) begin(o *Observation) *Observation {
 	o.fresh.Observed = true
 	o.fresh.Workflow = "" // in the key's scope, but an observation joins no workflow
-	r.pending.Start(o.key)
+	r.pending.start(o.key)
 	return o
 }
 
@@ -118,7 +118,7 @@ func (o *Observation) decide() {
 	case !errors.Is(err, journal.ErrNotFound):
 		o.why = " (the journal could not be read: " + err.Error() + ")"
 	}
-	inFlight, unsaved := o.r.pending.View(o.key)
+	inFlight, unsaved := o.r.pending.view(o.key)
 	if unsaved != nil && (cur == nil || cur.Observed) {
 		cur = unsaved // written next: more recent than the journal's
 	}
@@ -161,7 +161,7 @@ func (o *Observation) Ended(a Attempt, sum string) {
 			return lifecycle.Observed(cur, o.fresh, withHash, reason), nil
 		}
 		preview, _ := write(o.base)
-		o.r.pending.Ended(o.key, &preview.Step)
+		o.r.pending.ended(o.key, &preview.Step)
 		o.logLine(a)
 		o.r.write(o.key, write)
 	})
@@ -172,7 +172,7 @@ func (o *Observation) Ended(a Attempt, sum string) {
 func (o *Observation) Dropped() {
 	o.once.Do(func() {
 		o.call.Release()
-		o.r.pending.Ended(o.key, nil)
+		o.r.pending.ended(o.key, nil)
 	})
 }
 

@@ -50,11 +50,11 @@ func TestDecide(t *testing.T) {
 				g.j.steps = map[string]journal.Step{"k": *tc.journal}
 			}
 			if tc.inFlight {
-				g.r.pending.Start("k")
+				g.r.pending.start("k")
 			}
 			if tc.unsaved != nil {
-				g.r.pending.Start("k")
-				g.r.pending.Ended("k", tc.unsaved)
+				g.r.pending.start("k")
+				g.r.pending.ended("k", tc.unsaved)
 			}
 			c := &fakeCall{hold: tc.hold}
 			o := g.r.Start(t.Context(), c, testLine, fresh("k"))
@@ -67,7 +67,7 @@ func TestDecide(t *testing.T) {
 			if got := c.newIntent.Load() > 0; got != tc.newIntent {
 				t.Errorf("version policy asked: %v, want %v", got, tc.newIntent)
 			}
-			if in, _ := g.r.pending.View("k"); !in {
+			if in, _ := g.r.pending.view("k"); !in {
 				t.Error("the call is not counted in flight")
 			}
 		})

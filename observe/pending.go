@@ -6,18 +6,18 @@ import (
 	"github.com/toolguard/toolguard/journal"
 )
 
-// Pending holds this process's observations that the journal does not
+// pending holds this process's observations that the journal does not
 // show yet, by key: calls in flight, and the record of the latest call
 // that ended, until its write is done (observations are journaled after
 // the answer, in the background). An observed duplicate reads it before
 // the journal, so that what enforcement would have done is decided on
 // what happened, not on a write still on its way: a call in flight here
 // would have been waited for, and an answered one replayed. The zero
-// Pending holds nothing and is ready to use.
-type Pending struct {
+// pending holds nothing and is ready to use.
+type pending struct {
 	mu sync.Mutex
 	m  map[string]*observed
-	// zero is closed when m becomes empty (see Idle).
+	// zero is closed when m becomes empty (see idle).
 	zero chan struct{}
 }
 
@@ -28,8 +28,8 @@ type observed struct {
 	rec      *journal.Step // the record the latest ended call writes; nil while none ended
 }
 
-// Start counts a call of key in flight.
-func (o *Pending) Start(key string) {
+// start counts a call of key in flight.
+func (o *pending) start(key string) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if o.m == nil {
@@ -46,9 +46,9 @@ func (o *Pending) Start(key string) {
 	e.inFlight++
 }
 
-// Ended records that a call of key ended and will write rec (nil: it
+// ended records that a call of key ended and will write rec (nil: it
 // writes nothing).
-func (o *Pending) Ended(key string, rec *journal.Step) {
+func (o *pending) ended(key string, rec *journal.Step) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	e := o.m[key]
@@ -63,8 +63,8 @@ func (o *Pending) Ended(key string, rec *journal.Step) {
 	o.forget(key, e)
 }
 
-// Saved records that the write of an ended call of key is done (or failed).
-func (o *Pending) Saved(key string) {
+// saved records that the write of an ended call of key is done (or failed).
+func (o *pending) saved(key string) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if e := o.m[key]; e != nil {
@@ -73,7 +73,7 @@ func (o *Pending) Saved(key string) {
 	}
 }
 
-func (o *Pending) forget(key string, e *observed) {
+func (o *pending) forget(key string, e *observed) {
 	if e.inFlight <= 0 && e.unsaved <= 0 {
 		delete(o.m, key)
 		if len(o.m) == 0 && o.zero != nil {
@@ -83,10 +83,10 @@ func (o *Pending) forget(key string, e *observed) {
 	}
 }
 
-// Idle returns a channel closed once no observation is in flight or
+// idle returns a channel closed once no observation is in flight or
 // waiting for its write: every observation that started before the call
 // is then in the journal (or was lost to a journal error).
-func (o *Pending) Idle() <-chan struct{} {
+func (o *pending) idle() <-chan struct{} {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if o.zero == nil {
@@ -97,9 +97,9 @@ func (o *Pending) Idle() <-chan struct{} {
 	return o.zero
 }
 
-// View is what this process knows of key beyond the journal: whether a
+// view is what this process knows of key beyond the journal: whether a
 // call of it is in flight, and the record not yet written (nil: none).
-func (o *Pending) View(key string) (inFlight bool, rec *journal.Step) {
+func (o *pending) view(key string) (inFlight bool, rec *journal.Step) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	e := o.m[key]

@@ -9,24 +9,24 @@ import (
 // TestPending: a key is in flight from its start to its end, and its
 // record is shown until it is saved; Idle waits for all of it.
 func TestPending(t *testing.T) {
-	var o Pending
+	var o pending
 	select {
-	case <-o.Idle():
+	case <-o.idle():
 	default:
-		t.Fatal("a new Pending is not idle")
+		t.Fatal("a new pending is not idle")
 	}
-	o.Start("k")
-	o.Start("k")
-	idle := o.Idle()
-	if in, rec := o.View("k"); !in || rec != nil {
+	o.start("k")
+	o.start("k")
+	idle := o.idle()
+	if in, rec := o.view("k"); !in || rec != nil {
 		t.Fatalf("view = %v, %v; want in flight, no record", in, rec)
 	}
-	o.Ended("k", &journal.Step{Key: "k", Status: journal.StatusCommitted})
-	if in, rec := o.View("k"); !in || rec == nil || rec.Status != journal.StatusCommitted {
+	o.ended("k", &journal.Step{Key: "k", Status: journal.StatusCommitted})
+	if in, rec := o.view("k"); !in || rec == nil || rec.Status != journal.StatusCommitted {
 		t.Fatalf("view after one end = %v, %v; want in flight, the committed record", in, rec)
 	}
-	o.Ended("k", nil)
-	if in, rec := o.View("k"); in || rec == nil {
+	o.ended("k", nil)
+	if in, rec := o.view("k"); in || rec == nil {
 		t.Fatalf("view after both ended = %v, %v; want the unsaved record", in, rec)
 	}
 	select {
@@ -34,9 +34,9 @@ func TestPending(t *testing.T) {
 		t.Fatal("idle before the record was saved")
 	default:
 	}
-	o.Saved("k")
+	o.saved("k")
 	<-idle
-	if in, rec := o.View("k"); in || rec != nil {
+	if in, rec := o.view("k"); in || rec != nil {
 		t.Fatalf("view after the save = %v, %v; want nothing", in, rec)
 	}
 }
@@ -44,11 +44,11 @@ func TestPending(t *testing.T) {
 // TestPendingUnknownKey: ending or saving a key that was never started
 // changes nothing.
 func TestPendingUnknownKey(t *testing.T) {
-	var o Pending
-	o.Ended("k", &journal.Step{Key: "k"})
-	o.Saved("k")
-	if in, rec := o.View("k"); in || rec != nil {
+	var o pending
+	o.ended("k", &journal.Step{Key: "k"})
+	o.saved("k")
+	if in, rec := o.view("k"); in || rec != nil {
 		t.Fatalf("View = %v, %v; want nothing", in, rec)
 	}
-	<-o.Idle()
+	<-o.idle()
 }

@@ -41,7 +41,7 @@ type Recorder struct {
 	journal Journal
 	metrics Metrics
 	log     *slog.Logger
-	pending Pending
+	pending pending
 	writes  writes
 }
 
@@ -61,7 +61,7 @@ func NewRecorder(j Journal, m Metrics, log *slog.Logger) *Recorder {
 // Idle returns a channel closed once no observation is in flight or
 // waiting for its write: every observation that started before the call
 // is then in the journal (or was lost to a journal error).
-func (r *Recorder) Idle() <-chan struct{} { return r.pending.Idle() }
+func (r *Recorder) Idle() <-chan struct{} { return r.pending.idle() }
 
 // Wait returns once the journal writes of the observations that have
 // ended are done. Calls still in flight are not waited for.
@@ -72,7 +72,7 @@ func (r *Recorder) write(key string, m journal.Mutation) {
 	r.writes.add(1)
 	go func() {
 		defer r.writes.add(-1)
-		defer r.pending.Saved(key)
+		defer r.pending.saved(key)
 		if _, err := r.journal.Apply(context.Background(), key, m); err != nil {
 			r.log.Warn("observation not journaled", slog.String(logKey, key), slog.Any("error", err))
 		}
