@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/toolguard/toolguard/observe"
 	"github.com/toolguard/toolguard/policy"
 	"github.com/toolguard/toolguard/problem"
 	"github.com/toolguard/toolguard/rules"
@@ -26,18 +27,18 @@ func (s *Server) selectGraphQL(req *http.Request, endpoint *rules.Route) (*rules
 	// route is chosen, and the guard takes it again for the call itself.
 	c := &call{in: req, start: time.Now(), carrier: restCarrier{s}}
 	defer s.releaseBody(c)
-	observe := s.modeOf(endpoint.API) == policy.ModeObserve
-	if observe {
+	observeMode := s.modeOf(endpoint.API) == policy.ModeObserve
+	if observeMode {
 		// Nothing is refused: a body that cannot be read whole stays on
 		// the endpoint's route, whose observation says it would have been.
-		if s.peekBody(c) != peekWhole {
+		if s.peekBody(c) != observe.PeekWhole {
 			return endpoint, "", nil
 		}
 	} else if a := s.readBody(c); a != nil {
 		return nil, "", s.refuseGraphQL(req, endpoint, a.resp, a.decision.Why)
 	}
 	body := c.body
-	if !observe {
+	if !observeMode {
 		req.Body = io.NopCloser(bytes.NewReader(body))
 		req.ContentLength = int64(len(body))
 		if len(body) == 0 {
@@ -46,7 +47,7 @@ func (s *Server) selectGraphQL(req *http.Request, endpoint *rules.Route) (*rules
 	}
 	route, pass, err := rules.SelectGraphQL(endpoint, body)
 	switch {
-	case err != nil && observe:
+	case err != nil && observeMode:
 		return endpoint, "", nil
 	case err != nil:
 		p := problem.New(problem.InvalidBody, "", fmt.Sprintf("route %s/%s: %v", endpoint.API.Name, endpoint.Pattern, err))

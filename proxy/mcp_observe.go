@@ -13,10 +13,11 @@ import (
 	"github.com/toolguard/toolguard/journal"
 	"github.com/toolguard/toolguard/mcp"
 	"github.com/toolguard/toolguard/mcp/servers"
+	"github.com/toolguard/toolguard/observe"
 )
 
-// MCP servers in observe mode (see observe.go): every message is passed
-// on untouched, notifications/cancelled included, and a tools/call of a
+// MCP servers in observe mode (see observe.go): every message is passed on
+// untouched, notifications/cancelled included, and a tools/call of a
 // guarded tool sent alone is observed. A batch is passed on unobserved,
 // and so is a message that cannot be read (enforcement would have refused
 // it before it knew the tool).
@@ -32,7 +33,7 @@ func (s *Server) observeMCP(r *http.Request, ep *servers.Server, target *url.URL
 	}
 	c := &call{in: r, start: time.Now(), carrier: restCarrier{s}}
 	unobserved := func() { s.releaseBody(c) }
-	if s.peekBody(c) != peekWhole {
+	if s.peekBody(c) != observe.PeekWhole {
 		unobserved()
 		return nil, nil
 	}
@@ -61,13 +62,12 @@ func (s *Server) observeMCP(r *http.Request, ep *servers.Server, target *url.URL
 	in.URL = target
 	mc := &mcpCall{s: s, server: ep, tool: tc, target: target}
 	c.in, c.route, c.carrier = &in, route, mc
-	o = s.newObservation(c, true, func() string {
+	derive := func() string {
 		return s.deriveInto(c, mcpInput(c, mc), "arguments of "+tc.Name+": ")
-	})
-	o.outcome = func(res result, now time.Time) func(journal.Step) journal.Change {
-		return mc.outcome(c, mc.readObserved(res), now)
 	}
-	return o, nil
+	return s.newObservation(c, true, derive, func(res result, now time.Time) func(journal.Step) journal.Change {
+		return mc.outcome(c, mc.readObserved(res), now)
+	}), nil
 }
 
 // readObserved reads the server's response to an observed tools/call from

@@ -49,7 +49,7 @@ func TestMCPObserve(t *testing.T) {
 			if len(a.outcomes) != 0 {
 				t.Errorf("answers carried Toolguard-Key: outcomes %v", a.outcomes)
 			}
-			<-p.srv.observing.idle()
+			<-p.srv.observing.Idle()
 			evs, err := p.j.Events(0, 1000)
 			if err != nil {
 				t.Fatal(err)

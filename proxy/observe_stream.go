@@ -1,83 +1,36 @@
 package proxy
 
 import (
-	"bytes"
-	"crypto/sha256"
-	"encoding/hex"
-	"errors"
-	"hash"
-	"io"
 	"net/http"
-	"slices"
 	"time"
 
 	"github.com/elazarl/goproxy"
+
+	"github.com/toolguard/toolguard/observe"
 )
 
 // The way an observed call travels: its request body read for the key and
-// put back byte for byte, its answer streamed to the agent as it comes,
-// with a copy of its first bytes kept for the observation.
-
-// peeked is how much of a request body peekBody holds.
-type peeked uint8
-
-const (
-	peekWhole    peeked = iota // the whole body
-	peekTooLarge               // part of it: it is larger than limits.max_body
-	peekPartial                // part of it: no room in limits.body_buffer, or a read error
-)
+// put back byte for byte (observe.Peek), within the body budget; its answer
+// streamed to the agent as it comes, teed for the observation
+// (Observation.Tee).
 
 // peekBody reads c's request body into c.body so that the key can be
 // derived, and puts back a body that gives the upstream exactly the bytes
-// the agent sent. It reads at most limits.max_body, taking room from
-// limits.body_buffer as readBody does (a body longer than the budget is
-// read alone) but never waiting for it: an observed call is never refused,
-// nor held back. A body it does not hold whole is forwarded all the same:
-// what was read, then the rest, streamed.
-func (s *Server) peekBody(c *call) peeked {
-	req := c.in
-	if req.Body == nil || req.Body == http.NoBody {
-		return peekWhole
-	}
-	if req.ContentLength > s.opts.MaxBody {
-		return peekTooLarge
-	}
-	orig := req.Body
-	var b []byte
-	got := peekPartial
-	for {
-		if int64(len(b)) >= c.reserved && c.reserved < s.opts.BodyBuffer && !s.tryRoom(c) {
-			break
+// the agent sent (observe.Peek). It reads at most limits.max_body, taking
+// room from limits.body_buffer as readBody does (a body longer than the
+// budget is read alone) but never waiting for it: an observed call is
+// never refused, nor held back.
+func (s *Server) peekBody(c *call) observe.Peeked {
+	body, got := observe.Peek(c.in, s.opts.MaxBody, func(have int64) int64 {
+		if have >= c.reserved && c.reserved < s.opts.BodyBuffer && !s.tryRoom(c) {
+			return 0
 		}
-		room := c.reserved - int64(len(b))
 		if c.reserved >= s.opts.BodyBuffer {
-			room = bodyChunk // read alone: the whole budget is held
+			return bodyChunk // read alone: the whole budget is held
 		}
-		room = min(room, s.opts.MaxBody+1-int64(len(b)))
-		b = slices.Grow(b, int(room))
-		n, err := orig.Read(b[len(b) : len(b)+int(room)])
-		b = b[:len(b)+n]
-		if int64(len(b)) > s.opts.MaxBody {
-			got = peekTooLarge
-			break
-		}
-		if errors.Is(err, io.EOF) || (err == nil && req.ContentLength > 0 && int64(len(b)) == req.ContentLength) {
-			got = peekWhole
-			break
-		}
-		if err != nil {
-			break // the transport meets the error again reading the rest
-		}
-	}
-	c.body = b
-	var rest io.Reader = bytes.NewReader(b)
-	if got != peekWhole {
-		rest = io.MultiReader(rest, orig)
-	}
-	req.Body = struct {
-		io.Reader
-		io.Closer
-	}{rest, orig}
+		return c.reserved - have
+	})
+	c.body = body
 	return got
 }
 
@@ -96,7 +49,7 @@ func (s *Server) tryRoom(c *call) bool {
 }
 
 // send makes the observed call's one attempt, as a passed-through call's
-// is made, and wraps its answer so that the observation is journaled once
+// is made, and tees its answer so that the observation is journaled once
 // the answer has been streamed. A refused dial journals nothing: it gets
 // its own decision line (refuseDial).
 func (o *observation) send(req *http.Request) (*http.Response, error) {
@@ -106,16 +59,16 @@ func (o *observation) send(req *http.Request) (*http.Response, error) {
 	s.metrics.UpstreamCall(c.route.API.Name, c.carrier.routeLabel(c), time.Since(began))
 	switch {
 	case refusedByEgress(err) != nil:
-		o.dropped()
+		o.Dropped()
 		return nil, err
 	case err != nil:
-		o.ended(result{err: err, sent: !isDialError(err)}, "")
+		o.Ended(observe.Attempt{Err: err, Sent: !isDialError(err)}, "")
 		return nil, err
 	case resp.StatusCode == http.StatusSwitchingProtocols:
-		o.ended(result{resp: resp, sent: true}, "") // the body is the connection
+		o.Ended(observe.Attempt{Resp: resp, Sent: true}, "") // the body is the connection
 		return resp, nil
 	}
-	resp.Body = &observedBody{rc: resp.Body, o: o, resp: resp, max: s.opts.MaxStoredResponse, h: sha256.New()}
+	o.Tee(resp, s.opts.MaxStoredResponse)
 	return resp, nil
 }
 
@@ -126,53 +79,4 @@ type observingTripper struct{ o *observation }
 func (t observingTripper) RoundTrip(req *http.Request, ctx *goproxy.ProxyCtx) (*http.Response, error) {
 	resp, err := t.o.send(req)
 	return t.o.s.passedThrough(req, ctx, resp, err), nil
-}
-
-// observedBody streams an observed call's answer to the agent unchanged,
-// keeping its first max bytes and hashing all of it, and ends the
-// observation when the answer has been read to its end or closed.
-type observedBody struct {
-	rc   io.ReadCloser
-	o    *observation
-	resp *http.Response
-	max  int64
-	head []byte
-	h    hash.Hash
-	eof  bool
-}
-
-func (b *observedBody) Read(p []byte) (int, error) {
-	n, err := b.rc.Read(p)
-	b.h.Write(p[:n])
-	if keep := min(int64(n), b.max-int64(len(b.head))); keep > 0 {
-		b.head = append(b.head, p[:keep]...)
-	}
-	if errors.Is(err, io.EOF) {
-		b.eof = true
-		b.end(nil)
-	} else if err != nil {
-		b.end(err)
-	}
-	return n, err
-}
-
-func (b *observedBody) Close() error {
-	err := b.rc.Close()
-	b.end(nil)
-	return err
-}
-
-// end ends the observation with what was read; a body that broke (err)
-// or was not read to its end is recorded as the answer so far, and its
-// hash left out.
-func (b *observedBody) end(err error) {
-	res := result{resp: b.resp, body: b.head, sent: true}
-	if err != nil {
-		res.err = err
-	}
-	sum := ""
-	if b.eof {
-		sum = hex.EncodeToString(b.h.Sum(nil))
-	}
-	b.o.ended(res, sum)
 }

@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"golang.org/x/sync/semaphore"
+
+	"github.com/toolguard/toolguard/observe"
 )
 
 // onlyReader hides a reader's other methods (WriterTo...), as a request
@@ -24,16 +26,16 @@ func TestPeekBody(t *testing.T) {
 		maxBody int64
 		buffer  int64
 		taken   int64 // budget already held by other calls
-		want    peeked
+		want    observe.Peeked
 	}{
-		{name: "small", body: `{"a":1}`, length: 7, maxBody: 100, buffer: 1 << 20, want: peekWhole},
-		{name: "small, unknown length", body: `{"a":1}`, length: -1, maxBody: 100, buffer: 1 << 20, want: peekWhole},
-		{name: "exactly the room taken", body: strings.Repeat("x", 64), length: 64, maxBody: 100, buffer: 64, want: peekWhole},
-		{name: "longer than the budget: read alone", body: strings.Repeat("x", 300), length: -1, maxBody: 1000, buffer: 100, want: peekWhole},
-		{name: "too large, announced", body: strings.Repeat("x", 300), length: 300, maxBody: 100, buffer: 1 << 20, want: peekTooLarge},
-		{name: "too large, unknown length", body: strings.Repeat("x", 300), length: -1, maxBody: 100, buffer: 1 << 20, want: peekTooLarge},
-		{name: "no room", body: `{"a":1}`, length: 7, maxBody: 100, buffer: 64, taken: 64, want: peekPartial},
-		{name: "no body", length: 0, maxBody: 100, buffer: 64, want: peekWhole},
+		{name: "small", body: `{"a":1}`, length: 7, maxBody: 100, buffer: 1 << 20, want: observe.PeekWhole},
+		{name: "small, unknown length", body: `{"a":1}`, length: -1, maxBody: 100, buffer: 1 << 20, want: observe.PeekWhole},
+		{name: "exactly the room taken", body: strings.Repeat("x", 64), length: 64, maxBody: 100, buffer: 64, want: observe.PeekWhole},
+		{name: "longer than the budget: read alone", body: strings.Repeat("x", 300), length: -1, maxBody: 1000, buffer: 100, want: observe.PeekWhole},
+		{name: "too large, announced", body: strings.Repeat("x", 300), length: 300, maxBody: 100, buffer: 1 << 20, want: observe.PeekTooLarge},
+		{name: "too large, unknown length", body: strings.Repeat("x", 300), length: -1, maxBody: 100, buffer: 1 << 20, want: observe.PeekTooLarge},
+		{name: "no room", body: `{"a":1}`, length: 7, maxBody: 100, buffer: 64, taken: 64, want: observe.PeekPartial},
+		{name: "no body", length: 0, maxBody: 100, buffer: 64, want: observe.PeekWhole},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -51,7 +53,7 @@ func TestPeekBody(t *testing.T) {
 			if got != tc.want {
 				t.Errorf("peekBody = %d, want %d", got, tc.want)
 			}
-			if got == peekWhole && string(c.body) != tc.body {
+			if got == observe.PeekWhole && string(c.body) != tc.body {
 				t.Errorf("c.body = %q, want the whole body", c.body)
 			}
 			var sent []byte

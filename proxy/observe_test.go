@@ -109,7 +109,7 @@ func sameAnswer(t *testing.T, name string, got *http.Response, gotBody string, w
 }
 
 // settle waits until every observation of h's proxy is journaled.
-func (h *harness) settle() { <-h.srv.observing.idle() }
+func (h *harness) settle() { <-h.srv.observing.Idle() }
 
 // observedEvents are the journal's observation events, what enforcement
 // would have done by key.

@@ -23,6 +23,7 @@ import (
 	"github.com/toolguard/toolguard/journal"
 	"github.com/toolguard/toolguard/mcp/servers"
 	"github.com/toolguard/toolguard/metrics"
+	"github.com/toolguard/toolguard/observe"
 	"github.com/toolguard/toolguard/policy"
 	"github.com/toolguard/toolguard/problem"
 	"github.com/toolguard/toolguard/rules"
@@ -218,11 +219,10 @@ type Server struct {
 	// cancelHeld, when set (tests), runs when a notifications/cancelled
 	// for a guarded call is held back.
 	cancelHeld func()
-	// observing holds the observations not yet journaled (observe.go);
-	// writes counts their background journal writes, which Close waits
-	// for.
-	observing observing
-	writes    activity
+	// observing records the calls of observe mode and holds the
+	// observations not yet journaled; Close waits for their background
+	// journal writes.
+	observing *observe.Recorder
 }
 
 // activity counts work in progress; idle returns a channel closed when the
@@ -322,6 +322,7 @@ func New(opts Options) (*Server, error) {
 	s.metrics.PrecreateRoutes(opts.Rules, opts.Mode)
 	s.health.metrics, s.health.log = opts.Metrics, s.log
 	s.journal = healthRecordingStore{Store: opts.Journal, h: &s.health}
+	s.observing = observe.NewRecorder(s.journal, s.metrics, s.log)
 	s.metrics.WatchState(s.flights.count, opts.Journal, opts.Maintainer)
 	if opts.CA != nil {
 		s.certs = tlsca.NewCache(opts.CA, opts.CertCacheSize)
@@ -425,7 +426,7 @@ func (s *Server) Close() {
 	s.stopBg()
 	s.verifications.Close()
 	s.bgWork.Wait()
-	<-s.writes.idle()
+	s.observing.Wait()
 }
 
 // buildGoproxy wires goproxy. Quirks relied on are noted at each line.

@@ -1,4 +1,4 @@
-package proxy
+package observe
 
 import (
 	"testing"
@@ -6,14 +6,14 @@ import (
 	"github.com/toolguard/toolguard/journal"
 )
 
-// TestObserving: a key is in flight from its start to its end, and its
-// record is shown until it is saved; idle waits for all of it.
-func TestObserving(t *testing.T) {
-	var o observing
+// TestPending: a key is in flight from its start to its end, and its
+// record is shown until it is saved; Idle waits for all of it.
+func TestPending(t *testing.T) {
+	var o pending
 	select {
 	case <-o.idle():
 	default:
-		t.Fatal("a new observing is not idle")
+		t.Fatal("a new pending is not idle")
 	}
 	o.start("k")
 	o.start("k")
@@ -39,4 +39,16 @@ func TestObserving(t *testing.T) {
 	if in, rec := o.view("k"); in || rec != nil {
 		t.Fatalf("view after the save = %v, %v; want nothing", in, rec)
 	}
+}
+
+// TestPendingUnknownKey: ending or saving a key that was never started
+// changes nothing.
+func TestPendingUnknownKey(t *testing.T) {
+	var o pending
+	o.ended("k", &journal.Step{Key: "k"})
+	o.saved("k")
+	if in, rec := o.view("k"); in || rec != nil {
+		t.Fatalf("View = %v, %v; want nothing", in, rec)
+	}
+	<-o.idle()
 }

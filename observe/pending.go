@@ -1,4 +1,4 @@
-package proxy
+package observe
 
 import (
 	"sync"
@@ -6,14 +6,15 @@ import (
 	"github.com/toolguard/toolguard/journal"
 )
 
-// observing holds this process's observations that the journal does not
+// pending holds this process's observations that the journal does not
 // show yet, by key: calls in flight, and the record of the latest call
 // that ended, until its write is done (observations are journaled after
 // the answer, in the background). An observed duplicate reads it before
 // the journal, so that what enforcement would have done is decided on
 // what happened, not on a write still on its way: a call in flight here
-// would have been waited for, and an answered one replayed.
-type observing struct {
+// would have been waited for, and an answered one replayed. The zero
+// pending holds nothing and is ready to use.
+type pending struct {
 	mu sync.Mutex
 	m  map[string]*observed
 	// zero is closed when m becomes empty (see idle).
@@ -28,7 +29,7 @@ type observed struct {
 }
 
 // start counts a call of key in flight.
-func (o *observing) start(key string) {
+func (o *pending) start(key string) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if o.m == nil {
@@ -47,7 +48,7 @@ func (o *observing) start(key string) {
 
 // ended records that a call of key ended and will write rec (nil: it
 // writes nothing).
-func (o *observing) ended(key string, rec *journal.Step) {
+func (o *pending) ended(key string, rec *journal.Step) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	e := o.m[key]
@@ -63,7 +64,7 @@ func (o *observing) ended(key string, rec *journal.Step) {
 }
 
 // saved records that the write of an ended call of key is done (or failed).
-func (o *observing) saved(key string) {
+func (o *pending) saved(key string) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if e := o.m[key]; e != nil {
@@ -72,7 +73,7 @@ func (o *observing) saved(key string) {
 	}
 }
 
-func (o *observing) forget(key string, e *observed) {
+func (o *pending) forget(key string, e *observed) {
 	if e.inFlight <= 0 && e.unsaved <= 0 {
 		delete(o.m, key)
 		if len(o.m) == 0 && o.zero != nil {
@@ -85,7 +86,7 @@ func (o *observing) forget(key string, e *observed) {
 // idle returns a channel closed once no observation is in flight or
 // waiting for its write: every observation that started before the call
 // is then in the journal (or was lost to a journal error).
-func (o *observing) idle() <-chan struct{} {
+func (o *pending) idle() <-chan struct{} {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if o.zero == nil {
@@ -98,7 +99,7 @@ func (o *observing) idle() <-chan struct{} {
 
 // view is what this process knows of key beyond the journal: whether a
 // call of it is in flight, and the record not yet written (nil: none).
-func (o *observing) view(key string) (inFlight bool, rec *journal.Step) {
+func (o *pending) view(key string) (inFlight bool, rec *journal.Step) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	e := o.m[key]
