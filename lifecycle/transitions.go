@@ -398,7 +398,7 @@ func mcpNotExecuted(next journal.Step, v MCPVerdict, why string) journal.Change 
 	return journal.Change{Step: next, Event: journal.EventNotExecuted, Reason: why + "; the tool did not run"}
 }
 
-// Observed records a call of observe mode (proxy/observe.go) in the key's
+// Observed records a call of observe mode (package observe) in the key's
 // record cur: the observation fresh (or cur, an earlier observation)
 // taken through the attempt's outcome, as outcome classifies it for the
 // call's protocol, kept as an observation — never held, never verified,

@@ -26,7 +26,8 @@
 // The calls of an API in observe mode (Options.Mode, or its rule file's
 // guard: {mode}) are forwarded untouched, as passed-through calls are, and
 // journaled afterwards as observations of what the pipeline would have
-// done: the same recovery table, on a read with no claim (observe.go).
+// done: the same recovery table, on a read with no claim (package
+// observe records them; observe.go is the glue).
 //
 // # What lives here
 //
@@ -34,8 +35,8 @@
 // tunnel.go), the guard pipeline (guard.go, forward.go, answer.go) and its
 // two carriers (carrier.go): REST, and the MCP gateway and MCP calls of
 // the forward proxy (the mcp*.go files; which server a message is for and
-// which route guards each tool is package mcp/servers'). Observe mode (observe.go,
-// observe_stream.go, observing.go), the wiring of the background work
+// which route guards each tool is package mcp/servers'). The glue of observe mode (observe.go,
+// observe_stream.go), the wiring of the background work
 // (abandon.go, verify.go, sweeper.go: packages abandoned, verification and
 // retention do it) and the refusals (refuse.go).
 //

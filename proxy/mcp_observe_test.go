@@ -35,6 +35,11 @@ func TestMCPObserve(t *testing.T) {
 				if err != nil || res.IsError {
 					t.Fatalf("create_ticket: %+v, %v", res, err)
 				}
+				// The client may hold the whole answer before the proxy has
+				// read the server's end of it: until then the call is in
+				// flight, and a duplicate would be observed as waiting for
+				// it. The retry comes once the first observation ended.
+				<-p.srv.observing.Idle()
 			}
 			res, err := a.session(t, ctx).CallTool(ctx, &sdk.CallToolParams{Name: "close_ticket", Arguments: callArgs("ops", "T-1")})
 			if err != nil || res.IsError {
