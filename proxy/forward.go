@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/toolguard/toolguard/egress"
+	"github.com/toolguard/toolguard/internal/flight"
 	"github.com/toolguard/toolguard/journal"
 	"github.com/toolguard/toolguard/lifecycle"
 	"github.com/toolguard/toolguard/problem"
@@ -48,12 +49,12 @@ func (r *result) discard() {
 // forward sends a claimed step upstream, records the outcome durably and
 // only then answers. It returns an error wrapping journal.ErrFenced when
 // the step was taken over while the call ran.
-func (s *Server) forward(c *call, st journal.Step, fl *flight, d lifecycle.Decision) (*answer, error) {
-	defer s.flights.finish(st.Key, fl)
+func (s *Server) forward(c *call, st journal.Step, fl *flight.Flight, d lifecycle.Decision) (*answer, error) {
+	defer s.flights.Finish(st.Key, fl)
 	if a, done, err := s.checkBefore(c, st, d); done {
 		return a, err
 	}
-	c.lease = fl.lease
+	c.lease = fl.Lease()
 	s.trace.Attempt(c.in.Context(), st.Attempt)
 	stop := s.heartbeat(st, c.lease)
 	res := c.carrier.send(c)

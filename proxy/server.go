@@ -318,7 +318,7 @@ func New(opts Options) (*Server, error) {
 	s.metrics.PrecreateRoutes(opts.Rules, opts.Mode)
 	s.health.metrics, s.health.log = opts.Metrics, s.log
 	s.journal = healthRecordingStore{Store: opts.Journal, h: &s.health}
-	s.metrics.WatchState(s.flights.count, opts.Journal, opts.Maintainer)
+	s.metrics.WatchState(s.flights.Count, opts.Journal, opts.Maintainer)
 	if opts.CA != nil {
 		s.certs = tlsca.NewCache(opts.CA, opts.CertCacheSize)
 	}
@@ -406,7 +406,7 @@ func (s *Server) Drain(ctx context.Context) error {
 	case <-s.active.idle():
 		return nil
 	case <-ctx.Done():
-		return fmt.Errorf("drain: %d calls still in flight: %w", s.flights.count(), ctx.Err())
+		return fmt.Errorf("drain: %d calls still in flight: %w", s.flights.Count(), ctx.Err())
 	}
 }
 
