@@ -20,6 +20,7 @@ import (
 
 	"github.com/toolguard/toolguard/egress"
 	"github.com/toolguard/toolguard/internal/calltrace"
+	"github.com/toolguard/toolguard/internal/lookuprate"
 	"github.com/toolguard/toolguard/journal"
 	"github.com/toolguard/toolguard/mcp/servers"
 	"github.com/toolguard/toolguard/metrics"
@@ -206,7 +207,7 @@ type Server struct {
 	// (bbolt) was let go by any earlier process before then.
 	started time.Time
 	// lookupBudget enforces lookup.rate.
-	lookupBudget lookupBudget
+	lookupBudget lookuprate.Budget
 	// mcp holds the MCP servers of the gateway and the forward proxy.
 	mcp *servers.Set
 	// unmatched is the API of the routes the unmatched guard policy makes.
