@@ -17,6 +17,7 @@ import (
 
 	"github.com/toolguard/toolguard/egress"
 	"github.com/toolguard/toolguard/internal/flight"
+	"github.com/toolguard/toolguard/internal/headerfilter"
 	"github.com/toolguard/toolguard/journal"
 	"github.com/toolguard/toolguard/lifecycle"
 	"github.com/toolguard/toolguard/problem"
@@ -313,7 +314,7 @@ func wireCause(ctx context.Context, err error) error {
 // provider's idempotency key where the rule names one.
 func (s *Server) outbound(ctx context.Context, c *call) (*http.Request, error) {
 	body := c.body
-	h := outboundHeader(c.in.Header)
+	h := headerfilter.Outbound(c.in.Header)
 	if ni := c.route.NativeIdempotency; ni != nil {
 		if ni.Header != "" {
 			h.Set(ni.Header, ni.Value(c.intent.Key))
@@ -382,7 +383,7 @@ func (s *Server) storedResponse(res result) *journal.Response {
 	sum := sha256.Sum256(res.body)
 	r := &journal.Response{
 		Status:   res.resp.StatusCode,
-		Header:   storableHeader(res.resp.Header),
+		Header:   headerfilter.Storable(res.resp.Header),
 		BodyHash: hex.EncodeToString(sum[:]),
 	}
 	if int64(len(res.body)) > s.opts.MaxStoredResponse {

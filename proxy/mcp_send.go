@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/toolguard/toolguard/internal/headerfilter"
 	"github.com/toolguard/toolguard/journal"
 	"github.com/toolguard/toolguard/lifecycle"
 	"github.com/toolguard/toolguard/mcp"
@@ -35,7 +36,7 @@ func (m *mcpCall) send(c *call) result {
 	if err != nil {
 		return result{err: fmt.Errorf("build upstream request: %w", err)}
 	}
-	out.Header = outboundHeader(c.in.Header)
+	out.Header = headerfilter.Outbound(c.in.Header)
 	out.ContentLength = int64(len(c.body))
 	noTransportResend(out, len(c.body) == 0)
 	began := time.Now()
@@ -99,7 +100,7 @@ func (m *mcpCall) resumeStream(ctx context.Context, c *call, lastID string) (*ht
 	if err != nil {
 		return nil, err
 	}
-	req.Header = outboundHeader(c.in.Header)
+	req.Header = headerfilter.Outbound(c.in.Header)
 	req.Header.Del("Content-Type")
 	req.Header.Del("Content-Length")
 	req.Header.Set("Accept", "text/event-stream")
