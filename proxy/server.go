@@ -21,6 +21,7 @@ import (
 	"github.com/toolguard/toolguard/egress"
 	"github.com/toolguard/toolguard/internal/calltrace"
 	"github.com/toolguard/toolguard/internal/lookuprate"
+	"github.com/toolguard/toolguard/internal/upstream"
 	"github.com/toolguard/toolguard/journal"
 	"github.com/toolguard/toolguard/mcp/servers"
 	"github.com/toolguard/toolguard/metrics"
@@ -325,7 +326,7 @@ func New(opts Options) (*Server, error) {
 	}
 	// Every upstream connection goes through the egress policy's Dial: no
 	// option replaces the transport or its dialer.
-	t, err := newTransport(opts.Transport, s.egress.Dial)
+	t, err := upstream.NewTransport(opts.Transport, s.egress.Dial)
 	if err != nil {
 		return nil, err
 	}
