@@ -78,7 +78,7 @@ func (s *Server) guard(req *http.Request, route *rules.Route, params map[string]
 // limits.max_in_flight and not while draining; it writes the call's one
 // decision line.
 func (s *Server) admit(c *call, prepare func(*call) *answer) *http.Response {
-	if !s.active.tryAdd(s.opts.MaxInFlight) {
+	if !s.active.TryAdd(s.opts.MaxInFlight) {
 		s.metrics.Reject("in_flight_limit")
 		p := problem.New(problem.Unavailable, "", "too many calls in flight (limits.max_in_flight); retry shortly")
 		p.RetryAfter = time.Second

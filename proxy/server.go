@@ -19,6 +19,7 @@ import (
 	"golang.org/x/sync/semaphore"
 
 	"github.com/toolguard/toolguard/egress"
+	"github.com/toolguard/toolguard/internal/activity"
 	"github.com/toolguard/toolguard/internal/calltrace"
 	"github.com/toolguard/toolguard/internal/lookuprate"
 	"github.com/toolguard/toolguard/internal/upstream"
@@ -180,7 +181,7 @@ type Server struct {
 	verifier *verifiers.Client
 	draining atomic.Bool
 	// active counts guarded calls being handled, for Drain.
-	active activity
+	active activity.Counter
 	// bodies bounds the request bodies held in memory.
 	bodies *semaphore.Weighted
 	// bg is cancelled by Close; background verifications run under it.
@@ -220,54 +221,7 @@ type Server struct {
 	// writes counts their background journal writes, which Close waits
 	// for.
 	observing observing
-	writes    activity
-}
-
-// activity counts work in progress; idle returns a channel closed when the
-// count is zero.
-type activity struct {
-	mu   sync.Mutex
-	n    int
-	zero chan struct{}
-}
-
-func (a *activity) Add(d int) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if a.n == 0 && d > 0 {
-		a.zero = make(chan struct{})
-	}
-	a.n += d
-	if a.n == 0 && a.zero != nil {
-		close(a.zero)
-	}
-}
-
-func (a *activity) Done() { a.Add(-1) }
-
-// tryAdd counts one more unit of work unless max are already counted.
-func (a *activity) tryAdd(max int) bool {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if a.n >= max {
-		return false
-	}
-	if a.n == 0 {
-		a.zero = make(chan struct{})
-	}
-	a.n++
-	return true
-}
-
-func (a *activity) idle() <-chan struct{} {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if a.n == 0 {
-		c := make(chan struct{})
-		close(c)
-		return c
-	}
-	return a.zero
+	writes    activity.Counter
 }
 
 // New builds a Server from opts.
@@ -405,7 +359,7 @@ func (s *Server) SetDraining(v bool) { s.draining.Store(v) }
 func (s *Server) Drain(ctx context.Context) error {
 	s.draining.Store(true)
 	select {
-	case <-s.active.idle():
+	case <-s.active.Idle():
 		return nil
 	case <-ctx.Done():
 		return fmt.Errorf("drain: %d calls still in flight: %w", s.flights.Count(), ctx.Err())
@@ -417,7 +371,7 @@ func (s *Server) Drain(ctx context.Context) error {
 func (s *Server) Close() {
 	s.stopBg()
 	s.bgWork.Wait()
-	<-s.writes.idle()
+	<-s.writes.Idle()
 }
 
 // buildGoproxy wires goproxy. Quirks relied on are noted at each line.
