@@ -21,6 +21,7 @@ import (
 	"github.com/toolguard/toolguard/egress"
 	"github.com/toolguard/toolguard/internal/activity"
 	"github.com/toolguard/toolguard/internal/calltrace"
+	"github.com/toolguard/toolguard/internal/hijack"
 	"github.com/toolguard/toolguard/internal/lookuprate"
 	"github.com/toolguard/toolguard/internal/upstream"
 	"github.com/toolguard/toolguard/journal"
@@ -345,7 +346,7 @@ func (s *Server) Handler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		rc := http.NewResponseController(w)
 		if h, ok := w.(http.Hijacker); ok && r.Method == http.MethodConnect {
-			w = bufferedHijacker{ResponseWriter: w, h: h}
+			w = hijack.Buffered{ResponseWriter: w, Hijacker: h}
 		}
 		s.goproxy.ServeHTTP(w, r.WithContext(withConn(r.Context(), rc)))
 	})
