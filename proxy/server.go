@@ -22,6 +22,7 @@ import (
 	"github.com/toolguard/toolguard/internal/activity"
 	"github.com/toolguard/toolguard/internal/calltrace"
 	"github.com/toolguard/toolguard/internal/hijack"
+	"github.com/toolguard/toolguard/internal/journalhealth"
 	"github.com/toolguard/toolguard/internal/lookuprate"
 	"github.com/toolguard/toolguard/internal/upstream"
 	"github.com/toolguard/toolguard/journal"
@@ -198,7 +199,7 @@ type Server struct {
 	verifying localVerifications
 	pickup    sync.Once
 	// health records journal write failures, for Ready.
-	health journalHealth
+	health journalhealth.Monitor
 	// now is the clock of leases; tests replace it.
 	now func() time.Time
 	// legacyKeys: the journal holds steps keyed by the previous version's
@@ -273,8 +274,8 @@ func New(opts Options) (*Server, error) {
 	s.metrics = opts.Metrics
 	s.trace = calltrace.New(opts.Tracer)
 	s.metrics.PrecreateRoutes(opts.Rules, opts.Mode)
-	s.health.metrics, s.health.log = opts.Metrics, s.log
-	s.journal = healthRecordingStore{Store: opts.Journal, h: &s.health}
+	s.health.Metrics, s.health.Log = opts.Metrics, s.log
+	s.journal = s.health.Recording(opts.Journal)
 	s.metrics.WatchState(s.flights.Count, opts.Journal, opts.Maintainer)
 	if opts.CA != nil {
 		s.certs = tlsca.NewCache(opts.CA, opts.CertCacheSize)
