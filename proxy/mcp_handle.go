@@ -12,6 +12,7 @@ import (
 
 	"github.com/elazarl/goproxy"
 
+	"github.com/toolguard/toolguard/internal/eventstream"
 	"github.com/toolguard/toolguard/internal/headerfilter"
 	"github.com/toolguard/toolguard/mcp"
 	"github.com/toolguard/toolguard/mcp/servers"
@@ -115,7 +116,7 @@ func (s *Server) mcpCallOne(r *http.Request, ep *servers.Server, target *url.URL
 	mc := &mcpCall{s: s, server: ep, tool: tc, target: target}
 	c.carrier = mc
 	end := ep.Begin(r, tc.ID)
-	if stream && acceptsEventStream(r.Header) {
+	if stream && eventstream.Accepted(r.Header) {
 		return s.guardMCPStreaming(c, mc, end), false
 	}
 	defer end()
