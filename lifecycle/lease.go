@@ -11,7 +11,7 @@ import (
 // clock, from the moment just before the claim statement went out,
 // shortened by a margin for the local clock's rate. That end is never
 // later than the journal's, however late the acknowledgement arrives. How
-// the proxy holds a send to it is proxy's sendlease.go.
+// the proxy holds a send to it is package internal/wirewatch.
 
 // Lease is a claim's lease as this process measures it.
 type Lease struct {

@@ -6,9 +6,9 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"time"
 
+	"github.com/toolguard/toolguard/internal/bodyread"
 	"github.com/toolguard/toolguard/problem"
 )
 
@@ -63,7 +63,7 @@ func (s *Server) readBody(c *call) *answer {
 	defer req.Body.Close()
 	clock := s.bodyClock(req)
 	whole := false
-	defer func() { clock.stop(whole) }()
+	defer func() { clock.Stop(whole) }()
 	if req.ContentLength > s.opts.MaxBody {
 		return s.bodyTooLarge(c)
 	}
@@ -97,16 +97,16 @@ func (s *Server) readBody(c *call) *answer {
 			}
 			b = make([]byte, 0, max(room, bodyChunk))
 		}
-		n, err := clock.read(req.Body, b[len(b):len(b)+int(room)])
+		n, err := clock.Read(req.Body, b[len(b):len(b)+int(room)])
 		b = b[:len(b)+n]
 		got += int64(n)
 		switch {
 		case got > s.opts.MaxBody:
 			return s.bodyTooLarge(c)
 		case errors.Is(err, io.EOF), err == nil && req.ContentLength > 0 && got == req.ContentLength:
-			c.body, whole = joinChunks(filled, b, got), true
+			c.body, whole = bodyread.Join(filled, b, got), true
 			return nil
-		case errors.Is(err, errBodyTimeout):
+		case errors.Is(err, bodyread.ErrTimeout):
 			s.metrics.Reject("body_timeout")
 			return s.problem(c, problem.New(problem.RequestTimeout, "", fmt.Sprintf(
 				"the request body arrived too slowly (%d bytes received; limits.body_read_timeout is %s, limits.body_min_rate %d bytes/s); nothing was journaled or sent",
@@ -116,19 +116,6 @@ func (s *Server) readBody(c *call) *answer {
 			return s.problem(c, problem.New(problem.InvalidBody, "", "read request body: "+err.Error()))
 		}
 	}
-}
-
-// joinChunks returns the n bytes of filled and last as one slice (last
-// itself when it is the only chunk).
-func joinChunks(filled [][]byte, last []byte, n int64) []byte {
-	if len(filled) == 0 {
-		return last
-	}
-	out := make([]byte, 0, n)
-	for _, c := range filled {
-		out = append(out, c...)
-	}
-	return append(out, last...)
 }
 
 // takeRoom extends c's reservation by the next chunk of a body of which
@@ -184,62 +171,10 @@ func (s *Server) bodyTooLarge(c *call) *answer {
 
 // bodyClock holds a body read to limits.body_read_timeout and
 // limits.body_min_rate through read deadlines on the client connection.
-type bodyClock struct {
-	rc      *http.ResponseController // nil: no connection to set deadlines on
-	timeout time.Duration
-	minRate int64 // bytes per second; <= 0: none
-	start   time.Time
-	got     int64
-	set     bool // a deadline is set on the connection
-}
-
-func (s *Server) bodyClock(req *http.Request) *bodyClock {
-	return &bodyClock{rc: connOf(req.Context()), timeout: s.opts.BodyReadTimeout, minRate: s.opts.BodyMinRate, start: time.Now()}
-}
-
-// deadline is when the next read must have brought bytes: within the
-// timeout, and before the rate allowance runs out.
-func (k *bodyClock) deadline(now time.Time) time.Time {
-	d := now.Add(k.timeout)
-	if k.minRate > 0 {
-		allowance := k.timeout + time.Duration(float64(k.got)/float64(k.minRate)*float64(time.Second))
-		if r := k.start.Add(allowance); r.Before(d) {
-			d = r
-		}
+func (s *Server) bodyClock(req *http.Request) *bodyread.Clock {
+	k := &bodyread.Clock{Timeout: s.opts.BodyReadTimeout, MinRate: s.opts.BodyMinRate, Start: time.Now()}
+	if rc := connOf(req.Context()); rc != nil { // no connection: no deadlines
+		k.Conn = rc
 	}
-	return d
-}
-
-// read reads into p under the deadline; a read that runs past it fails
-// with errBodyTimeout.
-func (k *bodyClock) read(r io.Reader, p []byte) (int, error) {
-	var dl time.Time
-	if k.rc != nil {
-		dl = k.deadline(time.Now())
-		k.set = k.rc.SetReadDeadline(dl) == nil
-	}
-	n, err := r.Read(p)
-	k.got += int64(n)
-	if err != nil && !errors.Is(err, io.EOF) && k.set && (errors.Is(err, os.ErrDeadlineExceeded) || !time.Now().Before(dl)) {
-		return n, fmt.Errorf("%w: %w", errBodyTimeout, err)
-	}
-	return n, err
-}
-
-// stop ends the clock. After a whole body it clears the deadline, so that
-// it cannot cut the connection later (net/http reads ahead on it once a
-// body is read). After a body that was refused part way (413, 408, 503) it
-// sets the deadline in the past: closing the body must not wait for the
-// rest of it (for an intercepted request it would read it all), and the
-// connection is closed after the answer.
-func (k *bodyClock) stop(whole bool) {
-	switch {
-	case k.rc == nil:
-	case whole:
-		if k.set {
-			k.rc.SetReadDeadline(time.Time{})
-		}
-	default:
-		k.rc.SetReadDeadline(time.Unix(1, 0))
-	}
+	return k
 }

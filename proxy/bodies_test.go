@@ -214,32 +214,6 @@ func TestBodyReadDeadlines(t *testing.T) {
 	}
 }
 
-func TestBodyClockDeadline(t *testing.T) {
-	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	k := &bodyClock{timeout: 10 * time.Second, minRate: 1000, start: start}
-	tests := []struct {
-		name string
-		got  int64
-		now  time.Duration // since start
-		want time.Duration // since start
-	}{
-		{name: "first read", got: 0, now: 0, want: 10 * time.Second},
-		{name: "allowance used up", got: 0, now: 5 * time.Second, want: 10 * time.Second},
-		{name: "bytes extend the allowance", got: 5000, now: 9 * time.Second, want: 15 * time.Second},
-		{name: "idle bound", got: 1 << 30, now: 20 * time.Second, want: 30 * time.Second},
-	}
-	for _, tc := range tests {
-		k.got = tc.got
-		if got := k.deadline(start.Add(tc.now)); !got.Equal(start.Add(tc.want)) {
-			t.Errorf("%s: deadline %v, want %v", tc.name, got.Sub(start), tc.want)
-		}
-	}
-	k.minRate = -1
-	if got := k.deadline(start.Add(time.Hour)); !got.Equal(start.Add(time.Hour + 10*time.Second)) {
-		t.Errorf("no minimum rate: deadline %v", got.Sub(start))
-	}
-}
-
 // A guarded body announced beyond limits.max_body inside an intercepted
 // tunnel is refused at once: the proxy does not read the announced bytes
 // before it answers.

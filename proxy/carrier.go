@@ -21,7 +21,7 @@ import (
 // which keeps none and is shared.
 type carrier interface {
 	// send makes one upstream attempt, only inside the claim's lease (see
-	// sendlease.go). The agent going away does not cancel it.
+	// package wirewatch). The agent going away does not cancel it.
 	send(c *call) result
 	// outcome returns the journal change that records an attempt's
 	// result; it is applied, fenced, to the step the call claimed.

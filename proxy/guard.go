@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/toolguard/toolguard/internal/flight"
 	"github.com/toolguard/toolguard/journal"
 	"github.com/toolguard/toolguard/lifecycle"
 	"github.com/toolguard/toolguard/problem"
@@ -77,7 +78,7 @@ func (s *Server) guard(req *http.Request, route *rules.Route, params map[string]
 // limits.max_in_flight and not while draining; it writes the call's one
 // decision line.
 func (s *Server) admit(c *call, prepare func(*call) *answer) *http.Response {
-	if !s.active.tryAdd(s.opts.MaxInFlight) {
+	if !s.active.TryAdd(s.opts.MaxInFlight) {
 		s.metrics.Reject("in_flight_limit")
 		p := problem.New(problem.Unavailable, "", "too many calls in flight (limits.max_in_flight); retry shortly")
 		p.RetryAfter = time.Second
@@ -161,7 +162,7 @@ func (s *Server) run(c *call) *answer {
 		if err == nil || !errors.Is(err, journal.ErrNotFound) {
 			// A caller back for a step without an outcome (or one the
 			// journal cannot tell): the resolver leaves it to them.
-			s.retries.touch(key, s.now())
+			s.retries.Touch(key, s.now())
 		} else if old, ok := s.legacyStep(c); ok {
 			key = old // journaled by the previous version: continue it
 			continue
@@ -256,10 +257,10 @@ type verdict struct {
 	// step is the key's record after the decision's change.
 	step journal.Step
 	// mine is this call's flight when it claimed the step to forward it.
-	mine *flight
+	mine *flight.Flight
 	// awaited is the flight in this process to wait for; nil with
 	// ActionWait means the step is in flight on another replica.
-	awaited *flight
+	awaited *flight.Flight
 }
 
 // decide applies the recovery table to the key's current record inside one
@@ -275,7 +276,7 @@ func (s *Server) decide(c *call) (verdict, error) {
 	epoch := s.journal.Epoch()
 	c.versionChange = s.versionChange(c)
 	var out verdict
-	var mine *flight
+	var mine *flight.Flight
 	// The claim's lease counts from before its statement goes out.
 	lease := lifecycle.NewLease(time.Now(), s.lease())
 	st, err := s.journal.Apply(c.in.Context(), key, func(cur *journal.Step) (journal.Change, error) {
@@ -294,7 +295,7 @@ func (s *Server) decide(c *call) (verdict, error) {
 			return journal.Change{}, journal.ErrNoChange
 		}
 		if out.decision.Action == lifecycle.ActionForward {
-			fl, other := s.flights.reserve(key, mine, now, lease, s.opts.UpstreamTimeout+leaseGrace)
+			fl, other := s.flights.Reserve(key, mine, now, lease, s.opts.UpstreamTimeout+leaseGrace)
 			if other != nil {
 				// Another call of this process is claiming the key right
 				// now (its write may not be visible yet): wait for it.
@@ -312,7 +313,7 @@ func (s *Server) decide(c *call) (verdict, error) {
 		err = nil // waiting for this process's own claim of a key not yet written
 	}
 	if mine != nil && (err != nil || out.mine == nil || st.Epoch != epoch || st.Status != journal.StatusStarted) {
-		s.flights.finish(key, mine)
+		s.flights.Finish(key, mine)
 		out.mine = nil
 	}
 	return out, err
@@ -321,7 +322,7 @@ func (s *Server) decide(c *call) (verdict, error) {
 // situation describes the key's record cur (nil: none) to the recovery
 // table, for c arriving at now; awaited is the call of this process in
 // flight with the key, if any, mine (c's own flight) excepted.
-func (s *Server) situation(c *call, cur *journal.Step, now time.Time, epoch uint64, mine *flight) (sit lifecycle.Situation, awaited *flight) {
+func (s *Server) situation(c *call, cur *journal.Step, now time.Time, epoch uint64, mine *flight.Flight) (sit lifecycle.Situation, awaited *flight.Flight) {
 	absent := c.lookupAbsent()
 	strategy, hasLookup := lifecycle.RecoveryOf(c.route, absent)
 	sit = lifecycle.Situation{
@@ -336,7 +337,7 @@ func (s *Server) situation(c *call, cur *journal.Step, now time.Time, epoch uint
 		sit.Approval = s.needsApproval(c)
 		return sit, nil
 	}
-	awaited = s.flights.liveOther(c.intent.Key, now, mine)
+	awaited = s.flights.LiveOther(c.intent.Key, now, mine)
 	sit.InFlight = awaited != nil || lifecycle.InFlightElsewhere(cur, epoch)
 	if c.lookup != lifecycle.LookupNotAsked && c.lookupFence == cur.Fence {
 		sit.Lookup = c.lookup
@@ -456,12 +457,12 @@ func (s *Server) keyFields(it *rules.Intent) []journal.KeyField {
 // process's flight, to finish; or, when fl is nil (the call runs on
 // another replica), for the step to change (a hint from Watch, or a poll).
 // It reports false when until passed first.
-func (s *Server) await(key string, fl *flight, until time.Time) bool {
+func (s *Server) await(key string, fl *flight.Flight, until time.Time) bool {
 	t := time.NewTimer(time.Until(until))
 	defer t.Stop()
 	if fl != nil {
 		select {
-		case <-fl.done:
+		case <-fl.Done():
 			return true
 		case <-t.C:
 			return false

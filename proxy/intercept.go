@@ -7,11 +7,11 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"sync"
 	"time"
 
 	"github.com/elazarl/goproxy"
 
+	"github.com/toolguard/toolguard/internal/hijack"
 	"github.com/toolguard/toolguard/problem"
 )
 
@@ -53,15 +53,15 @@ func (s *Server) serveTunnel(req *http.Request, client net.Conn, _ *goproxy.Prox
 		client.Close()
 		return
 	}
-	l := newTunnelListener(&readerConn{Conn: client, r: br})
-	conn, scheme := l.conn, "http"
+	l := hijack.NewListener(hijack.WithReader(client, br))
+	conn, scheme := l.Conn(), "http"
 	if first[0] == tlsRecordHandshake {
 		cfg, _ := s.tlsConfigFor(req.URL.Host, nil)
 		conn, scheme = tls.Server(conn, cfg), "https"
 	}
 	// Anything else (Node's undici sends CONNECT for http:// URLs) is
 	// plain HTTP inside the tunnel.
-	l.next <- conn
+	l.Offer(conn)
 	srv := &http.Server{
 		Handler:           s.tunnelHandler(req.URL.Host, scheme),
 		MaxHeaderBytes:    s.opts.MaxHeaderBytes,
@@ -94,81 +94,3 @@ func (s *Server) tunnelHandler(target, scheme string) http.Handler {
 		h.ServeHTTP(w, r)
 	})
 }
-
-// readerConn is a connection whose reads come from r, which holds the
-// bytes peeked (or buffered) before it was handed on.
-type readerConn struct {
-	net.Conn
-	r io.Reader
-}
-
-func (c *readerConn) Read(p []byte) (int, error) { return c.r.Read(p) }
-
-// tunnelListener hands one connection to an http.Server, then blocks
-// Accept until that connection is closed, so that Serve lasts as long as
-// the tunnel.
-type tunnelListener struct {
-	conn   net.Conn // the tunnel's connection, closing which ends Serve
-	next   chan net.Conn
-	closed chan struct{}
-	once   sync.Once
-}
-
-func newTunnelListener(c net.Conn) *tunnelListener {
-	l := &tunnelListener{next: make(chan net.Conn, 1), closed: make(chan struct{})}
-	l.conn = &notifyConn{Conn: c, l: l}
-	return l
-}
-
-func (l *tunnelListener) Accept() (net.Conn, error) {
-	select {
-	case c := <-l.next:
-		return c, nil
-	case <-l.closed:
-		return nil, net.ErrClosed
-	}
-}
-
-func (l *tunnelListener) Close() error   { return nil } // the connection closes itself
-func (l *tunnelListener) Addr() net.Addr { return l.conn.LocalAddr() }
-
-// notifyConn tells its listener when it is closed.
-type notifyConn struct {
-	net.Conn
-	l *tunnelListener
-}
-
-func (c *notifyConn) Close() error {
-	c.l.once.Do(func() { close(c.l.closed) })
-	return c.Conn.Close()
-}
-
-// bufferedHijacker makes Hijack hand over the bytes the HTTP server read
-// ahead (a ClientHello sent in the same write as the CONNECT). goproxy
-// passes ConnectHijack only the bare connection, and would lose them.
-type bufferedHijacker struct {
-	http.ResponseWriter
-	h http.Hijacker
-}
-
-func (b bufferedHijacker) Hijack() (net.Conn, *bufio.ReadWriter, error) {
-	c, rw, err := b.h.Hijack()
-	if err != nil || rw.Reader.Buffered() == 0 {
-		return c, rw, err
-	}
-	var wrapped net.Conn = &readerConn{Conn: c, r: rw.Reader}
-	if tc, ok := c.(*net.TCPConn); ok {
-		// Keep half-closes for goproxy's tunnel copy.
-		wrapped = &readerTCPConn{TCPConn: tc, r: rw.Reader}
-	}
-	return wrapped, bufio.NewReadWriter(bufio.NewReader(wrapped), rw.Writer), nil
-}
-
-// readerTCPConn is readerConn for a TCP connection, keeping CloseRead and
-// CloseWrite.
-type readerTCPConn struct {
-	*net.TCPConn
-	r io.Reader
-}
-
-func (c *readerTCPConn) Read(p []byte) (int, error) { return c.r.Read(p) }

@@ -15,6 +15,7 @@ import (
 
 	"golang.org/x/net/netutil"
 
+	"github.com/toolguard/toolguard/internal/hijack"
 	"github.com/toolguard/toolguard/policy"
 )
 
@@ -56,7 +57,7 @@ func (p *netProxy) interceptedTunnel(t *testing.T, target string) *tls.Conn {
 		t.Fatalf("CONNECT %s: %d, want 200", target, resp.StatusCode)
 	}
 	host, _, _ := net.SplitHostPort(target)
-	tc := tls.Client(&readerConn{Conn: conn, r: br}, &tls.Config{RootCAs: p.roots, ServerName: host})
+	tc := tls.Client(hijack.WithReader(conn, br), &tls.Config{RootCAs: p.roots, ServerName: host})
 	if err := tc.Handshake(); err != nil {
 		t.Fatalf("TLS inside the tunnel: %v", err)
 	}

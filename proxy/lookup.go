@@ -54,7 +54,7 @@ func (s *Server) lookupFor(c *call, st *journal.Step) {
 // lookup asks a REST API's lookup request, within the API's lookup.rate.
 func (r restCarrier) lookup(c *call, st *journal.Step) {
 	s := r.s
-	if ok, wait := s.lookupBudget.take(c.route.API.Name, c.route.Lookup.Rate, s.now()); !ok {
+	if ok, wait := s.lookupBudget.Take(c.route.API.Name, c.route.Lookup.Rate, s.now()); !ok {
 		c.lookup, c.lookupFence, c.lookupWait = lifecycle.LookupThrottled, st.Fence, wait
 		c.lookupEvidence = "lookup not sent: lookup.rate budget spent"
 		s.log.Info("lookup", logKey, st.Key, logRoute, c.route.Name, "answer", c.lookup.String())

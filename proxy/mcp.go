@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"strings"
 
+	"github.com/toolguard/toolguard/internal/eventstream"
 	"github.com/toolguard/toolguard/mcp"
 	"github.com/toolguard/toolguard/mcp/servers"
 	"github.com/toolguard/toolguard/policy"
@@ -73,7 +74,7 @@ func writeResponse(w http.ResponseWriter, resp *http.Response) {
 		return
 	}
 	defer resp.Body.Close()
-	if !isEventStream(resp.Header) {
+	if !eventstream.Is(resp.Header) {
 		_, _ = io.Copy(w, resp.Body)
 		return
 	}

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/toolguard/toolguard/internal/headerfilter"
 	"github.com/toolguard/toolguard/journal"
 	"github.com/toolguard/toolguard/lifecycle"
 	"github.com/toolguard/toolguard/mcp"
@@ -37,7 +38,7 @@ func (m *mcpCall) forwarded(c *call, rec journal.Step, res result, d lifecycle.D
 	case rec.Status == journal.StatusPrepared:
 		// An HTTP error of the server (an expired session's 404 among
 		// them) reaches the client as it was, so that it can react.
-		h := storableHeader(res.resp.Header)
+		h := headerfilter.Storable(res.resp.Header)
 		resp := bodyResponse(c.in, res.resp.StatusCode, h, res.body)
 		resp.Header.Set(HeaderKey, rec.Key)
 		resp.Header.Set(HeaderOutcome, outcome)

@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"time"
 
+	"github.com/toolguard/toolguard/internal/headerfilter"
 	"github.com/toolguard/toolguard/mcp"
 	"github.com/toolguard/toolguard/mcp/servers"
 )
@@ -72,7 +73,7 @@ func (s *Server) mcpRelay(r *http.Request, target *url.URL, m mcp.Message) []byt
 	if err != nil {
 		return fail(err)
 	}
-	out.Header = outboundHeader(r.Header)
+	out.Header = headerfilter.Outbound(r.Header)
 	out.ContentLength = int64(len(m.Raw))
 	resp, err := s.upstream.RoundTrip(out)
 	if err != nil {

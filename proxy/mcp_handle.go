@@ -12,6 +12,8 @@ import (
 
 	"github.com/elazarl/goproxy"
 
+	"github.com/toolguard/toolguard/internal/eventstream"
+	"github.com/toolguard/toolguard/internal/headerfilter"
 	"github.com/toolguard/toolguard/mcp"
 	"github.com/toolguard/toolguard/mcp/servers"
 	"github.com/toolguard/toolguard/policy"
@@ -114,7 +116,7 @@ func (s *Server) mcpCallOne(r *http.Request, ep *servers.Server, target *url.URL
 	mc := &mcpCall{s: s, server: ep, tool: tc, target: target}
 	c.carrier = mc
 	end := ep.Begin(r, tc.ID)
-	if stream && acceptsEventStream(r.Header) {
+	if stream && eventstream.Accepted(r.Header) {
 		return s.guardMCPStreaming(c, mc, end), false
 	}
 	defer end()
@@ -198,7 +200,7 @@ func (s *Server) handleMCPForward(req *http.Request, ctx *goproxy.ProxyCtx, api 
 		ctx.UserData = &reqState{decided: true}
 		return req, resp
 	}
-	stripToolguardHeaders(req.Header)
+	headerfilter.StripToolguard(req.Header)
 	ctx.UserData = &reqState{mcp: ep, listing: listing}
 	req = s.tracePassthrough(req, ctx)
 	ctx.RoundTripper = passthroughTripper{s}
@@ -221,12 +223,12 @@ func (s *Server) mcpReverseProxy(ep *servers.Server, listing json.RawMessage, tr
 			u := *ep.URL
 			pr.Out.URL = &u
 			pr.Out.Host = ""
-			stripToolguardHeaders(pr.Out.Header)
+			headerfilter.StripToolguard(pr.Out.Header)
 		},
 		Transport:     transport,
 		FlushInterval: -1,
 		ModifyResponse: func(resp *http.Response) error {
-			stripToolguardHeaders(resp.Header)
+			headerfilter.StripToolguard(resp.Header)
 			if mark {
 				resp.Header.Set(HeaderOutcome, OutcomePassthrough)
 			}

@@ -11,6 +11,8 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/toolguard/toolguard/internal/headerfilter"
+	"github.com/toolguard/toolguard/internal/wirewatch"
 	"github.com/toolguard/toolguard/journal"
 	"github.com/toolguard/toolguard/lifecycle"
 	"github.com/toolguard/toolguard/mcp"
@@ -29,21 +31,21 @@ func (m *mcpCall) send(c *call) result {
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(c.in.Context()), s.opts.UpstreamTimeout)
 	defer cancel()
-	ctx, w := watchWire(ctx, c.lease)
-	defer w.end()
+	ctx, w := wirewatch.Watch(ctx, c.lease)
+	defer w.End()
 	out, err := http.NewRequestWithContext(ctx, http.MethodPost, m.target.String(), bytes.NewReader(c.body))
 	if err != nil {
 		return result{err: fmt.Errorf("build upstream request: %w", err)}
 	}
-	out.Header = outboundHeader(c.in.Header)
+	out.Header = headerfilter.Outbound(c.in.Header)
 	out.ContentLength = int64(len(c.body))
-	noTransportResend(out, len(c.body) == 0)
+	wirewatch.NoTransportResend(out, len(c.body) == 0)
 	began := time.Now()
 	resp, err := s.sendUpstream(out)
-	w.stop()
+	w.Stop()
 	s.metrics.UpstreamCall(c.route.API.Name, m.routeLabel(c), time.Since(began))
 	if err != nil {
-		return result{err: wireCause(ctx, err), sent: w.sent(err)}
+		return result{err: wirewatch.Cause(ctx, err), sent: w.Sent(err)}
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
@@ -99,7 +101,7 @@ func (m *mcpCall) resumeStream(ctx context.Context, c *call, lastID string) (*ht
 	if err != nil {
 		return nil, err
 	}
-	req.Header = outboundHeader(c.in.Header)
+	req.Header = headerfilter.Outbound(c.in.Header)
 	req.Header.Del("Content-Type")
 	req.Header.Del("Content-Length")
 	req.Header.Set("Accept", "text/event-stream")

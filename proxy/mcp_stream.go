@@ -1,11 +1,10 @@
 package proxy
 
 import (
-	"bytes"
 	"io"
-	"mime"
 	"net/http"
-	"strings"
+
+	"github.com/toolguard/toolguard/internal/eventstream"
 )
 
 // Streamed answers. A guarded tools/call is answered once its outcome is
@@ -60,7 +59,7 @@ func streamAnswer(pw *io.PipeWriter, first []byte, events <-chan []byte, final <
 	var werr error
 	write := func(data []byte) {
 		if werr == nil {
-			_, werr = pw.Write(sseEvent(data))
+			_, werr = pw.Write(eventstream.Event(data))
 		}
 	}
 	write(first)
@@ -69,35 +68,4 @@ func streamAnswer(pw *io.PipeWriter, first []byte, events <-chan []byte, final <
 	}
 	write(batchEntry(<-final, id))
 	pw.Close()
-}
-
-// sseEvent renders one message as an SSE event.
-func sseEvent(data []byte) []byte {
-	var b bytes.Buffer
-	b.WriteString("event: message\n")
-	for _, line := range bytes.Split(data, []byte("\n")) {
-		b.WriteString("data: ")
-		b.Write(line)
-		b.WriteByte('\n')
-	}
-	b.WriteByte('\n')
-	return b.Bytes()
-}
-
-// acceptsEventStream reports whether the agent's Accept header admits
-// text/event-stream.
-func acceptsEventStream(h http.Header) bool {
-	for _, v := range h.Values("Accept") {
-		for _, part := range strings.Split(v, ",") {
-			if mt, _, err := mime.ParseMediaType(strings.TrimSpace(part)); err == nil && mt == "text/event-stream" {
-				return true
-			}
-		}
-	}
-	return false
-}
-
-func isEventStream(h http.Header) bool {
-	mt, _, _ := mime.ParseMediaType(h.Get("Content-Type"))
-	return mt == "text/event-stream"
 }

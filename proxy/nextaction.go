@@ -14,7 +14,7 @@ func (s *Server) NextAction(st *journal.Step) string {
 	now := s.now()
 	route := s.routeOf(st.API, st.Route)
 	sit := lifecycle.Situation{Step: st, BodyHash: st.BodyHash, MaxAttempts: s.opts.MaxAttempts,
-		InFlight: s.flights.live(st.Key, now) != nil || lifecycle.InFlightElsewhere(st, s.journal.Epoch()), Settling: s.settling(st)}
+		InFlight: s.flights.Live(st.Key, now) != nil || lifecycle.InFlightElsewhere(st, s.journal.Epoch()), Settling: s.settling(st)}
 	if route != nil {
 		sit.Strategy, sit.HasLookup = lifecycle.RecoveryOf(route, lifecycle.MissingLookupRefs(route, st))
 		sit.Effect, sit.Approval = route.Effect, route.ApprovalRequired

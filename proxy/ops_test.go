@@ -2,9 +2,7 @@ package proxy
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"log/slog"
 	"net/http"
 	"strings"
 	"sync/atomic"
@@ -73,35 +71,6 @@ func TestReadyzFollowsJournalWrites(t *testing.T) {
 	}
 	if got := ready(); got != http.StatusOK {
 		t.Fatalf("after a successful write: readyz %d, want 200", got)
-	}
-}
-
-// A mutation's own refusal (a payload mismatch, a fenced write) is not a
-// journal failure.
-func TestJournalHealthClassifies(t *testing.T) {
-	mutErr := fmt.Errorf("approve: %w", errors.New("step is not held")) // a mutation's own refusal
-	tests := []struct {
-		name      string
-		err, merr error
-		wantReady bool
-	}{
-		{name: "success", wantReady: true},
-		{name: "no change", merr: journal.ErrNoChange, wantReady: true},
-		{name: "mutation refused", err: mutErr, merr: mutErr, wantReady: true},
-		{name: "fenced", err: journal.ErrFenced, wantReady: true},
-		{name: "cancelled caller", err: fmt.Errorf("apply step k: %w", context.Canceled), wantReady: true},
-		{name: "disk full", err: fmt.Errorf("write step k: %w", syscall.ENOSPC), wantReady: false},
-		{name: "closed", err: fmt.Errorf("apply step k: %w", journal.ErrClosed), wantReady: false},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			var s Server
-			s.health.log = slog.New(slog.DiscardHandler)
-			s.health.record(tc.err, tc.merr)
-			if got := s.health.failedAt.Load() == 0; got != tc.wantReady {
-				t.Fatalf("healthy = %v, want %v", got, tc.wantReady)
-			}
-		})
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/toolguard/toolguard/internal/hijack"
 	"github.com/toolguard/toolguard/metrics"
 	"github.com/toolguard/toolguard/policy"
 	"github.com/toolguard/toolguard/problem"
@@ -70,7 +71,7 @@ func TestEveryRefusalIsAnsweredAlike(t *testing.T) {
 			if resp.StatusCode != http.StatusOK {
 				t.Fatalf("outer CONNECT: %d", resp.StatusCode)
 			}
-			tc := tls.Client(&readerConn{Conn: conn, r: br}, &tls.Config{ServerName: "tools.test", RootCAs: p.roots})
+			tc := tls.Client(hijack.WithReader(conn, br), &tls.Config{ServerName: "tools.test", RootCAs: p.roots})
 			fmt.Fprintf(tc, "CONNECT inner.test:443 HTTP/1.1\r\nHost: inner.test:443\r\n\r\n")
 			inner, err := http.ReadResponse(bufio.NewReader(tc), &http.Request{Method: http.MethodConnect})
 			if err != nil {

@@ -387,7 +387,7 @@ func TestMutationsRunTwice(t *testing.T) {
 	if got := calls.Load(); got != 1 {
 		t.Fatalf("upstream calls = %d, want 1", got)
 	}
-	if c := p.srv.flights.count(); c != 0 {
+	if c := p.srv.flights.Count(); c != 0 {
 		t.Fatalf("%d flights left registered", c)
 	}
 }
@@ -421,7 +421,7 @@ func TestMutationsRunTwiceRecovery(t *testing.T) {
 	if got := calls.Load(); got != 2 {
 		t.Fatalf("upstream calls = %d, want 2 (the call, then one re-send)", got)
 	}
-	if c := p.srv.flights.count(); c != 0 {
+	if c := p.srv.flights.Count(); c != 0 {
 		t.Fatalf("%d flights left registered", c)
 	}
 }

@@ -3,19 +3,14 @@ package proxy
 import (
 	"bytes"
 	"context"
-	"errors"
 	"io"
-	"net"
 	"net/http"
-	"net/http/httptest"
-	"net/http/httptrace"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/toolguard/toolguard/journal"
-	"github.com/toolguard/toolguard/lifecycle"
 	"github.com/toolguard/toolguard/problem"
 )
 
@@ -99,109 +94,6 @@ func TestNoSendAfterTheLeaseEnded(t *testing.T) {
 	if r.StatusCode != http.StatusCreated || h.up.effects.Load() != 1 {
 		t.Fatalf("retry: %d %s, effects %d; want 201 and one effect", r.StatusCode, body, h.up.effects.Load())
 	}
-}
-
-// Connecting is capped to the lease's end: a dial that outlasts it is
-// abandoned, nothing is sent, and the attempt counts as not sent.
-func TestWireCapsTheDialToTheLease(t *testing.T) {
-	var requests atomic.Int64
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { requests.Add(1) }))
-	defer srv.Close()
-	tr := &http.Transport{DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
-		time.Sleep(150 * time.Millisecond) // the fault: a dial slower than the lease
-		return (&net.Dialer{}).DialContext(ctx, network, addr)
-	}}
-	defer tr.CloseIdleConnections()
-	lease := lifecycle.NewLease(time.Now(), 100*time.Millisecond)
-	ctx, w := watchWire(context.Background(), lease)
-	req, _ := http.NewRequestWithContext(ctx, "POST", srv.URL, strings.NewReader(`{"a":1}`))
-	noTransportResend(req, false)
-	_, err := tr.RoundTrip(req)
-	w.stop()
-	if err == nil || !errors.Is(wireCause(ctx, err), errLeaseLapsed) {
-		t.Fatalf("round trip after the lease: %v, want errLeaseLapsed", err)
-	}
-	if w.sent(err) {
-		t.Fatal("a connection closed before writing counted as sent")
-	}
-	if got := requests.Load(); got != 0 {
-		t.Fatalf("server got %d requests, want 0", got)
-	}
-}
-
-// Connecting and writing are capped to the lease's end: a request still
-// being written when the lease ends (a provider that stopped reading) is
-// cancelled, and counts as possibly sent.
-func TestWireCapsTheWriteToTheLease(t *testing.T) {
-	stuck := make(chan struct{})
-	var requests atomic.Int64
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		requests.Add(1)
-		<-stuck // reads no body: the client's write blocks once the buffers fill
-	}))
-	defer srv.Close()
-	defer close(stuck)
-	tr := &http.Transport{}
-	defer tr.CloseIdleConnections()
-	lease := lifecycle.NewLease(time.Now(), time.Second)
-	ctx, w := watchWire(context.Background(), lease)
-	body := bytes.Repeat([]byte("x"), 64<<20)
-	req, _ := http.NewRequestWithContext(ctx, "POST", srv.URL, bytes.NewReader(body))
-	noTransportResend(req, false)
-	done := make(chan error, 1)
-	go func() { _, err := tr.RoundTrip(req); done <- err }()
-	var err error
-	select {
-	case err = <-done:
-	case <-time.After(10 * time.Second):
-		t.Fatal("the write outlived its lease")
-	}
-	w.stop()
-	if !errors.Is(wireCause(ctx, err), errLeaseLapsed) {
-		t.Fatalf("round trip = %v, want it cancelled at the lease's end", err)
-	}
-	// The server may run its handler after the client gave up: wait for it
-	// (under load the check used to race the handler's goroutine).
-	for deadline := time.Now().Add(5 * time.Second); requests.Load() == 0 && time.Now().Before(deadline); {
-		time.Sleep(10 * time.Millisecond)
-	}
-	if requests.Load() != 1 || !w.sent(err) {
-		t.Fatalf("requests = %d, sent = %v: a partly written request must count as possibly sent", requests.Load(), w.sent(err))
-	}
-}
-
-// The last check is made when the transport hands the connection over,
-// immediately before the request is written: after the lease, the
-// connection is closed (nothing of the request is written) and the
-// attempt counts as not sent. A second connection of one attempt, after
-// the request was written whole, is the transport re-sending on its own:
-// refused the same way.
-func TestWireChecksTheLeaseOnTheConnection(t *testing.T) {
-	lapsed := lifecycle.NewLease(time.Now().Add(-time.Hour), time.Second)
-	_, w := watchWire(context.Background(), nil)
-	w.lease = lapsed
-	c1, c2 := net.Pipe()
-	defer c2.Close()
-	w.gotConn(httptrace.GotConnInfo{Conn: c1})
-	if _, err := c1.Write([]byte("x")); err == nil {
-		t.Fatal("the connection was not closed")
-	}
-	if w.sent(errors.New("closed")) {
-		t.Fatal("a refused connection counted as sent")
-	}
-
-	_, w = watchWire(context.Background(), lifecycle.NewLease(time.Now(), time.Hour))
-	a1, a2 := net.Pipe()
-	defer a2.Close()
-	w.gotConn(httptrace.GotConnInfo{Conn: a1})
-	w.wrote.Store(true)
-	b1, b2 := net.Pipe()
-	defer b2.Close()
-	w.gotConn(httptrace.GotConnInfo{Conn: b1})
-	if _, err := b1.Write([]byte("x")); err == nil {
-		t.Fatal("a re-send's connection was not closed")
-	}
-	w.stop()
 }
 
 // A stored answer that kept no header at all is replayed, not dropped

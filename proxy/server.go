@@ -19,7 +19,12 @@ import (
 	"golang.org/x/sync/semaphore"
 
 	"github.com/toolguard/toolguard/egress"
+	"github.com/toolguard/toolguard/internal/activity"
 	"github.com/toolguard/toolguard/internal/calltrace"
+	"github.com/toolguard/toolguard/internal/hijack"
+	"github.com/toolguard/toolguard/internal/journalhealth"
+	"github.com/toolguard/toolguard/internal/lookuprate"
+	"github.com/toolguard/toolguard/internal/upstream"
 	"github.com/toolguard/toolguard/journal"
 	"github.com/toolguard/toolguard/mcp/servers"
 	"github.com/toolguard/toolguard/metrics"
@@ -182,7 +187,7 @@ type Server struct {
 	tools    *verifiers.ToolClient
 	draining atomic.Bool
 	// active counts guarded calls being handled, for Drain.
-	active activity
+	active activity.Counter
 	// bodies bounds the request bodies held in memory.
 	bodies *semaphore.Weighted
 	// bg is cancelled by Close; background verifications run under it.
@@ -199,7 +204,7 @@ type Server struct {
 	// verifications verify committed effects (package verification).
 	verifications *verification.Verifier
 	// health records journal write failures, for Ready.
-	health journalHealth
+	health journalhealth.Monitor
 	// now is the clock of leases; tests replace it.
 	now func() time.Time
 	// legacyKeys: the journal holds steps keyed by the previous version's
@@ -211,7 +216,7 @@ type Server struct {
 	// (bbolt) was let go by any earlier process before then.
 	started time.Time
 	// lookupBudget enforces lookup.rate.
-	lookupBudget lookupBudget
+	lookupBudget lookuprate.Budget
 	// mcp holds the MCP servers of the gateway and the forward proxy.
 	mcp *servers.Set
 	// unmatched is the API of the routes the unmatched guard policy makes.
@@ -223,53 +228,6 @@ type Server struct {
 	// observations not yet journaled; Close waits for their background
 	// journal writes.
 	observing *observe.Recorder
-}
-
-// activity counts work in progress; idle returns a channel closed when the
-// count is zero.
-type activity struct {
-	mu   sync.Mutex
-	n    int
-	zero chan struct{}
-}
-
-func (a *activity) Add(d int) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if a.n == 0 && d > 0 {
-		a.zero = make(chan struct{})
-	}
-	a.n += d
-	if a.n == 0 && a.zero != nil {
-		close(a.zero)
-	}
-}
-
-func (a *activity) Done() { a.Add(-1) }
-
-// tryAdd counts one more unit of work unless max are already counted.
-func (a *activity) tryAdd(max int) bool {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if a.n >= max {
-		return false
-	}
-	if a.n == 0 {
-		a.zero = make(chan struct{})
-	}
-	a.n++
-	return true
-}
-
-func (a *activity) idle() <-chan struct{} {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if a.n == 0 {
-		c := make(chan struct{})
-		close(c)
-		return c
-	}
-	return a.zero
 }
 
 // New builds a Server from opts.
@@ -320,16 +278,16 @@ func New(opts Options) (*Server, error) {
 	s.metrics = opts.Metrics
 	s.trace = calltrace.New(opts.Tracer)
 	s.metrics.PrecreateRoutes(opts.Rules, opts.Mode)
-	s.health.metrics, s.health.log = opts.Metrics, s.log
-	s.journal = healthRecordingStore{Store: opts.Journal, h: &s.health}
+	s.health.Metrics, s.health.Log = opts.Metrics, s.log
+	s.journal = s.health.Recording(opts.Journal)
 	s.observing = observe.NewRecorder(s.journal, s.metrics, s.log)
-	s.metrics.WatchState(s.flights.count, opts.Journal, opts.Maintainer)
+	s.metrics.WatchState(s.flights.Count, opts.Journal, opts.Maintainer)
 	if opts.CA != nil {
 		s.certs = tlsca.NewCache(opts.CA, opts.CertCacheSize)
 	}
 	// Every upstream connection goes through the egress policy's Dial: no
 	// option replaces the transport or its dialer.
-	t, err := newTransport(opts.Transport, s.egress.Dial)
+	t, err := upstream.NewTransport(opts.Transport, s.egress.Dial)
 	if err != nil {
 		return nil, err
 	}
@@ -399,7 +357,7 @@ func (s *Server) Handler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		rc := http.NewResponseController(w)
 		if h, ok := w.(http.Hijacker); ok && r.Method == http.MethodConnect {
-			w = bufferedHijacker{ResponseWriter: w, h: h}
+			w = hijack.Buffered{ResponseWriter: w, Hijacker: h}
 		}
 		s.goproxy.ServeHTTP(w, r.WithContext(withConn(r.Context(), rc)))
 	})
@@ -413,10 +371,10 @@ func (s *Server) SetDraining(v bool) { s.draining.Store(v) }
 func (s *Server) Drain(ctx context.Context) error {
 	s.draining.Store(true)
 	select {
-	case <-s.active.idle():
+	case <-s.active.Idle():
 		return nil
 	case <-ctx.Done():
-		return fmt.Errorf("drain: %d calls still in flight: %w", s.flights.count(), ctx.Err())
+		return fmt.Errorf("drain: %d calls still in flight: %w", s.flights.Count(), ctx.Err())
 	}
 }
 

@@ -11,7 +11,7 @@ import (
 //
 // A lookup's "absent" is trusted only once the step's last attempt cannot
 // still reach the provider: the last moment its owner could have written
-// it (the end of its claim's lease, see sendlease.go) plus the longest
+// it (the end of its claim's lease, see package wirewatch) plus the longest
 // send it allowed (the upstream timeout, or the route's lookup.settle when
 // the provider's search lags longer). The same bound warns an operator who
 // resolves such a step as not executed.

@@ -1,9 +1,10 @@
-package proxy
+package wirewatch
 
 import (
 	"context"
 	"crypto/tls"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -15,42 +16,21 @@ import (
 	"github.com/toolguard/toolguard/lifecycle"
 )
 
-// Never send outside the lease.
-//
-// A claim lasts for Options.Lease on the journal's clock (the database's
-// on PostgreSQL), counted from when the journal wrote it. This process
-// cannot read that clock, so it keeps its own view of the lease: on the
-// monotonic clock, from the moment just before the claim statement went
-// out, shortened by a margin for the local clock's rate. That end is never
-// later than the journal's, however late the acknowledgement arrives (a
-// stalled process, a GC pause, a slow network). An attempt checks it
-// before the request is built and again when its connection is handed
-// over, immediately before the request is written; connecting and writing
-// are cancelled at the lease's end. A renewal that the journal accepts
-// extends the lease from the moment the renewal went out.
-//
-// What a lease cannot do: a pause of the process between the last check
-// and the write (microseconds apart) still lets a request out late. Two
-// things cover that window: the provider's own idempotency key, where the
-// route has one, and the wait of a replica that takes the step over, which
-// trusts a lookup's "absent" only after the old lease's end plus the
-// longest send it allowed (see settle).
-
-// errLeaseLapsed is an attempt refused because the claim's lease ended
+// ErrLeaseLapsed is an attempt refused because the claim's lease ended
 // before the request was written; nothing was sent.
-var errLeaseLapsed = errors.New("the claim's lease ended before the call was sent (the process stalled or the journal answered late); nothing was sent")
+var ErrLeaseLapsed = errors.New("the claim's lease ended before the call was sent (the process stalled or the journal answered late); nothing was sent")
 
-// errTransportResend is a second connection of one attempt refused: the
+// ErrTransportResend is a second connection of one attempt refused: the
 // transport tried to re-send the request on its own.
-var errTransportResend = errors.New("the transport tried to re-send the call on a new connection; toolguard decides every send")
+var ErrTransportResend = errors.New("the transport tried to re-send the call on a new connection; toolguard decides every send")
 
-// wire watches one upstream attempt on its way to the wire: it refuses the
+// Wire watches one upstream attempt on its way to the wire: it refuses the
 // connection when the lease has ended by the time the transport hands it
 // over (closing it before a byte of the request is written), refuses a
 // second connection (the transport re-sending on its own: toolguard
 // decides every send), and cancels the attempt when the lease ends before
-// the request was written whole.
-type wire struct {
+// the request was written whole. Make one with Watch.
+type Wire struct {
 	lease   *lifecycle.Lease
 	cancel  context.CancelCauseFunc
 	traced  atomic.Bool  // the transport reports its connections
@@ -64,11 +44,12 @@ type wire struct {
 	done  bool
 }
 
-// watchWire returns ctx with the attempt's trace and cancellation, and the
-// wire that watches it; stop must be called once the round trip returned.
-func watchWire(ctx context.Context, lease *lifecycle.Lease) (context.Context, *wire) {
+// Watch returns ctx with the attempt's trace and cancellation, and the
+// Wire that watches it; Stop must be called once the round trip returned.
+// A nil lease never ends: the Wire then only refuses re-sends.
+func Watch(ctx context.Context, lease *lifecycle.Lease) (context.Context, *Wire) {
 	ctx, cancel := context.WithCancelCause(ctx)
-	w := &wire{lease: lease, cancel: cancel}
+	w := &Wire{lease: lease, cancel: cancel}
 	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
 		GetConn: func(string) { w.traced.Store(true) },
 		GotConn: w.gotConn,
@@ -84,7 +65,7 @@ func watchWire(ctx context.Context, lease *lifecycle.Lease) (context.Context, *w
 	return ctx, w
 }
 
-func (w *wire) gotConn(info httptrace.GotConnInfo) {
+func (w *Wire) gotConn(info httptrace.GotConnInfo) {
 	if w.ended.Load() {
 		return // a later request on the same context (an SSE resume)
 	}
@@ -99,13 +80,13 @@ func (w *wire) gotConn(info httptrace.GotConnInfo) {
 		// net/http re-sending a request it wrote whole; a request of
 		// which nothing was written may go again, on a new connection.
 		info.Conn.Close()
-		w.cancel(errTransportResend)
+		w.cancel(ErrTransportResend)
 	case !w.lease.Holds(time.Now()):
 		w.refused.Store(true)
 		if !h2 {
 			info.Conn.Close()
 		}
-		w.cancel(errLeaseLapsed)
+		w.cancel(ErrLeaseLapsed)
 	}
 }
 
@@ -120,7 +101,7 @@ func negotiated(c net.Conn) string {
 
 // capWrite cancels the attempt at the lease's end unless the request was
 // written whole by then; renewals move the end.
-func (w *wire) capWrite() {
+func (w *Wire) capWrite() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.done {
@@ -131,14 +112,14 @@ func (w *wire) capWrite() {
 	}
 	now := time.Now()
 	if !w.lease.Holds(now) {
-		w.cancel(errLeaseLapsed)
+		w.cancel(ErrLeaseLapsed)
 		return
 	}
 	w.timer = time.AfterFunc(w.lease.Until().Sub(now), w.capWrite)
 }
 
-// stop ends the watch; the attempt's context stays usable for its body.
-func (w *wire) stop() {
+// Stop ends the watch; the attempt's context stays usable for its body.
+func (w *Wire) Stop() {
 	w.ended.Store(true)
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -148,13 +129,13 @@ func (w *wire) stop() {
 	}
 }
 
-// end stops the watch and cancels the attempt's context.
-func (w *wire) end() { w.stop(); w.cancel(context.Canceled) }
+// End stops the watch and cancels the attempt's context.
+func (w *Wire) End() { w.Stop(); w.cancel(context.Canceled) }
 
-// sent reports whether a failed attempt may have reached the upstream: a
+// Sent reports whether a failed attempt may have reached the upstream: a
 // connection was handed over and not refused before writing, or — for a
 // transport that reports no trace — anything but a dial error.
-func (w *wire) sent(err error) bool {
+func (w *Wire) Sent(err error) bool {
 	switch n := w.conns.Load(); {
 	case n == 1 && w.refused.Load():
 		return false
@@ -163,20 +144,30 @@ func (w *wire) sent(err error) bool {
 	case w.traced.Load():
 		return false // it looked for a connection and got none
 	}
-	return !isDialError(err)
+	return !IsDialError(err)
 }
 
-// noTransportResend makes the transport unable to re-send req on its own
+// Cause is the reason an attempt on ctx (a context of Watch) failed with
+// err: the Wire's refusal (ErrLeaseLapsed, ErrTransportResend) wrapped
+// with err when it cancelled the attempt, else err.
+func Cause(ctx context.Context, err error) error {
+	if cause := context.Cause(ctx); errors.Is(cause, ErrLeaseLapsed) || errors.Is(cause, ErrTransportResend) {
+		return fmt.Errorf("%w (%v)", cause, err)
+	}
+	return err
+}
+
+// NoTransportResend makes the transport unable to re-send req on its own
 // after a broken connection: net/http re-sends a request it deems
 // replayable (a GetBody, or no body at all, and an idempotent method or
 // an Idempotency-Key header) once, on a new connection. Without GetBody a
-// request with a body is never replayable. For one without, the
+// request with a body is never replayable. For one without (empty), the
 // idempotency headers go under a non-canonical name (header names are
 // case-insensitive on the wire, and servers canonicalise them), and a
 // method net/http would re-send anyway gets an empty reader, which it
-// probes and sends as no body. The wire's watch refuses any second
-// connection that slips through.
-func noTransportResend(req *http.Request, empty bool) {
+// probes and sends as no body. The Wire refuses any second connection
+// that slips through.
+func NoTransportResend(req *http.Request, empty bool) {
 	req.GetBody = nil
 	if !empty {
 		return
@@ -210,8 +201,8 @@ func lowerASCII(s string) string {
 	return string(b)
 }
 
-// isDialError reports an error of connecting, before anything was sent.
-func isDialError(err error) bool {
+// IsDialError reports an error of connecting, before anything was sent.
+func IsDialError(err error) bool {
 	var op *net.OpError
 	return errors.As(err, &op) && op.Op == "dial"
 }

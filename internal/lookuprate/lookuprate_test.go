@@ -1,4 +1,4 @@
-package proxy
+package lookuprate
 
 import (
 	"testing"
@@ -7,8 +7,8 @@ import (
 	"github.com/toolguard/toolguard/rules"
 )
 
-func TestLookupBudget(t *testing.T) {
-	var b lookupBudget
+func TestBudget(t *testing.T) {
+	var b Budget
 	r := &rules.Rate{N: 2, Per: time.Second}
 	t0 := time.Date(2026, 1, 2, 12, 0, 0, 0, time.UTC)
 	steps := []struct {
@@ -28,12 +28,15 @@ func TestLookupBudget(t *testing.T) {
 		{at: 10 * time.Second, api: "a", ok: false, wait: 500 * time.Millisecond},
 	}
 	for i, s := range steps {
-		ok, wait := b.take(s.api, r, t0.Add(s.at))
+		ok, wait := b.Take(s.api, r, t0.Add(s.at))
 		if ok != s.ok || wait != s.wait {
-			t.Fatalf("step %d: take = %v, %s; want %v, %s", i, ok, wait, s.ok, s.wait)
+			t.Fatalf("step %d: Take = %v, %s; want %v, %s", i, ok, wait, s.ok, s.wait)
 		}
 	}
-	if ok, _ := b.take("a", nil, t0); !ok {
+	if ok, _ := b.Take("a", nil, t0); !ok {
 		t.Fatal("a nil rate is unlimited")
+	}
+	if ok, _ := b.Take("a", &rules.Rate{N: 0, Per: time.Second}, t0); !ok {
+		t.Fatal("a rate of no lookups is unlimited")
 	}
 }

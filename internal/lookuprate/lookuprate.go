@@ -1,4 +1,4 @@
-package proxy
+package lookuprate
 
 import (
 	"sync"
@@ -7,9 +7,10 @@ import (
 	"github.com/toolguard/toolguard/rules"
 )
 
-// lookupBudget is the per-API token bucket of lookup.rate (rule files give
-// all routes of an API one rate). Its zero value is ready to use.
-type lookupBudget struct {
+// Budget is the per-API token bucket of lookup.rate (rule files give all
+// routes of an API one rate). Its zero value is ready to use; it is safe
+// for concurrent use.
+type Budget struct {
 	mu      sync.Mutex
 	buckets map[string]*tokenBucket
 }
@@ -19,9 +20,10 @@ type tokenBucket struct {
 	last   time.Time
 }
 
-// take spends one lookup of api's budget r at now; when the budget is
-// spent it reports how long until the next token. A nil rate is unlimited.
-func (b *lookupBudget) take(api string, r *rules.Rate, now time.Time) (ok bool, wait time.Duration) {
+// Take spends one lookup of api's budget r at now; when the budget is
+// spent it reports how long until the next token. A nil rate, or one of
+// no lookups, is unlimited.
+func (b *Budget) Take(api string, r *rules.Rate, now time.Time) (ok bool, wait time.Duration) {
 	if r == nil || r.N <= 0 {
 		return true, 0
 	}

@@ -1,0 +1,5 @@
+// Package eventstream speaks the small part of server-sent events the
+// proxy writes: telling whether a client accepts an event stream or a
+// response is one, and rendering one message as an event. Reading a
+// server's event stream is package mcp's (mcp.ReadResponse).
+package eventstream
