@@ -34,9 +34,9 @@ func (s *Server) newResolver() *abandoned.Resolver {
 		Journal: s.journal,
 		Route:   s.routeOf,
 		Active: func(st *journal.Step, now, cutoff time.Time) bool {
-			return s.flights.live(st.Key, now) != nil || s.settling(st) || s.retries.since(st.Key, cutoff)
+			return s.flights.Live(st.Key, now) != nil || s.settling(st) || s.retries.Since(st.Key, cutoff)
 		},
-		PassEnded:       s.retries.forget,
+		PassEnded:       s.retries.Forget,
 		Lookup:          s.backgroundLookup,
 		Landing:         s.landing,
 		Verify:          s.verifications.Start,

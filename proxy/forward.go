@@ -302,10 +302,6 @@ func (s *Server) leaseLapsed(c *call) (result, bool) {
 	return result{err: wirewatch.ErrLeaseLapsed}, true
 }
 
-// isDialError is wirewatch.IsDialError under the name observe_stream.go
-// still calls; it goes once that file calls the package.
-func isDialError(err error) bool { return wirewatch.IsDialError(err) }
-
 // outbound builds the upstream request: the agent's request minus
 // toolguard's and hop-by-hop headers, with the derived key as the
 // provider's idempotency key where the rule names one.

@@ -1,9 +1,6 @@
 package proxy
 
 import (
-	"net/http"
-
-	"github.com/toolguard/toolguard/internal/headerfilter"
 	"github.com/toolguard/toolguard/rules"
 )
 
@@ -29,8 +26,3 @@ const (
 	OutcomeBlocked     = "blocked"
 	OutcomePassthrough = "passthrough"
 )
-
-// stripToolguardHeaders is headerfilter.StripToolguard under the name
-// observe.go, mcp_observe.go and server.go still call; it goes once they
-// call the package.
-func stripToolguardHeaders(h http.Header) { headerfilter.StripToolguard(h) }

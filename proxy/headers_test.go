@@ -72,7 +72,7 @@ func TestToolguardHeadersStripped(t *testing.T) {
 				}
 				got := rec.last(t)
 				for k := range got {
-					if isToolguardHeader(k) {
+					if headerfilter.IsToolguard(k) {
 						t.Errorf("the upstream got %s: %q", k, got[k])
 					}
 				}
@@ -114,7 +114,3 @@ func TestOutcomeLabels(t *testing.T) {
 		}
 	}
 }
-
-// isToolguardHeader lets the tests here and in observe_test.go spot
-// toolguard's headers.
-func isToolguardHeader(k string) bool { return headerfilter.IsToolguard(k) }

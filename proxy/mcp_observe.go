@@ -10,6 +10,7 @@ import (
 
 	"github.com/elazarl/goproxy"
 
+	"github.com/toolguard/toolguard/internal/headerfilter"
 	"github.com/toolguard/toolguard/journal"
 	"github.com/toolguard/toolguard/mcp"
 	"github.com/toolguard/toolguard/mcp/servers"
@@ -95,7 +96,7 @@ func (m *mcpCall) readObserved(res result) result {
 // API in observe mode, with the observation of its tools/call.
 func (s *Server) observeMCPForward(req *http.Request, ctx *goproxy.ProxyCtx, ep *servers.Server) (*http.Request, *http.Response) {
 	o, listing := s.observeMCP(req, ep, nil)
-	stripToolguardHeaders(req.Header)
+	headerfilter.StripToolguard(req.Header)
 	ctx.UserData = &reqState{mcp: ep, listing: listing, observe: true, observed: o}
 	ctx.RoundTripper = passthroughTripper{s}
 	if o != nil {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/elazarl/goproxy"
 
+	"github.com/toolguard/toolguard/internal/headerfilter"
 	"github.com/toolguard/toolguard/journal"
 	"github.com/toolguard/toolguard/lifecycle"
 	"github.com/toolguard/toolguard/metrics"
@@ -59,7 +60,7 @@ func (s *Server) observe(req *http.Request, ctx *goproxy.ProxyCtx, route *rules.
 	o := s.newObservation(c, got == observe.PeekWhole, func() string { return s.deriveREST(c) }, func(res result, now time.Time) func(journal.Step) journal.Change {
 		return restCarrier{s}.outcome(c, res, now)
 	})
-	stripToolguardHeaders(req.Header)
+	headerfilter.StripToolguard(req.Header)
 	ctx.UserData = &reqState{observe: true, observed: o}
 	ctx.RoundTripper = observingTripper{o}
 	return req, nil
@@ -72,7 +73,7 @@ func (s *Server) passThrough(req *http.Request, ctx *goproxy.ProxyCtx, why strin
 	if why != "" || observe {
 		ctx.UserData = &reqState{why: why, observe: observe}
 	}
-	stripToolguardHeaders(req.Header)
+	headerfilter.StripToolguard(req.Header)
 	req = s.tracePassthrough(req, ctx)
 	ctx.RoundTripper = passthroughTripper{s}
 	return req, nil

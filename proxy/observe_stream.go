@@ -6,6 +6,7 @@ import (
 
 	"github.com/elazarl/goproxy"
 
+	"github.com/toolguard/toolguard/internal/wirewatch"
 	"github.com/toolguard/toolguard/observe"
 )
 
@@ -62,7 +63,7 @@ func (o *observation) send(req *http.Request) (*http.Response, error) {
 		o.Dropped()
 		return nil, err
 	case err != nil:
-		o.Ended(observe.Attempt{Err: err, Sent: !isDialError(err)}, "")
+		o.Ended(observe.Attempt{Err: err, Sent: !wirewatch.IsDialError(err)}, "")
 		return nil, err
 	case resp.StatusCode == http.StatusSwitchingProtocols:
 		o.Ended(observe.Attempt{Resp: resp, Sent: true}, "") // the body is the connection

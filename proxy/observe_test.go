@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/toolguard/toolguard/admin"
+	"github.com/toolguard/toolguard/internal/headerfilter"
 	"github.com/toolguard/toolguard/journal"
 	"github.com/toolguard/toolguard/policy"
 )
@@ -52,7 +53,7 @@ func observeProvider(h *harness) *atomic.Int64 {
 		sum := sha256.Sum256(b)
 		var toolguard []string
 		for k := range r.Header {
-			if isToolguardHeader(k) {
+			if headerfilter.IsToolguard(k) {
 				toolguard = append(toolguard, k)
 			}
 		}
@@ -177,7 +178,7 @@ func TestObserveChangesNoAnswer(t *testing.T) {
 				want, wantBody := direct(t, h, http.MethodPost, tc.path, tc.body, tc.headers...)
 				sameAnswer(t, tc.name, got, gotBody, want, wantBody)
 				for k := range got.Header {
-					if isToolguardHeader(k) {
+					if headerfilter.IsToolguard(k) {
 						t.Errorf("%s: answer carries %s", tc.name, k)
 					}
 				}

@@ -21,6 +21,8 @@ import (
 	"github.com/toolguard/toolguard/egress"
 	"github.com/toolguard/toolguard/internal/activity"
 	"github.com/toolguard/toolguard/internal/calltrace"
+	"github.com/toolguard/toolguard/internal/flight"
+	"github.com/toolguard/toolguard/internal/headerfilter"
 	"github.com/toolguard/toolguard/internal/hijack"
 	"github.com/toolguard/toolguard/internal/journalhealth"
 	"github.com/toolguard/toolguard/internal/lookuprate"
@@ -74,7 +76,7 @@ type Options struct {
 	// Lease is how long a claim lasts on a journal whose leases are shared
 	// between replicas (default 15s); a call renews it every Lease/3 while
 	// it runs. bbolt keeps leases in the process. A call is never sent once
-	// its claim's lease has ended (see sendlease.go).
+	// its claim's lease has ended (see package internal/wirewatch).
 	Lease time.Duration
 	// VerifyLease is how long a pending verification's claim lasts without
 	// a renewal; zero means Lease, capped at the upstream timeout.
@@ -181,7 +183,7 @@ type Server struct {
 	upstream *http.Transport
 	goproxy  *goproxy.ProxyHttpServer
 	log      *slog.Logger
-	flights  *flights
+	flights  *flight.Table
 	verifier *verifiers.Client
 	// tools calls the MCP tools of lookups and verification probes.
 	tools    *verifiers.ToolClient
@@ -211,7 +213,7 @@ type Server struct {
 	// canonical form (see legacyStep).
 	legacyKeys bool
 	// retries are the callers that came back for unfinished steps.
-	retries retries
+	retries flight.Retries
 	// started is when this server was made: a journal of one process
 	// (bbolt) was let go by any earlier process before then.
 	started time.Time
@@ -245,7 +247,7 @@ func New(opts Options) (*Server, error) {
 		journal: opts.Journal,
 		deriver: &rules.Deriver{Secret: opts.Secret, Lean: true},
 		log:     opts.Logger,
-		flights: newFlights(),
+		flights: flight.NewTable(),
 		bodies:  semaphore.NewWeighted(opts.BodyBuffer),
 	}
 	s.egress = egress.New(egress.Config{
@@ -582,7 +584,7 @@ func (s *Server) handleResponse(resp *http.Response, ctx *goproxy.ProxyCtx) *htt
 	if resp == nil || decided(ctx) {
 		return resp
 	}
-	stripToolguardHeaders(resp.Header) // the upstream's: see stripToolguardHeaders
+	headerfilter.StripToolguard(resp.Header) // the upstream's: see headerfilter.StripToolguard
 	if st != nil && st.observed != nil {
 		return resp // observed: nothing is added, and the line comes when it ends
 	}
