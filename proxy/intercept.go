@@ -11,6 +11,7 @@ import (
 
 	"github.com/elazarl/goproxy"
 
+	"github.com/toolguard/toolguard/internal/eventstream"
 	"github.com/toolguard/toolguard/internal/hijack"
 	"github.com/toolguard/toolguard/problem"
 )
@@ -81,7 +82,7 @@ func (s *Server) tunnelHandler(target, scheme string) http.Handler {
 		if r.Method == http.MethodConnect {
 			p := problem.New(problem.Rejected, "", "CONNECT inside a tunnel is not supported")
 			p.Status = http.StatusMethodNotAllowed
-			writeResponse(w, s.refuse(r, refusal{problem: p}))
+			eventstream.Copy(w, s.refuse(r, refusal{problem: p}))
 			return
 		}
 		if !r.URL.IsAbs() {

@@ -2,16 +2,18 @@ package proxy
 
 import (
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"strings"
+	"time"
 
 	"github.com/toolguard/toolguard/internal/eventstream"
 	"github.com/toolguard/toolguard/mcp"
+	"github.com/toolguard/toolguard/mcp/gateway"
 	"github.com/toolguard/toolguard/mcp/servers"
 	"github.com/toolguard/toolguard/policy"
 	"github.com/toolguard/toolguard/problem"
+	"github.com/toolguard/toolguard/rules"
 )
 
 // MCPServer is an MCP server the proxy serves on its own listener at
@@ -48,49 +50,70 @@ func (s *Server) serveMCP(w http.ResponseWriter, r *http.Request) bool {
 	}
 	ep := s.mcp.Named(name)
 	if ep == nil {
-		writeResponse(w, s.refuse(r, refusal{problem: problem.New(problem.Rejected, "", fmt.Sprintf("no MCP server %q is configured (mcp.servers)", name))}))
+		eventstream.Copy(w, s.refuse(r, refusal{problem: problem.New(problem.Rejected, "", fmt.Sprintf("no MCP server %q is configured (mcp.servers)", name))}))
 		return true
 	}
 	if s.modeOf(ep.API) == policy.ModeObserve {
 		s.observeMCPGateway(w, r, ep)
 		return true
 	}
-	resp, listing := s.handleMCP(r, ep, ep.URL)
+	resp, listing := s.gateway.Handle(r, ep, ep.URL)
 	if resp != nil {
-		writeResponse(w, resp)
+		eventstream.Copy(w, resp)
 		return true
 	}
-	s.mcpPassthrough(w, r, ep, listing)
+	s.gateway.Passthrough(w, r, ep, listing)
 	return true
 }
 
-// writeResponse copies resp to w.
-func writeResponse(w http.ResponseWriter, resp *http.Response) {
-	for k, vs := range resp.Header {
-		w.Header()[k] = vs
+// mcpPipeline is the guard pipeline as the MCP gateway (package
+// mcp/gateway) reaches it.
+type mcpPipeline struct{ s *Server }
+
+var _ gateway.Pipeline = mcpPipeline{}
+
+// ReadBody reads a message within the body budget, as a guarded call's
+// body is read.
+func (p mcpPipeline) ReadBody(r *http.Request) ([]byte, func(), *http.Response) {
+	s := p.s
+	c := &call{in: r, start: time.Now(), carrier: restCarrier{s}}
+	if a := s.readBody(c); a != nil {
+		s.releaseBody(c)
+		return nil, nil, a.resp
 	}
-	w.WriteHeader(resp.StatusCode)
-	if resp.Body == nil {
-		return
+	return c.body, func() { s.releaseBody(c) }, nil
+}
+
+// Guard runs a tools/call through the pipeline, with the MCP carrier.
+func (p mcpPipeline) Guard(t gateway.Tool, relay func(key string, msg []byte)) *http.Response {
+	s := p.s
+	c := &call{in: s.trace.Tool(t.In, t.Route, t.Message, t.Call), route: t.Route, body: t.Message.Raw, start: t.Start}
+	m := &mcpCall{s: s, server: t.Server, tool: t.Call, target: t.Target}
+	if relay != nil {
+		m.relay = func(msg []byte) { relay(c.intent.Key, msg) }
 	}
-	defer resp.Body.Close()
-	if !eventstream.Is(resp.Header) {
-		_, _ = io.Copy(w, resp.Body)
-		return
-	}
-	// An event stream goes out event by event.
-	rc := http.NewResponseController(w)
-	buf := make([]byte, 32<<10)
-	for {
-		n, err := resp.Body.Read(buf)
-		if n > 0 {
-			if _, werr := w.Write(buf[:n]); werr != nil {
-				return
+	c.carrier = m
+	return s.guardMCP(c, m)
+}
+
+// Problem answers with p in RFC 9457's format.
+func (p mcpPipeline) Problem(r *http.Request, d *problem.Details) *http.Response {
+	return problemResponse(r, rules.ErrorFormat{}, d)
+}
+
+// newGateway builds the MCP gateway over the pipeline.
+func (s *Server) newGateway() *gateway.Gateway {
+	o := s.opts
+	return gateway.New(gateway.Config{
+		Pipeline:        mcpPipeline{s},
+		Upstream:        s.upstream,
+		Policy:          servers.Policy{Unlisted: o.MCPUnlisted, TrustAnnotations: o.MCPTrustAnnotations},
+		UpstreamTimeout: o.UpstreamTimeout, MaxResponse: o.MaxStoredResponse,
+		Metrics: s.metrics, Log: s.log,
+		CancelHeld: func() {
+			if s.cancelHeld != nil {
+				s.cancelHeld()
 			}
-			_ = rc.Flush()
-		}
-		if err != nil {
-			return
-		}
-	}
+		},
+	})
 }

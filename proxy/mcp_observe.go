@@ -51,7 +51,7 @@ func (s *Server) observeMCP(r *http.Request, ep *servers.Server, target *url.URL
 		unobserved()
 		return nil, nil
 	}
-	route, guarded := s.mcpRoute(ep, tc.Name)
+	route, guarded := s.gateway.Route(ep, tc.Name)
 	if !guarded {
 		unobserved()
 		return nil, nil
@@ -115,7 +115,7 @@ func (s *Server) observeMCPGateway(w http.ResponseWriter, r *http.Request, ep *s
 	} else {
 		s.metrics.PassedThrough()
 	}
-	s.mcpReverseProxy(ep, listing, transport, false).ServeHTTP(w, r)
+	s.gateway.ReverseProxy(ep, listing, transport, false).ServeHTTP(w, r)
 }
 
 // observingTransport carries an observed call of the gateway, whose

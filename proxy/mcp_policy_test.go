@@ -67,7 +67,7 @@ func TestMCPUnlistedLabel(t *testing.T) {
 	p := newMCPProxy(t, newTicketServer(t), Options{})
 	ep := p.srv.mcp.Named("tickets")
 	for i := range 10 {
-		r, guarded := p.srv.mcpRoute(ep, fmt.Sprintf("tool_%d", i))
+		r, guarded := p.srv.gateway.Route(ep, fmt.Sprintf("tool_%d", i))
 		if !guarded || r.Name != fmt.Sprintf("tool_%d", i) {
 			t.Fatalf("unlisted tool %d: route %+v, guarded %v", i, r, guarded)
 		}
@@ -75,7 +75,7 @@ func TestMCPUnlistedLabel(t *testing.T) {
 			t.Fatalf("metric label = %q, want unlisted", got)
 		}
 	}
-	named, _ := p.srv.mcpRoute(ep, "create_ticket")
+	named, _ := p.srv.gateway.Route(ep, "create_ticket")
 	if got := (&mcpCall{}).routeLabel(&call{route: named}); got != "create_ticket" {
 		t.Errorf("metric label of a named tool = %q", got)
 	}

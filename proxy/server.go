@@ -21,6 +21,7 @@ import (
 	"github.com/toolguard/toolguard/egress"
 	"github.com/toolguard/toolguard/internal/activity"
 	"github.com/toolguard/toolguard/internal/calltrace"
+	"github.com/toolguard/toolguard/internal/eventstream"
 	"github.com/toolguard/toolguard/internal/flight"
 	"github.com/toolguard/toolguard/internal/headerfilter"
 	"github.com/toolguard/toolguard/internal/hijack"
@@ -28,6 +29,7 @@ import (
 	"github.com/toolguard/toolguard/internal/lookuprate"
 	"github.com/toolguard/toolguard/internal/upstream"
 	"github.com/toolguard/toolguard/journal"
+	"github.com/toolguard/toolguard/mcp/gateway"
 	"github.com/toolguard/toolguard/mcp/servers"
 	"github.com/toolguard/toolguard/metrics"
 	"github.com/toolguard/toolguard/observe"
@@ -221,6 +223,8 @@ type Server struct {
 	lookupBudget lookuprate.Budget
 	// mcp holds the MCP servers of the gateway and the forward proxy.
 	mcp *servers.Set
+	// gateway reads the messages sent to them (package mcp/gateway).
+	gateway *gateway.Gateway
 	// unmatched is the API of the routes the unmatched guard policy makes.
 	unmatched *rules.API
 	// cancelHeld, when set (tests), runs when a notifications/cancelled
@@ -300,6 +304,7 @@ func New(opts Options) (*Server, error) {
 			s.metrics.UpstreamCall(r.API.Name, r.Name+" "+tool, d)
 		}}
 	s.verifications = s.newVerifier()
+	s.gateway = s.newGateway()
 	s.goproxy = s.buildGoproxy()
 	return s, nil
 }
@@ -426,7 +431,7 @@ func (s *Server) serveNonProxy(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	why := "this is a forward proxy: send absolute-form requests (set HTTP_PROXY/HTTPS_PROXY)"
-	writeResponse(w, s.refuse(r, refusal{problem: problem.New(problem.Rejected, "", why)}))
+	eventstream.Copy(w, s.refuse(r, refusal{problem: problem.New(problem.Rejected, "", why)}))
 }
 
 // handleConnect intercepts TLS for hosts that rules describe (and for every

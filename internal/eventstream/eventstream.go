@@ -2,6 +2,7 @@ package eventstream
 
 import (
 	"bytes"
+	"io"
 	"mime"
 	"net/http"
 	"strings"
@@ -41,4 +42,35 @@ func Accepted(h http.Header) bool {
 func Is(h http.Header) bool {
 	mt, _, _ := mime.ParseMediaType(h.Get("Content-Type"))
 	return mt == ContentType
+}
+
+// Copy writes resp to w: its header, status and body. An event stream
+// goes out event by event, flushed as it comes.
+func Copy(w http.ResponseWriter, resp *http.Response) {
+	for k, vs := range resp.Header {
+		w.Header()[k] = vs
+	}
+	w.WriteHeader(resp.StatusCode)
+	if resp.Body == nil {
+		return
+	}
+	defer resp.Body.Close()
+	if !Is(resp.Header) {
+		_, _ = io.Copy(w, resp.Body)
+		return
+	}
+	rc := http.NewResponseController(w)
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := resp.Body.Read(buf)
+		if n > 0 {
+			if _, werr := w.Write(buf[:n]); werr != nil {
+				return
+			}
+			_ = rc.Flush()
+		}
+		if err != nil {
+			return
+		}
+	}
 }

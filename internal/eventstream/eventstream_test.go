@@ -1,7 +1,10 @@
 package eventstream
 
 import (
+	"io"
 	"net/http"
+	"net/http/httptest"
+	"strings"
 	"testing"
 )
 
@@ -58,6 +61,43 @@ func TestIs(t *testing.T) {
 		t.Run(tc.contentType, func(t *testing.T) {
 			if got := Is(http.Header{"Content-Type": {tc.contentType}}); got != tc.want {
 				t.Errorf("Is(%q) = %v, want %v", tc.contentType, got, tc.want)
+			}
+		})
+	}
+}
+
+// flushCounter is a ResponseWriter that counts its flushes.
+type flushCounter struct {
+	*httptest.ResponseRecorder
+	flushes int
+}
+
+func (f *flushCounter) Flush() { f.flushes++ }
+
+func TestCopy(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		contentType string
+		body        io.ReadCloser
+		wantFlushes bool
+	}{
+		{name: "JSON", contentType: "application/json", body: io.NopCloser(strings.NewReader(`{"a":1}`))},
+		{name: "event stream", contentType: "text/event-stream", body: io.NopCloser(strings.NewReader(`{"a":1}`)), wantFlushes: true},
+		{name: "no body", contentType: "application/json"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := &flushCounter{ResponseRecorder: httptest.NewRecorder()}
+			resp := &http.Response{StatusCode: 201, Header: http.Header{"Content-Type": {tc.contentType}, "X-A": {"1"}}, Body: tc.body}
+			Copy(w, resp)
+			want := `{"a":1}`
+			if tc.body == nil {
+				want = ""
+			}
+			if w.Code != 201 || w.Header().Get("X-A") != "1" || w.Body.String() != want {
+				t.Fatalf("copied %d %v %q", w.Code, w.Header(), w.Body.String())
+			}
+			if (w.flushes > 0) != tc.wantFlushes {
+				t.Fatalf("%d flushes", w.flushes)
 			}
 		})
 	}

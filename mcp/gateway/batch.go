@@ -1,4 +1,4 @@
-package proxy
+package gateway
 
 import (
 	"bytes"
@@ -8,12 +8,9 @@ import (
 	"io"
 	"mime"
 	"net/http"
-	"net/url"
-	"time"
 
 	"github.com/toolguard/toolguard/internal/headerfilter"
 	"github.com/toolguard/toolguard/mcp"
-	"github.com/toolguard/toolguard/mcp/servers"
 )
 
 // Batches (protocol revision 2025-03-26). A batch of tools/call requests
@@ -22,27 +19,26 @@ import (
 // array, in the batch's order). Calls of tools that are not guarded are
 // relayed to the server one by one. The calls run one after the other.
 // A batch that mixes tools/call with other messages is refused (see
-// readMCP); a batch without tools/call passes through untouched.
+// dispatch.run); a batch without tools/call passes through untouched.
 
-// mcpBatch answers a batch of tools/call requests.
-func (s *Server) mcpBatch(r *http.Request, ep *servers.Server, target *url.URL, msgs mcp.Body) *http.Response {
+// batch answers a batch of tools/call requests.
+func (d *dispatch) batch(msgs mcp.Body) *http.Response {
 	var out bytes.Buffer
 	out.WriteByte('[')
 	for i, m := range msgs.Messages {
 		if i > 0 {
 			out.WriteByte(',')
 		}
-		c := &call{in: r, start: time.Now(), carrier: restCarrier{s}}
-		resp, pass := s.mcpCallOne(r, ep, target, c, m, false)
+		resp, pass := d.callOne(m, false)
 		if pass {
-			out.Write(s.mcpRelay(r, target, m))
+			out.Write(d.relay(m))
 			continue
 		}
 		out.Write(batchEntry(resp, m.ID))
 	}
 	out.WriteString("]\n")
 	h := http.Header{"Content-Type": {"application/json"}}
-	return bodyResponse(r, http.StatusOK, h, out.Bytes())
+	return response(d.r, http.StatusOK, h, out.Bytes())
 }
 
 // batchEntry is the JSON-RPC response an answer to one call of a batch
@@ -58,24 +54,22 @@ func batchEntry(resp *http.Response, id json.RawMessage) []byte {
 		fmt.Sprintf("toolguard: the server answered HTTP %s; the tool did not run", resp.Status)))
 }
 
-// mcpRelay sends one message of a batch that toolguard does not guard to
+// relay sends one message of a batch that toolguard does not guard to
 // the server, and returns the server's response to it.
-func (s *Server) mcpRelay(r *http.Request, target *url.URL, m mcp.Message) []byte {
-	if target == nil {
-		target = r.URL
-	}
+func (d *dispatch) relay(m mcp.Message) []byte {
+	g, r := d.g, d.r
 	fail := func(err error) []byte {
 		return bytes.TrimSpace(mcp.ErrorResponse(m.ID, mcp.CodeInternalError, "toolguard: relay to the server: "+err.Error()))
 	}
-	ctx, cancel := context.WithTimeout(r.Context(), s.opts.UpstreamTimeout)
+	ctx, cancel := context.WithTimeout(r.Context(), g.cfg.UpstreamTimeout)
 	defer cancel()
-	out, err := http.NewRequestWithContext(ctx, http.MethodPost, target.String(), bytes.NewReader(m.Raw))
+	out, err := http.NewRequestWithContext(ctx, http.MethodPost, d.target.String(), bytes.NewReader(m.Raw))
 	if err != nil {
 		return fail(err)
 	}
 	out.Header = headerfilter.Outbound(r.Header)
 	out.ContentLength = int64(len(m.Raw))
-	resp, err := s.upstream.RoundTrip(out)
+	resp, err := g.cfg.Upstream.RoundTrip(out)
 	if err != nil {
 		return fail(err)
 	}
@@ -83,7 +77,7 @@ func (s *Server) mcpRelay(r *http.Request, target *url.URL, m mcp.Message) []byt
 	if resp.StatusCode != http.StatusOK {
 		return fail(fmt.Errorf("HTTP %s", resp.Status))
 	}
-	raw, err := mcp.ReadResponse(resp.Header.Get("Content-Type"), resp.Body, m.ID, s.opts.MaxStoredResponse)
+	raw, err := mcp.ReadResponse(resp.Header.Get("Content-Type"), resp.Body, m.ID, g.cfg.MaxResponse)
 	if err != nil {
 		return fail(err)
 	}

@@ -1,10 +1,11 @@
-package proxy
+package gateway
 
 import (
 	"io"
 	"net/http"
 
 	"github.com/toolguard/toolguard/internal/eventstream"
+	"github.com/toolguard/toolguard/metrics"
 )
 
 // Streamed answers. A guarded tools/call is answered once its outcome is
@@ -17,21 +18,21 @@ import (
 // pass through. Without such messages, or for an agent that accepts only
 // JSON, the answer is a single JSON response.
 
-// guardMCPStreaming runs c through the pipeline and answers with an event
-// stream as soon as the server relays a message, or with the pipeline's
-// answer when it comes first. done runs when the call has finished.
-func (s *Server) guardMCPStreaming(c *call, m *mcpCall, done func()) *http.Response {
-	events := make(chan []byte, 16)
-	m.relay = func(data []byte) { events <- data }
+// relayed is a message the server sent before its response.
+type relayed struct {
+	key string
+	msg []byte
+}
+
+// streaming runs t through the pipeline and answers with an event stream
+// as soon as the server relays a message, or with the pipeline's answer
+// when it comes first. done runs when the call has finished.
+func (g *Gateway) streaming(t Tool, done func()) *http.Response {
+	events := make(chan relayed, 16)
 	final := make(chan *http.Response, 1)
-	reserved := c.reserved // the goroutine gives the body's room back
-	c.reserved = 0
 	go func() {
-		resp := s.guardMCP(c, m)
+		resp := g.cfg.Pipeline.Guard(t, func(key string, msg []byte) { events <- relayed{key, msg} })
 		close(events)
-		if reserved > 0 {
-			s.bodies.Release(reserved)
-		}
 		done()
 		final <- resp
 	}()
@@ -40,22 +41,22 @@ func (s *Server) guardMCPStreaming(c *call, m *mcpCall, done func()) *http.Respo
 		return <-final
 	}
 	pr, pw := io.Pipe()
-	go streamAnswer(pw, first, events, final, m.tool.ID)
+	go streamAnswer(pw, first.msg, events, final, t.Call.ID)
 	h := http.Header{"Content-Type": {"text/event-stream"}, "Cache-Control": {"no-cache"}}
-	h.Set(HeaderKey, c.intent.Key)
+	h.Set(headerKey, first.key)
 	// The call was sent; the last event is the authoritative answer (a
 	// hold result, should the outcome turn out unknown).
-	h.Set(HeaderOutcome, OutcomeForwarded)
+	h.Set(headerOutcome, metrics.OutcomeForwarded)
 	return &http.Response{
 		Status: "200 OK", StatusCode: http.StatusOK, Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
-		Header: h, Body: pr, ContentLength: -1, Request: c.in,
+		Header: h, Body: pr, ContentLength: -1, Request: t.In,
 	}
 }
 
 // streamAnswer writes the relayed messages, then the final answer, as SSE
 // events. When the agent has gone it keeps draining, so that the call
 // runs to its recorded outcome.
-func streamAnswer(pw *io.PipeWriter, first []byte, events <-chan []byte, final <-chan *http.Response, id []byte) {
+func streamAnswer(pw *io.PipeWriter, first []byte, events <-chan relayed, final <-chan *http.Response, id []byte) {
 	var werr error
 	write := func(data []byte) {
 		if werr == nil {
@@ -64,7 +65,7 @@ func streamAnswer(pw *io.PipeWriter, first []byte, events <-chan []byte, final <
 	}
 	write(first)
 	for e := range events {
-		write(e)
+		write(e.msg)
 	}
 	write(batchEntry(<-final, id))
 	pw.Close()
