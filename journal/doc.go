@@ -41,7 +41,7 @@
 // enforcement would have done (Would). The allowlist keeps observations and
 // guarded steps apart: an observation never changes a guarded step and is
 // never held or claimed, and a guarded step replaces an observation as if
-// its key were new (observe.go).
+// its key were new (package observe).
 //
 // # Fencing
 //

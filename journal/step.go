@@ -113,7 +113,7 @@ type Step struct {
 	Status     Status `json:"status"`
 	Hold       Hold   `json:"hold"`
 	HoldReason string `json:"hold_reason,omitempty"`
-	// Observed marks an observation (observe.go): a call forwarded
+	// Observed marks an observation (package observe): a call forwarded
 	// untouched in observe mode, whose record says what happened to it. It
 	// is never replayed, held or recovered, and a guarded call treats its
 	// key as new.

@@ -76,7 +76,7 @@ const (
 //     restricts it to a Change recording EventNotExecuted: the upstream
 //     said the call did not run.)
 //
-// Observations (observe.go) follow their own rules: an observation may
+// Observations (observe mode, package observe) follow their own rules: an observation may
 // take any stored status, from nothing or from an observation, but is
 // never held and never replaces a guarded step; a guarded step replaces an
 // observation as if the key were new.

@@ -86,7 +86,7 @@ const (
 	// ReasonLookupRate: an ActionSettle because the lookup budget is spent.
 	ReasonLookupRate = "lookup_rate"
 	// ReasonAbandoned: a started step nobody came back for, whose outcome
-	// the background resolver could not establish (see proxy/abandon.go).
+	// the background resolver could not establish (see package abandoned).
 	ReasonAbandoned = "abandoned"
 	// ReasonBudget: a new intent over its route's budget (budget: {calls,
 	// per}), held for an operator's approval instead of being sent.

@@ -18,8 +18,8 @@
 // table (lifecycle.Decide), never by blindly sending it again; a step
 // nobody comes back for is settled in the background (package abandoned),
 // and a committed effect whose rule asks for it is verified (package
-// verification). Every
-// change a step goes through is a pure function of package lifecycle.
+// verification). Every change a step goes through is a pure function of
+// package lifecycle.
 //
 // # Observe mode
 //
@@ -33,12 +33,15 @@
 //
 // The forward proxy and its TLS interception (server.go, intercept.go,
 // tunnel.go), the guard pipeline (guard.go, forward.go, answer.go) and its
-// two carriers (carrier.go): REST, and the MCP gateway and MCP calls of
-// the forward proxy (the mcp*.go files; which server a message is for and
-// which route guards each tool is package mcp/servers'). The glue of observe mode (observe.go,
-// observe_stream.go), the wiring of the background work
-// (abandon.go, verify.go, sweeper.go: packages abandoned, verification and
-// retention do it) and the refusals (refuse.go).
+// two carriers (carrier.go): REST, and MCP tools/call requests (mcp*.go:
+// the MCP carrier, and the Pipeline that the MCP gateway, package
+// mcp/gateway, reaches; which server a message is for and which route
+// guards each tool is package mcp/servers'). The glue of observe mode
+// (observe.go, observe_stream.go, mcp_observe.go), the wiring of the
+// background work (abandon.go, verify.go, sweeper.go: packages abandoned,
+// verification and retention do it) and the refusals (refuse.go). The
+// leaf mechanisms the pipeline uses (calls in flight, header filters, the
+// upstream transport, the wire watch, body reads) are internal packages.
 //
 // # Dependencies
 //
