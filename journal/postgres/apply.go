@@ -99,8 +99,8 @@ func (j *Journal) Apply(ctx context.Context, key string, m journal.Mutation) (jo
 			j.hints.put(key, &step, step.ReadAt)
 			j.commits.Add(1)
 			j.watch.signal(key)
-			if final(&step) {
-				j.notify.add(key) // other replicas' waiters (notify.go)
+			if final(&step) && w.watched {
+				j.notify.add(key) // another replica waits for it (notify.go)
 			}
 			return step, nil
 		}
@@ -146,6 +146,9 @@ type pending struct {
 	// budget and maxHolds limit the creation of the step (quota.go).
 	budget   *journal.Budget
 	maxHolds int
+	// watched: a replica waits for the step (the write returns it; see
+	// Watch).
+	watched bool
 }
 
 // prepare validates ch and stamps the step; it writes nothing.
@@ -273,9 +276,9 @@ func (j *Journal) write(ctx context.Context, p *pending) (journal.Step, bool, er
 	started := time.Now()
 	var err error
 	if p.limited() {
-		err = j.writeLimited(ctx, p, stmt, args, &lease, &notified)
+		err = j.writeLimited(ctx, p, stmt, args, &lease, &notified, &p.watched)
 	} else {
-		err = j.pool.QueryRow(ctx, stmt, args...).Scan(&lease, &notified)
+		err = j.pool.QueryRow(ctx, stmt, args...).Scan(&lease, &notified, &p.watched)
 	}
 	if err == nil && j.opts.OnCommit != nil {
 		j.opts.OnCommit(time.Since(started), 1)

@@ -25,10 +25,11 @@
 // statement that commits on its own under READ COMMITTED: the step's
 // UPDATE ... WHERE revision = <the revision read> (or INSERT ... ON
 // CONFLICT DO NOTHING for a new key), its events numbered Revision+1.. per
-// key and its workflow's counts; for a final transition a pg_notify
-// follows the commit, sent in batches by a goroutine of its own (a NOTIFY
-// inside the write would serialise commits on PostgreSQL's notification
-// lock; see notify.go). A writer that lost a race matches no row, writes nothing, reads again and
+// key and its workflow's counts; for the final transition of a step that
+// a replica waits for (Watch), a pg_notify follows the commit, sent in
+// batches by a goroutine of its own (a NOTIFY inside the write would
+// serialise commits on PostgreSQL's notification lock; see notify.go). A
+// writer that lost a race matches no row, writes nothing, reads again and
 // runs the mutation again. A guarded call therefore costs two committing
 // round trips (the claim, the outcome) after the Get that finds no step,
 // and a replay one read.
@@ -61,10 +62,13 @@
 // # Wake-ups
 //
 // Watch is a hint that a key's step changed, for callers waiting on
-// another replica's outcome: the Journal's own writes signal at once; the
-// final transitions (committed, verified, failed, a hold) of every replica
-// send a NOTIFY in the same statement, delivered at commit and received on
-// one dedicated LISTEN connection per Journal. Notifications can be lost
+// another replica's outcome: the Journal's own writes signal at once.
+// Watch marks the step watched (one UPDATE, by the waiter); the final
+// transition (committed, verified, failed, a hold) of a watched step, on
+// any replica, returns the mark with its write, and a NOTIFY follows the
+// commit, received on one dedicated LISTEN connection per Journal. A step
+// nobody waits for sends none, so a guarded call costs only its
+// transitions' statements. Notifications can be lost
 // (the listener reconnecting, which wakes every watcher), so callers poll
 // as well: polling is the safety net, NOTIFY only shortens the wait.
 //

@@ -5,8 +5,9 @@ import (
 	"time"
 )
 
-// notifier sends the NOTIFYs of final transitions after their commits, a
-// batch per statement, from a goroutine of its own.
+// notifier sends the NOTIFYs of the final transitions of watched steps
+// (see Watch) after their commits, a batch per statement, from a
+// goroutine of its own.
 //
 // A NOTIFY inside the write's transaction would serialise every such
 // commit: PostgreSQL holds one cluster-wide lock from queueing a

@@ -15,7 +15,8 @@ type statements struct {
 // (e), its workflows' counts (w) and, when $20 asks for it, a NOTIFY (n).
 // toolguard passes false: a NOTIFY inside the write's transaction would
 // serialise commits on PostgreSQL's notification lock, so the notifier
-// sends it after the commit (notify.go).
+// sends it after the commit (notify.go), and only for a step that a
+// replica waits for: the statement returns the step's watched flag.
 // Every part reads s, so a step write that matches no row (a lost race)
 // writes nothing else. Parameters:
 //
@@ -38,7 +39,7 @@ const (
 		CASE WHEN $10::boolean AND $11::bigint > 0 THEN now() + $11::bigint * interval '1 microsecond' END,
 		$12, $13, $13, $14::jsonb, $15)
 	ON CONFLICT (key) DO NOTHING
-	RETURNING key, lease_until`
+	RETURNING key, lease_until, watched`
 
 	updateStep = `UPDATE steps SET revision = $2, status = $4, hold = $5, retryable = $6, workflow = $7,
 		epoch = $8, fence = $9,
@@ -46,7 +47,7 @@ const (
 			WHEN $11::bigint > 0 THEN now() + $11::bigint * interval '1 microsecond' END,
 		verify_by = $12, updated_at = $13, record = $14::jsonb, response_body = $15
 	WHERE key = $1 AND revision = $3::bigint
-	RETURNING key, lease_until`
+	RETURNING key, lease_until, watched`
 
 	writeRest = `,
 e AS (
@@ -93,7 +94,7 @@ w AS (
 n AS (
 	SELECT pg_notify($34, s.key) FROM s WHERE $20::boolean
 )
-SELECT s.lease_until, (SELECT count(*) FROM n) FROM s`
+SELECT s.lease_until, (SELECT count(*) FROM n), s.watched FROM s`
 )
 
 func newStatements() statements {

@@ -35,8 +35,28 @@ func newWatcher(j *Journal) *watcher {
 // notifications can be lost (the listener reconnecting, a replica dying
 // between its commit and the NOTIFY's delivery), so callers must also poll
 // with Get; on a reconnect of the listener every watcher is woken.
+//
+// Watch marks the step watched, so that its final transition, on any
+// replica, sends the NOTIFY that wakes this one (a step nobody waits for
+// sends none). A step that does not exist yet is not marked: its waiter
+// polls.
 func (j *Journal) Watch(key string) (<-chan struct{}, func()) {
-	return j.watch.add(key)
+	ch, stop := j.watch.add(key)
+	j.markWatched(key)
+	return ch, stop
+}
+
+// markWatched sets the step's watched flag; a failure leaves the waiter to
+// its polling.
+func (j *Journal) markWatched(key string) {
+	if j.closed.Load() {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	if _, err := j.pool.Exec(ctx, `UPDATE steps SET watched = true WHERE key = $1 AND NOT watched`, key); err != nil {
+		j.log.Debug("journal: mark a watched step failed; its waiter polls", "key", key, "error", err)
+	}
 }
 
 func (w *watcher) add(key string) (<-chan struct{}, func()) {
