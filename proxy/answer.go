@@ -146,10 +146,6 @@ const (
 	logAttempt  = "attempt"
 	logDuration = "duration"
 	logWhy      = "why"
-	// logMode and logWould are on the decision line of an observed call:
-	// mode=observe, and what enforcement would have done.
-	logMode  = "mode"
-	logWould = "would"
 )
 
 // logDecision writes the one decision line of a guarded call: key, route,
