@@ -29,11 +29,9 @@ var backendScenarioInfo = map[string]string{
 	scCrossDup:     "two toolguard processes on one database: the same new intent sent to both at once (one forwards, the other waits for its outcome and replays it); a call is the pair, its latency the slower answer",
 }
 
-// backendCell is one journal scenario at one concurrency on one backend
-// (upstream latency 0).
-type backendCell struct {
-	Backend    string  `json:"backend"`
-	Scenario   string  `json:"scenario"`
+// loadCell is what one load measured on one toolguard: the backends
+// table's cells and the scale cell share it.
+type loadCell struct {
 	Conc       int     `json:"concurrency"`
 	Requests   int     `json:"requests"`
 	Errors     int     `json:"errors"`
@@ -45,14 +43,22 @@ type backendCell struct {
 	// included), from the toolguard processes' GET /metrics.
 	CommitsPerCall *float64 `json:"commits_per_call,omitempty"`
 	CommitMeanMS   *float64 `json:"commit_mean_ms,omitempty"`
-	// EffectsPerIntent is the upstream effects per intent sent (cross-dup):
-	// exactly 1 when no duplicate went through.
-	EffectsPerIntent *float64 `json:"effects_per_intent,omitempty"`
 	// CPU time per completed call (warm-up included) of the toolguard
 	// processes and of the PostgreSQL server processes connected to the
 	// bench database, in microseconds.
 	ToolguardCPUUS float64  `json:"toolguard_cpu_us_per_call"`
 	PostgresCPUUS  *float64 `json:"postgres_cpu_us_per_call,omitempty"`
+}
+
+// backendCell is one journal scenario at one concurrency on one backend
+// (upstream latency 0).
+type backendCell struct {
+	Backend  string `json:"backend"`
+	Scenario string `json:"scenario"`
+	loadCell
+	// EffectsPerIntent is the upstream effects per intent sent (cross-dup):
+	// exactly 1 when no duplicate went through.
+	EffectsPerIntent *float64 `json:"effects_per_intent,omitempty"`
 	// Waits are the bench database's active server processes by what they
 	// waited on (sampled every 5 ms; "CPU" when running): the mean number
 	// of processes in each state, the five most frequent.
@@ -162,8 +168,8 @@ func runBackendCell(ctx context.Context, o options, e *env, backend, name string
 	}
 	res := l.run(ctx, o.warmup, o.duration)
 	tgCPU, pgCPU := cpuTimes(tgPIDs)-tgCPU0, cpuTimes(pgPIDs)-pgCPU0
-	c := backendCell{Backend: backend, Scenario: name, Conc: conc, Requests: res.measured, Errors: res.errors,
-		FirstError: res.firstErr, RPS: res.rps(), P50MS: ms(res.percentile(0.5)), P99MS: ms(res.percentile(0.99))}
+	c := backendCell{Backend: backend, Scenario: name, loadCell: loadCell{Conc: conc, Requests: res.measured, Errors: res.errors,
+		FirstError: res.firstErr, RPS: res.rps(), P50MS: ms(res.percentile(0.5)), P99MS: ms(res.percentile(0.99))}}
 	c.ToolguardCPUUS = perCall(float64(tgCPU.Microseconds()), res.total)
 	if len(pgPIDs) > 0 {
 		c.PostgresCPUUS = ptr(perCall(float64(pgCPU.Microseconds()), res.total))

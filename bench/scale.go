@@ -41,23 +41,13 @@ const fillShape = 1
 // commit takes up to 1024 queued writes per commit.
 const fillWorkers = 1024
 
-// scaleCell is the guarded load on one journal of Steps pre-filled steps.
+// scaleCell is the guarded load on one journal of Steps pre-filled steps,
+// measured as the backends table's cells are.
 type scaleCell struct {
-	Backend    string  `json:"backend"`
-	Steps      int     `json:"journal_steps"`
-	FileMiB    float64 `json:"journal_file_mib,omitempty"`
-	Conc       int     `json:"concurrency"`
-	Requests   int     `json:"requests"`
-	Errors     int     `json:"errors"`
-	FirstError string  `json:"first_error,omitempty"`
-	RPS        float64 `json:"rps"`
-	P50MS      float64 `json:"p50_ms"`
-	P99MS      float64 `json:"p99_ms"`
-	// CommitsPerCall and ToolguardCPUUS as in the backends table.
-	CommitsPerCall *float64 `json:"commits_per_call,omitempty"`
-	CommitMeanMS   *float64 `json:"commit_mean_ms,omitempty"`
-	ToolguardCPUUS float64  `json:"toolguard_cpu_us_per_call"`
-	PostgresCPUUS  *float64 `json:"postgres_cpu_us_per_call,omitempty"`
+	Backend string  `json:"backend"`
+	Steps   int     `json:"journal_steps"`
+	FileMiB float64 `json:"journal_file_mib,omitempty"`
+	loadCell
 }
 
 // scaleFill says where the pre-filled journal came from.
@@ -171,9 +161,7 @@ func runScaleCell(ctx context.Context, o options, up *upstreams, bin, dir, rules
 	if err != nil {
 		return scaleCell{}, err
 	}
-	sc := scaleCell{Backend: backend, Steps: n, Conc: scaleConc, Requests: bc.Requests, Errors: bc.Errors, FirstError: bc.FirstError,
-		RPS: bc.RPS, P50MS: bc.P50MS, P99MS: bc.P99MS, CommitsPerCall: bc.CommitsPerCall, CommitMeanMS: bc.CommitMeanMS,
-		ToolguardCPUUS: bc.ToolguardCPUUS, PostgresCPUUS: bc.PostgresCPUUS}
+	sc := scaleCell{Backend: backend, Steps: n, loadCell: bc.loadCell}
 	progress("scale: %s journal of %d steps: guarded c%d %.0f req/s, p50 %.3f ms, p99 %.3f ms, errors %d",
 		backend, n, scaleConc, sc.RPS, sc.P50MS, sc.P99MS, sc.Errors)
 	return sc, nil

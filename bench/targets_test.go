@@ -71,11 +71,11 @@ func TestEvaluate(t *testing.T) {
 			name: "backends, in-process and scale",
 			r: report{
 				Backends: []backendCell{
-					{Backend: "bolt", Scenario: scGuarded, Conc: 1, RPS: 700, ToolguardCPUUS: 280},
-					{Backend: "bolt", Scenario: scGuarded, Conc: 64, RPS: 6000, ToolguardCPUUS: 150},
-					{Backend: "postgres", Scenario: scGuarded, Conc: 64, RPS: 3100, ToolguardCPUUS: 500},
-					{Backend: "postgres", Scenario: scCrossDup, Conc: 1, EffectsPerIntent: ptr(1)},
-					{Backend: "postgres", Scenario: scCrossDup, Conc: 64, EffectsPerIntent: ptr(1.0002)},
+					{Backend: "bolt", Scenario: scGuarded, loadCell: loadCell{Conc: 1, RPS: 700, ToolguardCPUUS: 280}},
+					{Backend: "bolt", Scenario: scGuarded, loadCell: loadCell{Conc: 64, RPS: 6000, ToolguardCPUUS: 150}},
+					{Backend: "postgres", Scenario: scGuarded, loadCell: loadCell{Conc: 64, RPS: 3100, ToolguardCPUUS: 500}},
+					{Backend: "postgres", Scenario: scCrossDup, loadCell: loadCell{Conc: 1}, EffectsPerIntent: ptr(1)},
+					{Backend: "postgres", Scenario: scCrossDup, loadCell: loadCell{Conc: 64}, EffectsPerIntent: ptr(1.0002)},
 				},
 				Journal: []journalCell{
 					{Backend: "postgres", Scenario: scGuarded, Conc: 1, Calls: 100, StatementsPerCall: 3},
@@ -84,8 +84,8 @@ func TestEvaluate(t *testing.T) {
 					{Backend: "bolt", Scenario: scGuarded, Conc: 64, Calls: 100},
 				},
 				Scale: []scaleCell{
-					{Backend: "bolt", Steps: 0, Conc: 64, RPS: 5000},
-					{Backend: "bolt", Steps: 200000, Conc: 64, RPS: 4600},
+					{Backend: "bolt", Steps: 0, loadCell: loadCell{Conc: 64, RPS: 5000}},
+					{Backend: "bolt", Steps: 200000, loadCell: loadCell{Conc: 64, RPS: 4600}},
 				},
 			},
 			met: []string{"toolguard process (bbolt) ≤ 300 µs @ c1", "PostgreSQL guarded req/s ≥ 0.5 × bbolt guarded @ c64",
@@ -98,9 +98,9 @@ func TestEvaluate(t *testing.T) {
 		{
 			name: "scale missed; a scale cell without its empty twin is left out",
 			r: report{Scale: []scaleCell{
-				{Backend: "bolt", Steps: 0, Conc: 64, RPS: 5000},
-				{Backend: "bolt", Steps: 1000000, Conc: 64, RPS: 4000},
-				{Backend: "postgres", Steps: 1000000, Conc: 64, RPS: 1000},
+				{Backend: "bolt", Steps: 0, loadCell: loadCell{Conc: 64, RPS: 5000}},
+				{Backend: "bolt", Steps: 1000000, loadCell: loadCell{Conc: 64, RPS: 4000}},
+				{Backend: "postgres", Steps: 1000000, loadCell: loadCell{Conc: 64, RPS: 1000}},
 			}},
 			missed: []string{"journal of 1000000 steps ≥ 0.9 × empty journal @ c64, 0 ms, bolt"},
 			absent: []string{"the issue's is", "postgres"},
