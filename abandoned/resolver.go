@@ -48,7 +48,8 @@ type Config struct {
 	Landing func(route *rules.Route) time.Duration
 	// Verify starts the verification of a step a lookup found committed.
 	Verify func(verification.Job) bool
-	// Credentials lends lookups their caller's credential.
+	// Credentials lends lookups their caller's credential (nil: none is
+	// ever lent, and a lookup that needs one gives up after AbandonAfter).
 	Credentials *verification.Credentials
 	// Lease is a claim's lease; AbandonAfter and UpstreamTimeout bound a
 	// candidate's age.
@@ -80,6 +81,9 @@ type parkedCred struct {
 func New(cfg Config) *Resolver {
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Credentials == nil {
+		cfg.Credentials = &verification.Credentials{}
 	}
 	return &Resolver{cfg: cfg, waiting: map[string]parkedCred{}}
 }
