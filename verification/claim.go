@@ -189,9 +189,7 @@ func (v *Verifier) resumed(st journal.Step) (Job, bool) {
 // startPickup runs pickUp every Lease/3 until Close, so that a
 // verification whose verifier died is taken over once its lease lapses.
 func (v *Verifier) startPickup() {
-	v.work.Add(1)
-	go func() {
-		defer v.work.Done()
+	v.goBackground(func() {
 		t := time.NewTicker(max(v.cfg.Lease/3, 10*time.Millisecond))
 		defer t.Stop()
 		for {
@@ -204,5 +202,5 @@ func (v *Verifier) startPickup() {
 				v.cfg.Log.Error("pick up pending verifications", slog.Any("error", err))
 			}
 		}
-	}()
+	})
 }

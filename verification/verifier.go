@@ -73,9 +73,13 @@ type Config struct {
 // Verifier runs verifications: in the background (Start), before the
 // agent's answer (Sync), and those read back from the journal (Resume).
 type Verifier struct {
-	cfg       Config
-	ctx       context.Context
-	stop      context.CancelFunc
+	cfg  Config
+	ctx  context.Context
+	stop context.CancelFunc
+	// mu orders the start of background work against Close: once closed
+	// is set, nothing is added to work.
+	mu        sync.Mutex
+	closed    bool
 	work      sync.WaitGroup
 	verifying localKeys
 	pickup    sync.Once
@@ -97,8 +101,27 @@ func New(cfg Config) *Verifier {
 // Close stops the background verifications, leaving them pending in the
 // journal, and waits for them to return.
 func (v *Verifier) Close() {
+	v.mu.Lock()
+	v.closed = true
+	v.mu.Unlock()
 	v.stop()
 	v.work.Wait()
+}
+
+// goBackground runs f in a goroutine that Close waits for; it reports
+// false, running nothing, once the Verifier is closed.
+func (v *Verifier) goBackground(f func()) bool {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.closed {
+		return false
+	}
+	v.work.Add(1)
+	go func() {
+		defer v.work.Done()
+		f()
+	}()
+	return true
 }
 
 // Verifying reports whether this process verifies key now.
@@ -108,16 +131,17 @@ func (v *Verifier) Verifying(key string) bool { return v.verifying.has(key) }
 // agent's answer. It reports false, starting nothing, when this process
 // verifies the step already or the Verifier is closed.
 func (v *Verifier) Start(j Job) bool {
-	if v.ctx.Err() != nil || !v.verifying.add(j.Step.Key) {
+	if !v.verifying.add(j.Step.Key) {
 		return false
 	}
-	v.work.Add(1)
-	go func() {
-		defer v.work.Done()
+	started := v.goBackground(func() {
 		defer v.verifying.remove(j.Step.Key)
 		v.own(v.ctx, j)
-	}()
-	return true
+	})
+	if !started {
+		v.verifying.remove(j.Step.Key)
+	}
+	return started
 }
 
 // Sync verifies a committed step before the agent's answer (mode: sync),
