@@ -12,9 +12,11 @@ type Counter struct {
 }
 
 // Add adds d, which may be negative, to the count. The count must not go
-// below zero, and d must not be zero while the count is zero (the idle
-// channel would be closed twice).
+// below zero; adding zero changes nothing.
 func (a *Counter) Add(d int) {
+	if d == 0 {
+		return
+	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.n == 0 && d > 0 {

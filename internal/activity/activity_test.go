@@ -67,3 +67,25 @@ func TestIdleClosesWhenWorkEnds(t *testing.T) {
 	}
 	a.Done()
 }
+
+// Regression: adding zero to an idle counter closed its idle channel a
+// second time, which panics.
+func TestAddZero(t *testing.T) {
+	var c Counter
+	c.Add(1)
+	c.Done()
+	c.Add(0)
+	c.Add(0)
+	select {
+	case <-c.Idle():
+	default:
+		t.Fatal("an idle counter's channel is not closed")
+	}
+	c.Add(1)
+	c.Add(0)
+	select {
+	case <-c.Idle():
+		t.Fatal("a busy counter reads idle")
+	default:
+	}
+}
