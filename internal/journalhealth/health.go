@@ -16,12 +16,12 @@ import (
 // later write succeeds: every guarded call tries the journal before it is
 // sent, so the first one recorded after the cause is fixed (a disk with
 // room again) makes the proxy ready again. There is no probe write. Its
-// zero value is healthy; set Log before the first Record.
+// zero value is healthy.
 type Monitor struct {
 	// Metrics counts the write failures; nil counts nothing.
 	Metrics *metrics.Metrics
-	// Log receives a line when readiness is lost or comes back; it must
-	// not be nil.
+	// Log receives a line when readiness is lost or comes back; nil
+	// discards.
 	Log *slog.Logger
 
 	// failedAt is the time of the last write failure, in Unix nanoseconds,
@@ -64,7 +64,7 @@ func (m *Monitor) Record(err, merr error) {
 	switch {
 	case err == nil && merr == nil:
 		if m.failedAt.Swap(0) != 0 {
-			m.Log.Info("journal writes succeed again: ready")
+			m.log().Info("journal writes succeed again: ready")
 		}
 	case err == nil, merr != nil && errors.Is(err, merr),
 		errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded),
@@ -72,7 +72,7 @@ func (m *Monitor) Record(err, merr error) {
 	default:
 		m.Metrics.JournalWriteFailed()
 		if m.failedAt.Swap(time.Now().UnixNano()) == 0 {
-			m.Log.Error("journal write failed: not ready until a journal write succeeds", slog.Any("error", err))
+			m.log().Error("journal write failed: not ready until a journal write succeeds", slog.Any("error", err))
 		}
 	}
 }
@@ -101,7 +101,14 @@ func (m *Monitor) Ready(j Pinger) bool {
 		return false
 	}
 	if m.failedAt.Swap(0) != 0 {
-		m.Log.Info("journal answers again: ready")
+		m.log().Info("journal answers again: ready")
 	}
 	return true
+}
+
+func (m *Monitor) log() *slog.Logger {
+	if m.Log == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return m.Log
 }

@@ -32,7 +32,7 @@ func TestMonitorClassifies(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			m := &Monitor{Log: slog.New(slog.DiscardHandler)}
+			m := &Monitor{} // a nil Log discards
 			m.Record(tc.err, tc.merr)
 			if got := m.failedAt.Load() == 0; got != tc.wantReady {
 				t.Fatalf("healthy = %v, want %v", got, tc.wantReady)
