@@ -271,6 +271,9 @@ func (j *Journal) write(ctx context.Context, p *pending) (journal.Step, bool, er
 	if p.old != nil && p.hinted {
 		stmt, args = j.sql.updateHinted, append(args, p.old.UpdatedAt)
 	}
+	if len(p.flows) == 0 {
+		stmt, args = j.sql.lean(stmt, args)
+	}
 	var lease *time.Time
 	var notified int64
 	started := time.Now()

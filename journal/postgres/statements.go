@@ -9,6 +9,12 @@ type statements struct {
 	// ($36): a step written on a hint (hints.go) must be the very row the
 	// hint saw, not one deleted and created again since.
 	updateHinted string
+	// The lean variants write the step and its events only, for a
+	// transition that changes no workflow's counts (most calls have no
+	// workflow): PostgreSQL builds the executor state of every part of a
+	// statement on each run, and the workflow parts are most of it. They
+	// take $1-$19 of the full ones; the hinted one's updated_at is $20.
+	leanInsert, leanUpdate, leanUpdateHinted string
 }
 
 // The write of a transition is one statement: the step (s), its events
@@ -49,14 +55,16 @@ const (
 	WHERE key = $1 AND revision = $3::bigint
 	RETURNING key, lease_until, watched`
 
-	writeRest = `,
+	writeEvents = `,
 e AS (
 	INSERT INTO events (seq, xid, key, key_seq, time, type, from_status, to_status, hold, reason, note, epoch, fence)
 	SELECT (pg_current_xact_id()::text::bigint << 10) + x.n, pg_current_xact_id(), s.key, $3::bigint + x.n, $13,
 		x.type, x.from_status, $4, $5, x.reason, x.note, $8, $9
 	FROM s, unnest($16::text[], $17::smallint[], $18::text[], $19::text[])
 		WITH ORDINALITY AS x(type, from_status, reason, note, n)
-),
+)`
+
+	writeRest = writeEvents + `,
 a AS (
 	DELETE FROM workflows o
 	USING (SELECT DISTINCT x.id, x.scope FROM s, unnest($21::text[], $35::text[]) AS x(id, scope) WHERE x.scope <> '') x
@@ -95,13 +103,40 @@ n AS (
 	SELECT pg_notify($34, s.key) FROM s WHERE $20::boolean
 )
 SELECT s.lease_until, (SELECT count(*) FROM n), s.watched FROM s`
+
+	leanRest = writeEvents + `
+SELECT s.lease_until, 0::bigint, s.watched FROM s`
 )
 
 func newStatements() statements {
+	hinted := func(n string) string {
+		return strings.Replace(updateStep, "revision = $3::bigint",
+			"revision = $3::bigint AND updated_at = $"+n+"::timestamptz", 1)
+	}
 	return statements{
-		insert: "WITH s AS (" + insertStep + ")" + writeRest,
-		update: "WITH s AS (" + updateStep + ")" + writeRest,
-		updateHinted: "WITH s AS (" + strings.Replace(updateStep, "revision = $3::bigint",
-			"revision = $3::bigint AND updated_at = $36::timestamptz", 1) + ")" + writeRest,
+		insert:           "WITH s AS (" + insertStep + ")" + writeRest,
+		update:           "WITH s AS (" + updateStep + ")" + writeRest,
+		updateHinted:     "WITH s AS (" + hinted("36") + ")" + writeRest,
+		leanInsert:       "WITH s AS (" + insertStep + ")" + leanRest,
+		leanUpdate:       "WITH s AS (" + updateStep + ")" + leanRest,
+		leanUpdateHinted: "WITH s AS (" + hinted("20") + ")" + leanRest,
+	}
+}
+
+// leanArgs is the number of parameters the lean statements take, besides
+// the hinted one's updated_at.
+const leanArgs = 19
+
+// lean returns the lean variant of the full statement stmt and its
+// arguments, for a write that changes no workflow.
+func (q *statements) lean(stmt string, args []any) (string, []any) {
+	lean := args[:leanArgs:leanArgs]
+	switch stmt {
+	case q.insert:
+		return q.leanInsert, lean
+	case q.update:
+		return q.leanUpdate, lean
+	default: // updateHinted, whose last argument is the step's updated_at
+		return q.leanUpdateHinted, append(lean, args[len(args)-1])
 	}
 }
