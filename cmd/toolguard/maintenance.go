@@ -166,9 +166,11 @@ func copyJournal(ctx context.Context, src *sourceFlags, w io.Writer) (int64, err
 }
 
 // checkFile opens a journal file read-only, waiting at most wait for its
-// lock, and checks it.
+// lock, and checks it as it is: the writes a crash left in its log are
+// applied by the next writable open, not here, so that a damaged file is
+// never written to.
 func checkFile(path string, wait time.Duration) ([]error, error) {
-	j, err := bolt.Open(path, bolt.Options{ReadOnly: true, Timeout: wait})
+	j, err := bolt.Open(path, bolt.Options{ReadOnly: true, SkipLog: true, Timeout: wait})
 	if err != nil {
 		return nil, err
 	}

@@ -108,7 +108,7 @@ func (b *Journal) applyOne(bk *buckets, r *request) (wrote bool, err error) {
 	if err := w.write(bk); err != nil {
 		return true, fmt.Errorf("write step %s: %w", r.key, err)
 	}
-	r.written, r.ref = w.step, w.ref
+	r.written, r.ref, r.pending = w.step, w.ref, w
 	r.step = w.step
 	r.step.ReadAt = w.step.UpdatedAt
 	r.wrote = true

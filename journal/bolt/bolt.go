@@ -1,6 +1,7 @@
 package bolt
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -28,6 +29,7 @@ type Journal struct {
 	now      func() time.Time
 	epoch    uint64
 	readOnly bool
+	skipLog  bool
 
 	commits   atomic.Uint64
 	onCommit  func(d time.Duration, batch int)
@@ -50,6 +52,15 @@ type Journal struct {
 	sweeps atomic.Uint64
 	// watch wakes the callers of Watch after commits (lease.go).
 	watch watchers
+	// The write-ahead log and the committer's open transaction
+	// (checkpoint.go); only the committer touches lg. overlay holds the
+	// steps written since the last checkpoint; dirty is set while a
+	// transaction is open.
+	lg          logged
+	overlay     overlay
+	dirty       atomic.Bool
+	checkpoints atomic.Uint64
+	logID       uint64
 	// anyTransition lets tests seed any state without the allowlist
 	// (Options.SeedStates; the package's own tests of indexes, counters and
 	// file layout set it directly), which the conformance suite
@@ -76,7 +87,8 @@ func Open(path string, opts Options) (*Journal, error) {
 	if opts.Timeout <= 0 {
 		opts.Timeout = DefaultTimeout
 	}
-	b := &Journal{path: path, log: opts.Logger, now: opts.Now, readOnly: opts.ReadOnly, onCommit: opts.OnCommit, anyTransition: opts.SeedStates}
+	b := &Journal{path: path, log: opts.Logger, now: opts.Now, readOnly: opts.ReadOnly, skipLog: opts.SkipLog,
+		onCommit: opts.OnCommit, anyTransition: opts.SeedStates}
 	if b.log == nil {
 		b.log = slog.New(slog.DiscardHandler)
 	}
@@ -84,25 +96,35 @@ func Open(path string, opts Options) (*Journal, error) {
 		b.now = time.Now
 	}
 	b.idle.L = &b.mu
-	db, err := bbolt.Open(path, 0o600, &bbolt.Options{
-		Timeout:  opts.Timeout,
-		ReadOnly: opts.ReadOnly,
-		// The hashmap freelist stays fast on large, fragmented files.
-		FreelistType:    bbolt.FreelistMapType,
-		InitialMmapSize: 1 << 30,
-	})
-	if errors.Is(err, berrors.ErrTimeout) {
-		return nil, fmt.Errorf("open journal %s: %w: waited %s for the lock; is another toolguard using this file?",
-			path, ErrLocked, opts.Timeout)
-	}
+	db, err := openFile(path, opts)
 	if err != nil {
-		return nil, fmt.Errorf("open journal %s: %w", path, err)
+		return nil, err
 	}
 	b.db = db
 	if opts.ReadOnly {
 		err = db.View(b.loadMeta)
+		if errors.Is(err, errPendingLog) {
+			// A crashed writer's log: apply it, then look again.
+			_ = db.Close()
+			if err := applyLog(path, opts); err != nil {
+				return nil, err
+			}
+			if db, err = openFile(path, opts); err != nil {
+				return nil, err
+			}
+			b.db = db
+			err = db.View(b.loadMeta)
+		}
 	} else if err = upgrade(db, b.log); err == nil {
-		err = db.Update(b.initMeta)
+		err = db.Update(func(tx *bbolt.Tx) error {
+			if err := b.initMeta(tx); err != nil {
+				return err
+			}
+			return b.recoverLog(tx)
+		})
+		if err == nil {
+			b.lg.log, err = openLog(path, b.logID)
+		}
 	}
 	if err != nil {
 		_ = db.Close()
@@ -121,6 +143,55 @@ func Open(path string, opts Options) (*Journal, error) {
 		}()
 	}
 	return b, nil
+}
+
+// openFile opens the bbolt file of a journal.
+func openFile(path string, opts Options) (*bbolt.DB, error) {
+	db, err := bbolt.Open(path, 0o600, &bbolt.Options{
+		Timeout:  opts.Timeout,
+		ReadOnly: opts.ReadOnly,
+		// The hashmap freelist stays fast on large, fragmented files.
+		FreelistType:    bbolt.FreelistMapType,
+		InitialMmapSize: 1 << 30,
+	})
+	if errors.Is(err, berrors.ErrTimeout) {
+		return nil, fmt.Errorf("open journal %s: %w: waited %s for the lock; is another toolguard using this file?",
+			path, ErrLocked, opts.Timeout)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("open journal %s: %w", path, err)
+	}
+	return db, nil
+}
+
+// applyLog writes the log of a stopped writer into the file, for a
+// read-only Open: it needs the file writable once.
+func applyLog(path string, opts Options) error {
+	opts.ReadOnly = false
+	db, err := openFile(path, opts)
+	if err != nil {
+		return fmt.Errorf("open journal %s: %w: its log holds writes not yet in the file, and applying them needs it writable", path, err)
+	}
+	b := &Journal{path: path, log: opts.Logger}
+	if b.log == nil {
+		b.log = slog.New(slog.DiscardHandler)
+	}
+	err = func() (err error) {
+		// bbolt panics on a damaged page: report it, as view does.
+		defer func() {
+			if v := recover(); v != nil {
+				err = fmt.Errorf("%w: %v", journal.ErrCorrupt, v)
+			}
+		}()
+		return db.Update(b.recoverLog)
+	}()
+	if cerr := db.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("open journal %s: apply its log: %w", path, err)
+	}
+	return nil
 }
 
 // initMeta creates the buckets, checks the schema and starts a new epoch.
@@ -174,6 +245,12 @@ func (b *Journal) loadMeta(tx *bbolt.Tx) error {
 		return err
 	}
 	b.epoch = getUint(meta, keyEpoch)
+	if b.skipLog {
+		return nil
+	}
+	if pending, err := pendingLog(tx, b.path); err != nil || pending {
+		return cmp.Or(err, errPendingLog)
+	}
 	return nil
 }
 
@@ -196,9 +273,11 @@ func (b *Journal) Path() string { return b.path }
 // ReadOnly reports whether the journal was opened with Options.ReadOnly.
 func (b *Journal) ReadOnly() bool { return b.readOnly }
 
-// Commits returns the number of write transactions committed since Open
-// (one per group commit; Open's own is not counted). Divided by the number
-// of Apply calls it gives the fsyncs per write.
+// Commits returns the number of durable group commits since Open: log
+// syncs of Apply batches, and the commits of Sweep, ExpireHolds and
+// PutCheckpoint (Open's own and checkpoints are not counted). Divided by
+// the number of Apply calls it gives the fsyncs per write on the caller's
+// path.
 func (b *Journal) Commits() uint64 { return b.commits.Load() }
 
 // Close waits for queued writes to commit, then closes the file. Apply
@@ -252,8 +331,22 @@ func (b *Journal) WriteTo(w io.Writer) (int64, error) {
 	return n, err
 }
 
-// view runs fn in a read transaction; op names the operation in errors.
-func (b *Journal) view(op string, fn func(*buckets) error) (err error) {
+// view runs fn in a read transaction that sees every write acknowledged
+// before it (it asks for a checkpoint first, checkpoint.go); op names the
+// operation in errors.
+func (b *Journal) view(op string, fn func(*buckets) error) error {
+	if b.closed.Load() {
+		return fmt.Errorf("%s: %w", op, journal.ErrClosed)
+	}
+	if err := b.sync(op); err != nil {
+		return err
+	}
+	return b.rawView(op, fn)
+}
+
+// rawView runs fn in a read transaction of the file as of its last
+// checkpoint.
+func (b *Journal) rawView(op string, fn func(*buckets) error) (err error) {
 	if b.closed.Load() {
 		return fmt.Errorf("%s: %w", op, journal.ErrClosed)
 	}

@@ -4,13 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
-
-	berrors "go.etcd.io/bbolt/errors"
 
 	"github.com/toolguard/toolguard/journal"
 )
@@ -178,8 +177,8 @@ func TestGroupCommitIsolatesFailures(t *testing.T) {
 	}
 }
 
-// A failed commit fails every Apply of its batch, writes nothing and runs
-// no mutation twice.
+// A batch the log cannot take fails every Apply of it, writes nothing and
+// runs no mutation twice; the writes logged before it stay.
 func TestGroupCommitFailure(t *testing.T) {
 	b := mustOpen(t)
 	mustApply(t, b, "before", start("before", ""))
@@ -197,16 +196,22 @@ func TestGroupCommitFailure(t *testing.T) {
 	big := journal.Step{Key: "big", Status: journal.StatusFailed, LastError: strings.Repeat("x", 4<<20)}
 	wait := applyQueued(t, b, []string{"a", "big", "before"},
 		[]journal.Mutation{counted("a", start("a", "")), counted("big", put(big)), counted("before", start("before", ""))})
-	// The batch needs to grow the file: forbid it, so that its commit fails.
-	b.db.MaxSize = int(b.Size())
+	// The log cannot be written: its file is closed under it.
+	f := b.lg.log.f
+	closed, err := os.Open(f.Name())
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed.Close()
+	b.lg.log.f = closed
 	commits := b.Commits()
 	release()
 	res := wait()
-	b.db.MaxSize = 0
+	b.lg.log.f = f
 
 	for i, r := range res {
-		if !errors.Is(r.err, berrors.ErrMaxSizeReached) || !errors.Is(r.err, journal.ErrUnavailable) {
-			t.Errorf("apply %d: err = %v, want the commit's error, as ErrUnavailable", i, r.err)
+		if !errors.Is(r.err, os.ErrClosed) || !errors.Is(r.err, journal.ErrUnavailable) {
+			t.Errorf("apply %d: err = %v, want the log's error, as ErrUnavailable", i, r.err)
 		}
 	}
 	if want := map[string]int{"a": 1, "big": 1, "before": 1}; fmt.Sprint(calls) != fmt.Sprint(want) {

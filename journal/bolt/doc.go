@@ -1,23 +1,32 @@
 // Package bolt is the journal's default backend: one bbolt file, written by
-// one process, whose commits are fsynced and shared between concurrent
-// callers. It implements journal.Store and journal.Maintainer (online
-// backups, the file's size), keeps its indexes and counters in the same
-// transactions as the steps, and upgrades and compacts its file.
+// one process, with a write-ahead log beside it whose appends are fsynced
+// and shared between concurrent callers. It implements journal.Store and
+// journal.Maintainer (online backups, the file's size), keeps its indexes
+// and counters in the same transactions as the steps, and upgrades and
+// compacts its file.
 //
-// # Group commit
+// # Group commit and the log
 //
-// An fsync is the cost of a write, so concurrent Applies share commits: a
-// committer goroutine commits everything queued at that moment in one
-// transaction, in arrival order, and callers arriving during that commit
-// queue up for the next one, which it starts as soon as the previous one is
-// durable. There is no timer, so a lone caller pays exactly one commit.
-// Each mutation sees the writes of those before it in the same transaction;
-// a mutation that fails (error, journal.ErrNoChange, an invalid Change, a
-// panic) writes nothing and affects only its own caller.
+// An fsync is the cost of a write, so concurrent Applies share them: a
+// committer goroutine runs everything queued at that moment, in arrival
+// order, in its open write transaction, appends what it wrote to the log as
+// one frame, syncs it once and answers the batch; callers arriving
+// meanwhile queue up for the next batch, which it starts at once. There is
+// no timer before a write, so a lone caller pays exactly one log sync.
+// Each mutation sees the writes of those before it; a mutation that fails
+// (error, journal.ErrNoChange, an invalid Change, a panic) writes nothing
+// and affects only its own caller.
 //
-// Nothing is retried. When a commit fails, every Apply of its batch returns
-// the error (wrapping journal.ErrUnavailable) and none of it is written.
-// Each mutation runs once (commit.go says why).
+// The transaction is committed to the file (a checkpoint, with bbolt's own
+// two fsyncs) every 100 ms, every 4 MiB of log, when idle, on Close, and
+// before any read but Get, which reads the steps written since the last
+// checkpoint from memory. A writable Open applies the frames a crash left
+// in the log before anything else; a read-only Open of such a file applies
+// them first too (wal.go, checkpoint.go).
+//
+// Nothing is retried. When a batch cannot be logged, every Apply of it
+// returns the error (wrapping journal.ErrUnavailable) and none of it is
+// written. Each mutation runs once (commit.go says why).
 //
 // # Leases
 //
@@ -25,7 +34,7 @@
 // Step.LeaseUntil stays zero, Renew only checks the claim, and after a
 // restart every started step of an older epoch is known to be not in
 // flight. Watch wakes the callers waiting on a key after each of its
-// commits.
+// writes is logged.
 //
 // # Layout
 //

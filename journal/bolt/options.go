@@ -13,8 +13,13 @@ type Options struct {
 	Timeout time.Duration
 	// ReadOnly opens the file shared and read-only, for inspecting the
 	// journal of a stopped proxy; Apply then fails with ErrReadOnly, and the
-	// epoch is not incremented.
+	// epoch is not incremented. When a crash left writes in the log beside
+	// the file, Open applies them first, which writes the file once (and
+	// needs it writable), unless SkipLog is set.
 	ReadOnly bool
+	// SkipLog opens a file read-only as it is, without the writes a crash
+	// left in its log: for checking a file before anything is written to it.
+	SkipLog bool
 	// Logger receives fencing rejections and other notable events; nil
 	// discards them.
 	Logger *slog.Logger

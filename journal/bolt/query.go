@@ -17,6 +17,10 @@ const defaultLimit = 1000
 // Steps read are cached (see cache.go).
 func (b *Journal) Get(key string) (journal.Step, error) {
 	if !b.closed.Load() {
+		if s, ok := b.overlay.get(key); ok {
+			s.ReadAt = b.now().UTC()
+			return s, nil
+		}
 		if s, ok := b.cache.get(key); ok {
 			s.ReadAt = b.now().UTC()
 			return s, nil
@@ -24,7 +28,7 @@ func (b *Journal) Get(key string) (journal.Step, error) {
 	}
 	gen, cacheable := b.cache.generation()
 	var s journal.Step
-	err := b.view("get step "+key, func(bk *buckets) error {
+	err := b.rawView("get step "+key, func(bk *buckets) error {
 		cur, err := bk.getStep(key)
 		if err == nil {
 			s = *cur

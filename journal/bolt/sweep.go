@@ -38,6 +38,9 @@ func (b *Journal) removeBatch(op string, batch int, fn func(bk *buckets, now tim
 	if batch <= 0 {
 		batch = 500
 	}
+	if err := b.sync(op); err != nil {
+		return 0, false, err
+	}
 	b.sweeps.Add(1) // before the transaction (recent.go)
 	b.cache.begin(nil, true)
 	defer b.cache.end()
@@ -46,8 +49,10 @@ func (b *Journal) removeBatch(op string, batch int, fn func(bk *buckets, now tim
 		if err != nil {
 			return err
 		}
-		n, more, err = fn(bk, b.now().UTC(), batch)
-		return err
+		if n, more, err = fn(bk, b.now().UTC(), batch); err != nil || n == 0 {
+			return err
+		}
+		return bumpApplied(bk.meta) // a write outside the log (checkpoint.go)
 	})
 	if err != nil {
 		return 0, false, fmt.Errorf("%s: %w", op, err)

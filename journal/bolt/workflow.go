@@ -147,8 +147,21 @@ func (bk *buckets) scopesOf(id string) ([]journal.Workflow, error) {
 // GetWorkflow returns the record of workflow id in scope, or an error
 // wrapping ErrNotFound.
 func (b *Journal) GetWorkflow(scope, id string) (journal.Workflow, error) {
+	got, changed, stale := b.overlay.workflow(scope, id)
+	switch {
+	case changed && got == nil:
+		return journal.Workflow{}, fmt.Errorf("get workflow %s: %w", id, journal.ErrNotFound)
+	case changed:
+		return *got, nil
+	}
+	// Read as of the last checkpoint: what the writes since changed is in
+	// the overlay (checkpoint.go), unless it could not tell.
+	view := b.rawView
+	if stale {
+		view = b.view
+	}
 	var w journal.Workflow
-	err := b.view("get workflow "+id, func(bk *buckets) error {
+	err := view("get workflow "+id, func(bk *buckets) error {
 		got, err := loadWorkflow(bk.workflows, scope, id)
 		if err == nil {
 			w = *got
@@ -217,10 +230,16 @@ func (b *Journal) PutCheckpoint(scope, id string, ifVersion *uint64, checkpoint 
 	if id == "" || len(id) > journal.MaxWorkflowLen || strings.IndexByte(id, 0) >= 0 {
 		return journal.Workflow{}, fmt.Errorf("put checkpoint: %w: workflow id must be 1 to %d bytes, without NUL", journal.ErrInvalidChange, journal.MaxWorkflowLen)
 	}
+	if err := b.sync("put checkpoint " + id); err != nil {
+		return journal.Workflow{}, err
+	}
 	var out journal.Workflow
 	err := b.db.Update(func(tx *bbolt.Tx) error {
 		bk, err := openBuckets(tx)
 		if err != nil {
+			return err
+		}
+		if err := bumpApplied(bk.meta); err != nil { // a write outside the log (checkpoint.go)
 			return err
 		}
 		now := b.now().UTC()
