@@ -136,6 +136,8 @@ func Open(path string, opts Options) (*Journal, error) {
 		close(b.stopped)
 		close(b.dropStopped)
 	} else {
+		b.lg.idle = time.NewTimer(checkpointEvery)
+		b.lg.idle.Stop()
 		go b.committer()
 		go func() {
 			defer close(b.dropStopped)

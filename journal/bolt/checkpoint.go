@@ -58,14 +58,16 @@ var (
 
 // logged is the committer's state between checkpoints.
 type logged struct {
-	log    *logFile
-	tx     *bbolt.Tx // nil between a checkpoint and the next batch
-	bk     *buckets
-	began  time.Time
-	lsn    uint64   // the last LSN logged
-	frames [][]byte // the payloads logged since tx began
-	bytes  int
-	idle   *time.Timer
+	log   *logFile
+	tx    *bbolt.Tx // nil between a checkpoint and the next batch
+	bk    *buckets
+	began time.Time
+	// retryAt delays the next due checkpoint after one failed.
+	retryAt time.Time
+	lsn     uint64   // the last LSN logged
+	frames  [][]byte // the payloads logged since tx began
+	bytes   int
+	idle    *time.Timer
 	// broken is set when the open transaction could not be built again
 	// from the log: nothing is written until a restart replays it.
 	broken error
@@ -225,7 +227,10 @@ func (b *Journal) logBatch(batch []*request) error {
 // due reports whether the open transaction should be checkpointed now.
 func (b *Journal) due() bool {
 	lg := &b.lg
-	return lg.tx != nil && (lg.bytes >= checkpointBytes || time.Since(lg.began) >= checkpointEvery)
+	if lg.tx == nil || time.Now().Before(lg.retryAt) {
+		return false
+	}
+	return lg.bytes >= checkpointBytes || time.Since(lg.began) >= checkpointEvery
 }
 
 // checkpoint commits the open transaction with the LSN of its last frame,
@@ -253,6 +258,7 @@ func (b *Journal) checkpoint() error {
 	lg.tx, lg.bk = nil, nil
 	if err != nil {
 		b.rebuild()
+		lg.retryAt = time.Now().Add(checkpointEvery) // unless asked for
 		return fmt.Errorf("checkpoint journal: %w: %w", journal.ErrUnavailable, err)
 	}
 	lg.frames, lg.bytes = nil, 0

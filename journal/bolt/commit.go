@@ -5,25 +5,27 @@ package bolt
 // An fsync is the journal's whole write budget, so concurrent Applies
 // share them. There is no timer (bbolt's db.Batch waits up to
 // MaxBatchDelay, 10 ms by default, even when a single caller is writing).
-// Instead one committer goroutine per writable journal loops:
+// Instead one goroutine at a time holds the committer's role (busy) and
+// loops:
 //
-//   - A caller appends its request to the queue and, if the committer is
-//     idle, wakes it; then it sleeps until its request is answered.
-//   - The committer takes everything queued (up to maxBatch), runs the
-//     mutations in queue order inside its open write transaction, appends
+//   - A caller appends its request to the queue. If the role is free, it
+//     takes it and commits on its own goroutine; otherwise it sleeps until
+//     its request is answered.
+//   - The holder takes everything queued (up to maxBatch), runs the
+//     mutations in queue order inside the open write transaction, appends
 //     what they wrote to the log as one frame, syncs it once and answers
 //     every request of the batch (checkpoint.go commits the transaction
 //     to the file later).
-//   - Requests that arrived meanwhile wait in the queue; the committer
-//     takes them as the next batch at once, and goes idle only when the
-//     queue is empty.
+//   - Requests that arrived meanwhile wait in the queue. A caller that
+//     took the role hands it, once its own request is answered, to the
+//     committer goroutine, which takes them as the next batch at once and
+//     gives the role up only when the queue is empty.
 //
-// At concurrency 1 every Apply is its own batch and pays one log sync;
-// under load, batches grow to the number of waiting callers. A committer of
-// its own, rather than a leader elected among the callers, means no
-// hand-off between batches: a woken caller would first have to be
-// scheduled, and under load that wait is paid by every request queued
-// behind it.
+// At concurrency 1 every Apply is its own batch, committed on the
+// caller's goroutine with one log sync and no hand-off. Under load,
+// batches grow to the number of waiting callers, and the committer
+// goroutine runs them back to back: a caller elected to commit for others
+// would make its own answer wait for theirs.
 //
 // Nothing is ever retried. bbolt's Batch re-runs the functions of a failed
 // batch one by one, which is harmless for pure functions but not for ours: a
@@ -73,7 +75,11 @@ type request struct {
 var errNothingWritten = errors.New("nothing written")
 
 // submit queues r and returns once r has its result; false means the
-// journal is closed and r was not queued.
+// journal is closed and r was not queued. A caller that finds the
+// committer's role free takes it and commits its own batch on its own
+// goroutine, sparing itself two goroutine switches (the wake-up of the
+// committer and its own); once answered, it hands what has queued since to
+// the committer goroutine.
 func (b *Journal) submit(r *request) bool {
 	b.mu.Lock()
 	if b.shut {
@@ -81,25 +87,71 @@ func (b *Journal) submit(r *request) bool {
 		return false
 	}
 	b.queue = append(b.queue, r)
-	wake := !b.busy
-	b.busy = true
+	lead := !b.busy
+	if lead {
+		b.busy = true
+		b.lg.idle.Stop()
+	}
 	b.mu.Unlock()
-	if wake {
-		b.kick <- struct{}{}
+	if lead {
+		b.drain(r)
 	}
 	<-r.done
 	return true
 }
 
-// committer commits batches taken from the head of the queue until it is
-// empty, then waits to be kicked again, checkpointing the open transaction
-// when it has been idle for checkpointEvery; it checkpoints one last time
-// and returns when kick is closed.
+// drain commits batches taken from the head of the queue, holding the
+// committer's role (busy), until the queue is empty; then it gives the
+// role up and arms the idle checkpoint. A caller leading for its own
+// request (own) stops as soon as own is answered and hands the role, with
+// whatever is queued and a checkpoint that is due, to the committer
+// goroutine, which runs them.
+func (b *Journal) drain(own *request) {
+	for {
+		if own == nil && b.due() {
+			if err := b.checkpoint(); err != nil {
+				b.log.Error("journal: checkpoint failed; its writes stay in the log", "err", err)
+			}
+		}
+		b.mu.Lock()
+		n := min(len(b.queue), maxBatch)
+		if own != nil && answered(own) && (n > 0 || b.due()) {
+			b.mu.Unlock()
+			b.kick <- struct{}{}
+			return
+		}
+		if n == 0 {
+			b.queue = nil
+			b.busy = false
+			if b.lg.tx != nil {
+				b.lg.idle.Reset(checkpointEvery)
+			}
+			b.idle.Broadcast()
+			b.mu.Unlock()
+			return
+		}
+		batch := b.queue[:n:n]
+		b.queue = b.queue[n:]
+		b.mu.Unlock()
+		b.commit(batch)
+	}
+}
+
+func answered(r *request) bool {
+	select {
+	case <-r.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// committer takes the committer's role when a leading caller hands it
+// over (kick), and checkpoints the open transaction when the journal has
+// been idle for checkpointEvery; it checkpoints one last time and returns
+// when kick is closed.
 func (b *Journal) committer() {
 	defer close(b.stopped)
-	lg := &b.lg
-	lg.idle = time.NewTimer(checkpointEvery)
-	lg.idle.Stop()
 	for {
 		select {
 		case _, ok := <-b.kick:
@@ -107,30 +159,19 @@ func (b *Journal) committer() {
 				b.closeLog()
 				return
 			}
-		case <-lg.idle.C:
+			b.drain(nil)
+		case <-b.lg.idle.C:
+			b.mu.Lock()
+			if b.busy || b.shut {
+				b.mu.Unlock()
+				continue
+			}
+			b.busy = true
+			b.mu.Unlock()
 			if err := b.checkpoint(); err != nil {
 				b.log.Error("journal: checkpoint failed; its writes stay in the log", "err", err)
 			}
-			continue
-		}
-		lg.idle.Stop()
-		for {
-			b.mu.Lock()
-			n := min(len(b.queue), maxBatch)
-			if n == 0 {
-				b.queue = nil
-				b.busy = false
-				b.idle.Broadcast()
-				b.mu.Unlock()
-				break
-			}
-			batch := b.queue[:n:n]
-			b.queue = b.queue[n:]
-			b.mu.Unlock()
-			b.commit(batch)
-		}
-		if lg.tx != nil {
-			lg.idle.Reset(checkpointEvery)
+			b.drain(nil)
 		}
 	}
 }
@@ -152,7 +193,7 @@ func (b *Journal) closeLog() {
 }
 
 // commit runs the writes of batch, then, if a request of the batch asks
-// for one, a checkpoint.
+// for one, a checkpoint (drain runs the others).
 func (b *Journal) commit(batch []*request) {
 	writes := batch[:0:0]
 	var syncs []*request
@@ -166,11 +207,8 @@ func (b *Journal) commit(batch []*request) {
 	if len(writes) > 0 {
 		b.commitWrites(writes)
 	}
-	if len(syncs) > 0 || b.due() {
+	if len(syncs) > 0 {
 		err := b.checkpoint()
-		if err != nil && len(syncs) == 0 {
-			b.log.Error("journal: checkpoint failed; its writes stay in the log", "err", err)
-		}
 		for _, r := range syncs {
 			r.err = err
 			close(r.done)

@@ -7,12 +7,13 @@
 //
 // # Group commit and the log
 //
-// An fsync is the cost of a write, so concurrent Applies share them: a
-// committer goroutine runs everything queued at that moment, in arrival
-// order, in its open write transaction, appends what it wrote to the log as
-// one frame, syncs it once and answers the batch; callers arriving
-// meanwhile queue up for the next batch, which it starts at once. There is
-// no timer before a write, so a lone caller pays exactly one log sync.
+// An fsync is the cost of a write, so concurrent Applies share them: the
+// committer (a lone caller itself, on its own goroutine; a goroutine of
+// its own under load) runs everything queued at that moment, in arrival
+// order, in the open write transaction, appends what it wrote to the log
+// as one frame, syncs it once and answers the batch; callers arriving
+// meanwhile queue up for the next batch, which starts at once. There is no
+// timer before a write, so a lone caller pays exactly one log sync.
 // Each mutation sees the writes of those before it; a mutation that fails
 // (error, journal.ErrNoChange, an invalid Change, a panic) writes nothing
 // and affects only its own caller.
