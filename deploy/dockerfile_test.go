@@ -427,7 +427,7 @@ func TestDockerignore(t *testing.T) {
 			t.Errorf(".dockerignore excludes %s, which the build needs", p)
 		}
 	}
-	for _, p := range []string{".git/config", "toolguard", "toolguard.db", "toolguard.db.secret", "ca/ca-key.pem", "examples/x/ca-key.pem"} {
+	for _, p := range []string{".git/config", "toolguard", "toolguard.db", "toolguard.db-wal", "toolguard.db.secret", "ca/ca-key.pem", "examples/x/ca-key.pem"} {
 		if !ignored(patterns, p) {
 			t.Errorf(".dockerignore lets %s into the build context", p)
 		}
