@@ -14,13 +14,13 @@ package bolt
 // Until its checkpoint, a write is in the log and in the open
 // transaction, which other transactions do not see: Get reads it from the
 // overlay, every write since the last checkpoint by key; every other read
-// (List, Events, Count, workflows, backups, Check) and every other writer
-// (Sweep, ExpireHolds, PutCheckpoint) asks for a checkpoint first. Those
-// other writers run only between the committer's transactions (bbolt has
-// one writer at a time), so the log never holds a write made on a state
-// that a write outside it has changed since; each of them also counts
-// itself in the applied LSN, so that a log left beside a file restored
-// from an older backup does not match it.
+// (List, Events, Count, workflows, backups, Check) asks for a checkpoint
+// first. Every other writer (Sweep, ExpireHolds, PutCheckpoint, Ping) runs
+// its own transaction right after a checkpoint, holding the committer's
+// role (update), so the log never holds a write made on a state that a
+// write outside it has changed since; each of them also counts itself in
+// the applied LSN, so that a log left beside a file restored from an older
+// backup does not match it.
 //
 // When a batch cannot be logged, or its transaction is spoiled (a write
 // error, a panic outside the mutations), the transaction is rolled back
@@ -341,6 +341,19 @@ func (b *Journal) sync(op string) error {
 		return fmt.Errorf("%s: %w", op, r.err)
 	}
 	return nil
+}
+
+// update runs fn in a write transaction of its own, outside the log: a
+// checkpoint first commits the committer's transaction, and fn runs while
+// the caller holds the committer's role, so no batch is logged on a state
+// fn is changing, and no read of the overlay outlives what fn writes. The
+// error is fn's, the checkpoint's, or ErrClosed.
+func (b *Journal) update(fn func(tx *bbolt.Tx) error) error {
+	r := &request{sync: true, fn: func() error { return b.db.Update(fn) }, done: make(chan struct{})}
+	if !b.submit(r) {
+		return journal.ErrClosed
+	}
+	return r.err
 }
 
 // bumpApplied counts a write made outside the log in the applied LSN.

@@ -54,9 +54,10 @@ type request struct {
 	key  string
 	m    journal.Mutation
 	done chan struct{} // closed when the result is set
-	// sync asks for a checkpoint instead (checkpoint.go); err is its
-	// result.
+	// sync asks for a checkpoint instead (checkpoint.go), then for fn to
+	// run, if set; err is their result.
 	sync bool
+	fn   func() error
 
 	// Result, set by the committer before done is closed.
 	step  journal.Step
@@ -211,6 +212,9 @@ func (b *Journal) commit(batch []*request) {
 		err := b.checkpoint()
 		for _, r := range syncs {
 			r.err = err
+			if err == nil && r.fn != nil {
+				r.err = r.fn()
+			}
 			close(r.done)
 		}
 	}

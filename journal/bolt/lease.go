@@ -103,10 +103,7 @@ func (b *Journal) Ping(ctx context.Context) error {
 	if b.readOnly {
 		return fmt.Errorf("ping journal %s: %w", b.path, journal.ErrReadOnly)
 	}
-	if err := b.sync("ping journal " + b.path); err != nil {
-		return err
-	}
-	if err := b.db.Update(func(*bbolt.Tx) error { return nil }); err != nil {
+	if err := b.update(func(*bbolt.Tx) error { return nil }); err != nil {
 		return fmt.Errorf("ping journal %s: %w: %w", b.path, journal.ErrUnavailable, err)
 	}
 	return nil

@@ -38,13 +38,10 @@ func (b *Journal) removeBatch(op string, batch int, fn func(bk *buckets, now tim
 	if batch <= 0 {
 		batch = 500
 	}
-	if err := b.sync(op); err != nil {
-		return 0, false, err
-	}
 	b.sweeps.Add(1) // before the transaction (recent.go)
 	b.cache.begin(nil, true)
 	defer b.cache.end()
-	err = b.db.Update(func(tx *bbolt.Tx) error {
+	err = b.update(func(tx *bbolt.Tx) error {
 		bk, err := openBuckets(tx)
 		if err != nil {
 			return err

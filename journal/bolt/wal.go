@@ -34,6 +34,7 @@ import (
 	"hash/crc32"
 	"io"
 	"os"
+	"path/filepath"
 
 	"github.com/toolguard/toolguard/journal"
 )
@@ -64,17 +65,32 @@ type logFile struct {
 	buf  []byte
 }
 
+// openLog opens the log of the journal file path, creating it; a new log's
+// directory entry is made durable before any frame relies on it.
 func openLog(path string, id uint64) (*logFile, error) {
+	_, statErr := os.Stat(logPath(path))
 	f, err := os.OpenFile(logPath(path), os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("open log: %w", err)
 	}
 	fi, err := f.Stat()
+	if err == nil && errors.Is(statErr, os.ErrNotExist) {
+		err = syncDir(filepath.Dir(path))
+	}
 	if err != nil {
 		f.Close()
 		return nil, fmt.Errorf("open log: %w", err)
 	}
 	return &logFile{f: f, id: id, size: fi.Size()}, nil
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
 }
 
 // append writes one frame of payload with lsn at the log's end and syncs

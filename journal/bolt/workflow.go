@@ -230,11 +230,8 @@ func (b *Journal) PutCheckpoint(scope, id string, ifVersion *uint64, checkpoint 
 	if id == "" || len(id) > journal.MaxWorkflowLen || strings.IndexByte(id, 0) >= 0 {
 		return journal.Workflow{}, fmt.Errorf("put checkpoint: %w: workflow id must be 1 to %d bytes, without NUL", journal.ErrInvalidChange, journal.MaxWorkflowLen)
 	}
-	if err := b.sync("put checkpoint " + id); err != nil {
-		return journal.Workflow{}, err
-	}
 	var out journal.Workflow
-	err := b.db.Update(func(tx *bbolt.Tx) error {
+	err := b.update(func(tx *bbolt.Tx) error {
 		bk, err := openBuckets(tx)
 		if err != nil {
 			return err
