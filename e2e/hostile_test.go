@@ -3,6 +3,7 @@ package e2e
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
@@ -18,6 +19,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"go.etcd.io/bbolt"
 
 	"github.com/toolguard/toolguard/journal"
 	"github.com/toolguard/toolguard/journal/bolt"
@@ -148,13 +151,19 @@ func TestCorruptedJournalIsRefusedAndKept(t *testing.T) {
 	}
 	p.kill()
 	path := filepath.Join(s2.dir, "toolguard.db")
+	// Damage a page the file uses: the root of its step records (a free
+	// page, which bbolt never reads, could be damaged harmlessly).
+	root := recordsRoot(t, path)
 	data, _ := os.ReadFile(path)
-	for i := 6 * 4096; i < 7*4096 && i < len(data); i++ {
+	for i := root * 4096; i < (root+1)*4096 && i < len(data); i++ {
 		data[i] = 0xAB
 	}
 	os.WriteFile(path, data, 0o600)
 	s.dir = s2.dir
-	cmd := exec.Command(binary, "serve", "--rules", s.rules, "--journal", path, "--ca-dir", filepath.Join(s.dir, "ca"),
+	// A serve that accepted the file would run until killed: bound it.
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, binary, "serve", "--rules", s.rules, "--journal", path, "--ca-dir", filepath.Join(s.dir, "ca"),
 		"--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0")
 	out, err := cmd.CombinedOutput()
 	if err == nil || cmd.ProcessState.ExitCode() != 1 {
@@ -171,6 +180,28 @@ func TestCorruptedJournalIsRefusedAndKept(t *testing.T) {
 	if err == nil || !strings.Contains(string(out), "corrupt") {
 		t.Fatalf("journal check names the problem: %v\n%s", err, out)
 	}
+}
+
+// recordsRoot returns the page number of the root of the step records of
+// the journal file at path, as of its last commit.
+func recordsRoot(t *testing.T, path string) int {
+	t.Helper()
+	db, err := bbolt.Open(path, 0o600, &bbolt.Options{ReadOnly: true, Timeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var root int
+	db.View(func(tx *bbolt.Tx) error {
+		if b := tx.Bucket([]byte("step_records")); b != nil {
+			root = int(b.Root())
+		}
+		return nil
+	})
+	if root < 2 {
+		t.Fatalf("step records have no page of their own (root %d): too few calls", root)
+	}
+	return root
 }
 
 func TestPlantedSecretsNeverStored(t *testing.T) {
