@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+
+	"github.com/toolguard/toolguard/internal/durable"
 )
 
 // WriteFile writes data to path with mode perm, replacing any file there:
@@ -53,19 +55,5 @@ func placeFile(path string, data []byte, perm os.FileMode, place func(tmp, path 
 	if err := place(tmp, path); err != nil {
 		return fmt.Errorf("place %s: %w", path, err)
 	}
-	return syncDir(dir)
-}
-
-// syncDir fsyncs a directory, so that a file created or renamed in it
-// survives a crash.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return fmt.Errorf("open dir %s: %w", dir, err)
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
-		return fmt.Errorf("sync dir %s: %w", dir, err)
-	}
-	return nil
+	return durable.SyncDir(dir)
 }

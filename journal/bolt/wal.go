@@ -36,6 +36,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/toolguard/toolguard/internal/durable"
 	"github.com/toolguard/toolguard/journal"
 )
 
@@ -75,22 +76,13 @@ func openLog(path string, id uint64) (*logFile, error) {
 	}
 	fi, err := f.Stat()
 	if err == nil && errors.Is(statErr, os.ErrNotExist) {
-		err = syncDir(filepath.Dir(path))
+		err = durable.SyncDir(filepath.Dir(path))
 	}
 	if err != nil {
 		f.Close()
 		return nil, fmt.Errorf("open log: %w", err)
 	}
 	return &logFile{f: f, id: id, size: fi.Size()}, nil
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
 }
 
 // append writes one frame of payload with lsn at the log's end and syncs
