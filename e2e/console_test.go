@@ -193,15 +193,21 @@ func (tb *tab) pageText() string {
 	return s
 }
 
+// text returns the text of the first element sel matches, once there is
+// one. It finds and reads the element in one evaluation: a live update may
+// replace the element between a query of its node and a read of its text.
 func (tb *tab) text(sel string) string {
 	tb.t.Helper()
 	ctx, cancel := tb.timeout()
 	defer cancel()
-	s, err := chromedp.Run(ctx, chromedp.TextContent(chromedp.CSS(sel)))
+	js := fmt.Sprintf(`(() => { const e = document.querySelector(%q); return e ? {text: e.textContent} : null })()`, sel)
+	v, err := chromedp.Run(ctx, chromedp.Poll[struct {
+		Text string `json:"text"`
+	}](js, chromedp.WithPollingTimeout(20*time.Second)))
 	if err != nil {
 		tb.t.Fatalf("text of %s: %v\npage text:\n%s", sel, err, tb.pageText())
 	}
-	return s
+	return v.Text
 }
 
 // signIn opens the console and signs in with token.
