@@ -78,13 +78,15 @@ func TestWireCapsTheWriteToTheLease(t *testing.T) {
 	if !errors.Is(Cause(ctx, err), ErrLeaseLapsed) {
 		t.Fatalf("round trip = %v, want it cancelled at the lease's end", err)
 	}
-	// The server may run its handler after the client gave up: wait for it
-	// (under load the check used to race the handler's goroutine).
-	for deadline := time.Now().Add(5 * time.Second); requests.Load() == 0 && time.Now().Before(deadline); {
-		time.Sleep(10 * time.Millisecond)
+	// What the provider saw is not the client's to know: under load the
+	// server may read the headers only after the connection is gone, and
+	// then never runs its handler. What matters is that the attempt counts
+	// as possibly sent, and was not sent twice.
+	if !w.Sent(err) {
+		t.Fatal("a partly written request must count as possibly sent")
 	}
-	if requests.Load() != 1 || !w.Sent(err) {
-		t.Fatalf("requests = %d, sent = %v: a partly written request must count as possibly sent", requests.Load(), w.Sent(err))
+	if n := requests.Load(); n > 1 {
+		t.Fatalf("server got %d requests, want at most 1", n)
 	}
 }
 
