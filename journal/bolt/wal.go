@@ -180,7 +180,7 @@ type logRecord struct {
 	claimed bool
 }
 
-// appendRecord encodes r: key, record and events as length-prefixed
+// appendRecord encodes the write p: key, record and events as length-prefixed
 // fields, then the claim flag.
 func appendRecord(dst []byte, p *pending) ([]byte, error) {
 	ev, err := json.Marshal(struct {
