@@ -48,6 +48,10 @@ type loadCell struct {
 	// bench database, in microseconds.
 	ToolguardCPUUS float64  `json:"toolguard_cpu_us_per_call"`
 	PostgresCPUUS  *float64 `json:"postgres_cpu_us_per_call,omitempty"`
+	// ToolguardSwitches is the context switches of the toolguard
+	// processes' threads per completed call (warm-up included): each is a
+	// sleep and a wake-up, whose cost the report's wake-up probe gives.
+	ToolguardSwitches float64 `json:"toolguard_switches_per_call"`
 }
 
 // backendCell is one journal scenario at one concurrency on one backend
@@ -151,6 +155,7 @@ func runBackendCell(ctx context.Context, o options, e *env, backend, name string
 		tgPIDs = append(tgPIDs, p.pid())
 	}
 	tgCPU0, pgCPU0 := cpuTimes(tgPIDs), cpuTimes(pgPIDs)
+	sw0 := switchesOf(tgPIDs)
 	for _, p := range procs {
 		s, _ := scrapeCommits(p.adminURL)
 		before = append(before, s)
@@ -168,9 +173,11 @@ func runBackendCell(ctx context.Context, o options, e *env, backend, name string
 	}
 	res := l.run(ctx, o.warmup, o.duration)
 	tgCPU, pgCPU := cpuTimes(tgPIDs)-tgCPU0, cpuTimes(pgPIDs)-pgCPU0
+	sw := switchesOf(tgPIDs) - sw0
 	c := backendCell{Backend: backend, Scenario: name, loadCell: loadCell{Conc: conc, Requests: res.measured, Errors: res.errors,
 		FirstError: res.firstErr, RPS: res.rps(), P50MS: ms(res.percentile(0.5)), P99MS: ms(res.percentile(0.99))}}
 	c.ToolguardCPUUS = perCall(float64(tgCPU.Microseconds()), res.total)
+	c.ToolguardSwitches = perCall(float64(sw), res.total)
 	if len(pgPIDs) > 0 {
 		c.PostgresCPUUS = ptr(perCall(float64(pgCPU.Microseconds()), res.total))
 	}
@@ -202,7 +209,7 @@ func runBackendCell(ctx context.Context, o options, e *env, backend, name string
 	if c.CommitsPerCall != nil {
 		extra = fmt.Sprintf("  %.3f commits/call", *c.CommitsPerCall)
 	}
-	extra += fmt.Sprintf("  CPU/call toolguard %.0f µs", c.ToolguardCPUUS)
+	extra += fmt.Sprintf("  CPU/call toolguard %.0f µs (%.1f switches)", c.ToolguardCPUUS, c.ToolguardSwitches)
 	if c.PostgresCPUUS != nil {
 		extra += fmt.Sprintf(", postgres %.0f µs", *c.PostgresCPUUS)
 	}
@@ -291,8 +298,8 @@ func (r *report) writeBackends(b io.Writer) {
 		}
 		fmt.Fprintf(b, "\n\n")
 	}
-	fmt.Fprintf(b, "| backend | scenario | conc | req/s | p50 ms | p99 ms | errors | commits/call | commit mean ms | effects/intent | CPU µs/call toolguard | CPU µs/call PostgreSQL |\n")
-	fmt.Fprintf(b, "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n")
+	fmt.Fprintf(b, "| backend | scenario | conc | req/s | p50 ms | p99 ms | errors | commits/call | commit mean ms | effects/intent | CPU µs/call toolguard | switches/call toolguard | CPU µs/call PostgreSQL |\n")
+	fmt.Fprintf(b, "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n")
 	opt := func(f *float64, format string) string {
 		if f == nil {
 			return "–"
@@ -304,10 +311,10 @@ func (r *report) writeBackends(b io.Writer) {
 		if c.Errors > 0 {
 			errs = fmt.Sprintf("**%d**", c.Errors)
 		}
-		fmt.Fprintf(b, "| %s | %s | %d | %.0f | %.3f | %.3f | %s | %s | %s | %s | %.0f | %s |\n", c.Backend, c.Scenario, c.Conc, c.RPS, c.P50MS, c.P99MS,
-			errs, opt(c.CommitsPerCall, "%.3f"), opt(c.CommitMeanMS, "%.3f"), opt(c.EffectsPerIntent, "%.4f"), c.ToolguardCPUUS, opt(c.PostgresCPUUS, "%.0f"))
+		fmt.Fprintf(b, "| %s | %s | %d | %.0f | %.3f | %.3f | %s | %s | %s | %s | %.0f | %.1f | %s |\n", c.Backend, c.Scenario, c.Conc, c.RPS, c.P50MS, c.P99MS,
+			errs, opt(c.CommitsPerCall, "%.3f"), opt(c.CommitMeanMS, "%.3f"), opt(c.EffectsPerIntent, "%.4f"), c.ToolguardCPUUS, c.ToolguardSwitches, opt(c.PostgresCPUUS, "%.0f"))
 	}
-	fmt.Fprintf(b, "\ncommits/call: journal commits per completed call from GET /metrics (both replicas summed): bbolt group commits (shared by concurrent writes), PostgreSQL transactions (one per transition, each its own WAL flush unless the server groups them). The round trips are in the in-process table below. CPU µs/call: user+system time of the toolguard process(es) and of the PostgreSQL backends connected to the bench database (not the WAL writer or checkpointer) per completed call, from /proc (10 ms ticks).\n\n")
+	fmt.Fprintf(b, "\ncommits/call: journal commits per completed call from GET /metrics (both replicas summed): bbolt group commits (shared by concurrent writes), PostgreSQL transactions (one per transition, each its own WAL flush unless the server groups them). The round trips are in the in-process table below. CPU µs/call: user+system time of the toolguard process(es) and of the PostgreSQL backends connected to the bench database (not the WAL writer or checkpointer) per completed call, from /proc (10 ms ticks). switches/call: context switches of the toolguard process(es)' threads per completed call, from /proc/PID/task/*/status; each is a sleep and a wake-up, priced by the wake-up probe at the top.\n\n")
 	fmt.Fprintf(b, "PostgreSQL waits: the bench database's active backends sampled every 5 ms during the cell (warm-up included), mean number per state; CPU = running or runnable.\n\n")
 	for _, c := range r.Backends {
 		if len(c.Waits) > 0 {

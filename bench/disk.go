@@ -4,6 +4,7 @@ package main
 
 import (
 	"os"
+	"runtime"
 	"slices"
 	"syscall"
 	"time"
@@ -19,6 +20,9 @@ type diskProbe struct {
 	P50MS float64 `json:"fdatasync_p50_ms"`
 	P99MS float64 `json:"fdatasync_p99_ms"`
 	MaxMS float64 `json:"fdatasync_max_ms"`
+	// CPUUS is the CPU time of the probing thread per write and
+	// fdatasync, the kernel's side included.
+	CPUUS float64 `json:"fdatasync_cpu_us"`
 	// CommitP50MS is the p50 of a write shaped like one bbolt commit of a
 	// single guarded-call transition: commitPages pages, fdatasync, the
 	// meta page, fdatasync. Two of them are the floor of a guarded call at
@@ -42,6 +46,9 @@ func probeDisk(dir, when string, d time.Duration) (diskProbe, error) {
 	defer f.Close()
 	page := make([]byte, 4096)
 	var lat []time.Duration
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	cpu0 := threadCPU()
 	for i, end := 0, time.Now().Add(d); time.Now().Before(end); i++ {
 		page[0] = byte(i)
 		t0 := time.Now()
@@ -53,6 +60,7 @@ func probeDisk(dir, when string, d time.Duration) (diskProbe, error) {
 		}
 		lat = append(lat, time.Since(t0))
 	}
+	cpu := threadCPU() - cpu0
 	slices.Sort(lat)
 	r := loadResult{latencies: lat}
 	commit, err := probeCommit(f, len(lat)/4+1)
@@ -60,7 +68,7 @@ func probeDisk(dir, when string, d time.Duration) (diskProbe, error) {
 		return diskProbe{}, err
 	}
 	return diskProbe{When: when, Syncs: len(lat), P50MS: ms(r.percentile(0.5)), P99MS: ms(r.percentile(0.99)), MaxMS: ms(lat[len(lat)-1]),
-		CommitP50MS: ms(commit)}, nil
+		CommitP50MS: ms(commit), CPUUS: float64(cpu.Nanoseconds()) / 1e3 / float64(len(lat))}, nil
 }
 
 // probeCommit writes n commits shaped like bbolt's (commitPages pages at
@@ -91,3 +99,15 @@ func probeCommit(f *os.File, n int) (time.Duration, error) {
 }
 
 func fdatasync(f *os.File) error { return syscall.Fdatasync(int(f.Fd())) }
+
+// threadCPU is the user and system time of the calling thread so far.
+func threadCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(rusageThread, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// rusageThread is RUSAGE_THREAD, which package syscall does not name.
+const rusageThread = 1

@@ -30,6 +30,7 @@ type report struct {
 	LatenciesMS   []float64         `json:"upstream_latencies_ms"`
 	Scenarios     map[string]string `json:"scenarios"`
 	Disk          []diskProbe       `json:"disk,omitempty"`
+	Wakeup        *wakeProbe        `json:"wakeup,omitempty"`
 	Cells         []cell            `json:"cells"`
 	Memory        []memCell         `json:"memory,omitempty"`
 	Journal       []journalCell     `json:"journal,omitempty"`
@@ -194,8 +195,12 @@ func (r *report) markdown() string {
 	fmt.Fprintf(&b, "- %s, %d CPUs (GOMAXPROCS %d), shared by upstream, proxy and load clients\n", r.Go, r.CPUs, r.GOMAXPROCS)
 	fmt.Fprintf(&b, "- %s measured per cell after %s of warm-up; closed-loop keep-alive clients; cells interleaved\n", r.Duration, r.Warmup)
 	for _, d := range r.Disk {
-		fmt.Fprintf(&b, "- fdatasync of a 4 KiB write on the journal's file system, %s: p50 %.3f ms, p99 %.3f ms, max %.3f ms (%d syncs), so a guarded call at c1, two log appends of one fdatasync each, takes at least %.3f ms; a write shaped like one bbolt commit (%d pages, fdatasync, meta page, fdatasync), what a checkpoint costs: p50 %.3f ms\n",
-			d.When, d.P50MS, d.P99MS, d.MaxMS, d.Syncs, 2*d.P50MS, commitPages, d.CommitP50MS)
+		fmt.Fprintf(&b, "- fdatasync of a 4 KiB write on the journal's file system, %s: p50 %.3f ms, p99 %.3f ms, max %.3f ms (%d syncs), %.0f µs of CPU each, so a guarded call at c1, two log appends of one fdatasync each, takes at least %.3f ms; a write shaped like one bbolt commit (%d pages, fdatasync, meta page, fdatasync), what a checkpoint costs: p50 %.3f ms\n",
+			d.When, d.P50MS, d.P99MS, d.MaxMS, d.Syncs, d.CPUUS, 2*d.P50MS, commitPages, d.CommitP50MS)
+	}
+	if w := r.Wakeup; w != nil {
+		fmt.Fprintf(&b, "- a wake-up of a process blocked in a read (one byte through a pipe to cat and back, %d round trips): p50 %.1f µs per round trip, %.1f µs of CPU for the woken process per wake-up; every context switch in the backends table costs at least that\n",
+			w.RoundTrips, w.P50US, w.CPUUS)
 	}
 	fmt.Fprintln(&b)
 	r.writeTargets(&b)

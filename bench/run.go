@@ -47,12 +47,18 @@ func run(ctx context.Context, o options) error {
 	probe := func(when string) {
 		if d, err := probeDisk(tmp, when, time.Second); err == nil {
 			rep.Disk = append(rep.Disk, d)
-			progress("fdatasync %s: p50 %.3f ms, p99 %.3f ms, max %.3f ms (%d syncs)", when, d.P50MS, d.P99MS, d.MaxMS, d.Syncs)
+			progress("fdatasync %s: p50 %.3f ms, p99 %.3f ms, max %.3f ms (%d syncs), %.0f µs of CPU each", when, d.P50MS, d.P99MS, d.MaxMS, d.Syncs, d.CPUUS)
 		} else {
 			progress("disk probe: %v", err)
 		}
 	}
 	probe("before the grid")
+	if w, err := probeWakeup(time.Second); err == nil {
+		rep.Wakeup = &w
+		progress("wake-up across processes: p50 %.1f µs per round trip, %.1f µs of CPU per wake-up (%d round trips)", w.P50US, w.CPUUS, w.RoundTrips)
+	} else {
+		progress("wake-up probe: %v", err)
+	}
 
 	var pg *pgServer
 	if slices.Contains(o.backends, "postgres") {

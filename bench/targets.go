@@ -121,7 +121,7 @@ func (r *report) backendTargets() {
 			t := target{
 				Target:   fmt.Sprintf("CPU per guarded call, toolguard process (bbolt) ≤ %.0f µs", limit),
 				At:       fmt.Sprintf("c%d, 0 ms", conc),
-				Measured: fmt.Sprintf("%.0f µs", c.ToolguardCPUUS),
+				Measured: fmt.Sprintf("%.0f µs (%.1f context switches)", c.ToolguardCPUUS, c.ToolguardSwitches),
 				Limit:    fmt.Sprintf("%.0f µs", limit),
 				Met:      c.ToolguardCPUUS <= limit && c.Errors == 0,
 				Margin:   fmt.Sprintf("%+.0f µs", limit-c.ToolguardCPUUS),
