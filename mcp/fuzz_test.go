@@ -44,3 +44,35 @@ func FuzzMessage(f *testing.F) {
 		}
 	})
 }
+
+// FuzzMembers holds the direct walk of valid JSON to what encoding/json's
+// decoder reads: the same members with the same bytes, and the same
+// refusals.
+func FuzzMembers(f *testing.F) {
+	for _, s := range []string{
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x","arguments":{"a":[1,"}",{"b":null}]}}}`,
+		` { "a" : -1.5e3 , "b":true,"c":false,"d":null, "e":"\"}\\" } `,
+		`{"a":1,"\u0061":2}`, `{"\u00e9":1,"é":2}`, "{\"a\xff\":1,\"a\xfe\":2}",
+		`{}`, `[]`, `"s"`, `{"a":1}x`, `{"a":1,"a":2}`, `{"a":}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		got, gerr := members(raw)
+		want, werr := decodeMembers(raw)
+		if (gerr == nil) != (werr == nil) {
+			t.Fatalf("members(%q): error %v, the decoder's %v", raw, gerr, werr)
+		}
+		if gerr != nil {
+			return
+		}
+		if len(got) != len(want) {
+			t.Fatalf("members(%q) = %d members, the decoder %d", raw, len(got), len(want))
+		}
+		for k, v := range want {
+			if g, ok := got[k]; !ok || !bytes.Equal(g, v) {
+				t.Fatalf("members(%q)[%q] = %q, the decoder %q", raw, k, g, v)
+			}
+		}
+	})
+}

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"io"
 )
 
 // MethodCallTool is the method toolguard guards.
@@ -121,42 +120,4 @@ func validID(id json.RawMessage) bool {
 		return true
 	}
 	return false
-}
-
-// members splits a JSON object into its members, refusing duplicate keys:
-// decoders disagree on which of two equal keys wins, so such a message
-// could be read two ways.
-func members(raw []byte) (map[string]json.RawMessage, error) {
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	tok, err := dec.Token()
-	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrParse, err)
-	}
-	if d, ok := tok.(json.Delim); !ok || d != '{' {
-		return nil, fmt.Errorf("%w: want a JSON object", ErrInvalidRequest)
-	}
-	out := make(map[string]json.RawMessage)
-	for dec.More() {
-		tok, err := dec.Token()
-		if err != nil {
-			return nil, fmt.Errorf("%w: %v", ErrParse, err)
-		}
-		k, _ := tok.(string)
-		var v json.RawMessage
-		if err := dec.Decode(&v); err != nil {
-			return nil, fmt.Errorf("%w: %v", ErrParse, err)
-		}
-		if _, dup := out[k]; dup {
-			return nil, fmt.Errorf("%w: duplicate key %q", ErrParse, k)
-		}
-		out[k] = v
-	}
-	if _, err := dec.Token(); err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrParse, err)
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return nil, fmt.Errorf("%w: data after the message", ErrParse)
-	}
-	return out, nil
 }
