@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/tidwall/gjson"
+
 	"github.com/toolguard/toolguard/journal/bolt"
 	"github.com/toolguard/toolguard/rules"
 )
@@ -21,9 +23,10 @@ import (
 // stored, the answer rendered.
 func BenchmarkMCPGuarded(b *testing.B) {
 	upstream := roundTripFunc(func(r *http.Request) (*http.Response, error) {
-		io.Copy(io.Discard, r.Body)
+		body, _ := io.ReadAll(r.Body)
+		id := gjson.GetBytes(body, "id").Raw // the answer is taken only for the request's id
 		return &http.Response{StatusCode: 200, Header: http.Header{"Content-Type": {"application/json"}},
-			Body:    io.NopCloser(strings.NewReader(`{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"{\"id\":\"T-1\"}"}],"structuredContent":{"id":"T-1"}}}`)),
+			Body:    io.NopCloser(strings.NewReader(`{"jsonrpc":"2.0","id":` + id + `,"result":{"content":[{"type":"text","text":"{\"id\":\"T-1\"}"}],"structuredContent":{"id":"T-1"}}}`)),
 			Request: r}, nil
 	})
 	j, err := bolt.Open(filepath.Join(b.TempDir(), "tg.db"), bolt.Options{})
@@ -51,6 +54,7 @@ func BenchmarkMCPGuarded(b *testing.B) {
 			body := fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"create_ticket","arguments":{"project":"p","title":"t-%d"}}}`, i, i)
 			req := httptest.NewRequest(http.MethodPost, "/mcp/tickets", strings.NewReader(body))
 			req.Header.Set("Accept", "application/json, text/event-stream")
+			req.Header.Set("Authorization", "Bearer agent")
 			rec := httptest.NewRecorder()
 			h.ServeHTTP(rec, req)
 			if rec.Code != 200 || rec.Header().Get(HeaderOutcome) != OutcomeForwarded {
