@@ -149,6 +149,8 @@ type pending struct {
 	event   journal.Event
 	extra   []journal.Event
 	claimed bool
+	// eventJSON is event as write stored it, which the log reuses.
+	eventJSON []byte
 }
 
 // prepare validates ch and stamps the step; it writes nothing.
@@ -236,6 +238,7 @@ func (p *pending) write(bk *buckets) error {
 	if err := bk.events.Put(seqKey(seq), data); err != nil {
 		return err
 	}
+	p.eventJSON = data
 	for _, e := range p.extra {
 		if err := bk.appendEvent(e); err != nil {
 			return err

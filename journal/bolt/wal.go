@@ -181,19 +181,35 @@ type logRecord struct {
 }
 
 // appendRecord encodes the write p: key, record and events as length-prefixed
-// fields, then the claim flag.
+// fields, then the claim flag. The events field is the JSON object
+// {"e":event,"x":[extra...]}, its event as pending.write stored it.
 func appendRecord(dst []byte, p *pending) ([]byte, error) {
-	ev, err := json.Marshal(struct {
-		E journal.Event   `json:"e"`
-		X []journal.Event `json:"x,omitempty"`
-	}{p.event, p.extra})
-	if err != nil {
-		return dst, fmt.Errorf("encode log record: %w", err)
+	e := p.eventJSON
+	if e == nil {
+		var err error
+		if e, err = json.Marshal(&p.event); err != nil {
+			return dst, fmt.Errorf("encode log record: %w", err)
+		}
 	}
-	for _, f := range [][]byte{[]byte(p.step.Key), p.data, ev} {
+	var x []byte
+	n := len(`{"e":}`) + len(e)
+	if len(p.extra) > 0 {
+		var err error
+		if x, err = json.Marshal(p.extra); err != nil {
+			return dst, fmt.Errorf("encode log record: %w", err)
+		}
+		n += len(`,"x":`) + len(x)
+	}
+	for _, f := range [][]byte{[]byte(p.step.Key), p.data} {
 		dst = binary.AppendUvarint(dst, uint64(len(f)))
 		dst = append(dst, f...)
 	}
+	dst = binary.AppendUvarint(dst, uint64(n))
+	dst = append(append(dst, `{"e":`...), e...)
+	if x != nil {
+		dst = append(append(dst, `,"x":`...), x...)
+	}
+	dst = append(dst, '}')
 	claimed := byte(0)
 	if p.claimed {
 		claimed = 1
