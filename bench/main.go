@@ -5,6 +5,7 @@
 //
 //	go run ./bench                       # full grid, 5s per cell
 //	go run ./bench -duration 3s          # full grid, shorter
+//	go run ./bench -rounds 3             # each cell three times, interleaved: the median round is kept
 //	go run ./bench -quick                # one concurrency, one latency, 2s per cell, no scale cell
 //	go run ./bench -scale 200000         # a smaller pre-filled journal for the scale cell
 //	go run ./bench -cpuprofile           # also profile the in-process proxy (guarded, replay; conc 64)
@@ -40,7 +41,9 @@
 // Every scenario runs at every concurrency and upstream latency; cells are
 // interleaved (for each latency, for each concurrency, every scenario) so
 // that drift in the machine's load hits all scenarios alike, and ratios are
-// taken against direct and passthrough of the same cell. toolguard's peak
+// taken against direct and passthrough of the same cell. With -rounds N
+// each cell runs N times in interleaved rounds, and the report keeps the
+// round with the median req/s next to every round's. toolguard's peak
 // RSS (VmHWM, reset before each cell) is read from /proc, and its journal
 // commits per call (with writes per commit and commit time) from its admin
 // GET /metrics, when the binary has one.
@@ -131,8 +134,11 @@ import (
 
 // options are the harness's flags.
 type options struct {
-	duration   time.Duration
-	warmup     time.Duration
+	duration time.Duration
+	warmup   time.Duration
+	// rounds is how many times the grid runs each cell, in interleaved
+	// rounds; the report keeps the round with the median req/s.
+	rounds     int
 	concs      []int
 	latencies  []time.Duration
 	scenarios  []string
@@ -187,6 +193,7 @@ func parseFlags(args []string) (options, error) {
 	var conc, lat, scen string
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.DurationVar(&o.duration, "duration", 5*time.Second, "measured time per cell")
+	fs.IntVar(&o.rounds, "rounds", 1, "runs of each grid cell, in interleaved rounds (each round runs every scenario of a concurrency and latency once); the report keeps each cell's round with the median req/s and lists every round's")
 	fs.DurationVar(&o.warmup, "warmup", 0, "unmeasured time before each cell (default duration/6, at most 500ms)")
 	fs.StringVar(&conc, "conc", "1,16,64,256", "comma-separated client concurrencies")
 	fs.StringVar(&lat, "latency", "0,5ms", "comma-separated upstream latencies")
@@ -215,6 +222,9 @@ func parseFlags(args []string) (options, error) {
 	}
 	if fs.NArg() > 0 {
 		return o, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	if o.rounds < 1 {
+		return o, fmt.Errorf("-rounds: %d is not a positive number of rounds", o.rounds)
 	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })

@@ -26,6 +26,7 @@ type report struct {
 	GOMAXPROCS    int               `json:"gomaxprocs"`
 	Duration      string            `json:"duration_per_cell"`
 	Warmup        string            `json:"warmup_per_cell"`
+	Rounds        int               `json:"rounds,omitempty"`
 	Concurrencies []int             `json:"concurrencies"`
 	LatenciesMS   []float64         `json:"upstream_latencies_ms"`
 	Scenarios     map[string]string `json:"scenarios"`
@@ -60,6 +61,10 @@ type cell struct {
 	RPS   float64 `json:"rps"`
 	P50MS float64 `json:"p50_ms"`
 	P99MS float64 `json:"p99_ms"`
+	// RoundsRPS is every round's req/s, in the order run, when the cell ran
+	// in more than one round (-rounds): the row is the median round's,
+	// and Errors counts the errors of all rounds.
+	RoundsRPS []float64 `json:"rounds_rps,omitempty"`
 	// Ratios of RPS and p50 differences against the same cell's direct
 	// and passthrough; absent when those were not run.
 	VsDirect             *float64 `json:"rps_ratio_vs_direct,omitempty"`
@@ -167,6 +172,20 @@ func (r *report) relate() {
 
 func ptr(f float64) *float64 { return &f }
 
+// fmtRPS is a cell's req/s, followed by every round's when it ran in more
+// than one.
+func fmtRPS(c *cell) string {
+	s := fmt.Sprintf("%.0f", c.RPS)
+	if len(c.RoundsRPS) > 1 {
+		rs := make([]string, len(c.RoundsRPS))
+		for i, v := range c.RoundsRPS {
+			rs[i] = fmt.Sprintf("%.0f", v)
+		}
+		s += " (" + strings.Join(rs, ", ") + ")"
+	}
+	return s
+}
+
 // write puts latest.json and latest.md into dir.
 func (r *report) write(dir string, md string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -194,6 +213,9 @@ func (r *report) markdown() string {
 	fmt.Fprintf(&b, "- `%s`\n", r.Command)
 	fmt.Fprintf(&b, "- %s, %d CPUs (GOMAXPROCS %d), shared by upstream, proxy and load clients\n", r.Go, r.CPUs, r.GOMAXPROCS)
 	fmt.Fprintf(&b, "- %s measured per cell after %s of warm-up; closed-loop keep-alive clients; cells interleaved\n", r.Duration, r.Warmup)
+	if r.Rounds > 1 {
+		fmt.Fprintf(&b, "- every grid cell ran %d times, in interleaved rounds (each round runs every scenario of a concurrency and latency once); a row is the round with the median req/s, its req/s column lists every round's, and its errors are those of all rounds\n", r.Rounds)
+	}
 	for _, d := range r.Disk {
 		fmt.Fprintf(&b, "- fdatasync of a 4 KiB write on the journal's file system, %s: p50 %.3f ms, p99 %.3f ms, max %.3f ms (%d syncs), %.0f µs of CPU each, so a guarded call at c1, two log appends of one fdatasync each, takes at least %.3f ms; a write shaped like one bbolt commit (%d pages, fdatasync, meta page, fdatasync), what a checkpoint costs: p50 %.3f ms\n",
 			d.When, d.P50MS, d.P99MS, d.MaxMS, d.Syncs, d.CPUUS, 2*d.P50MS, commitPages, d.CommitP50MS)
@@ -257,12 +279,12 @@ func (r *report) writeCells(b io.Writer, lat float64) {
 			if c.Errors > 0 {
 				errs = fmt.Sprintf("**%d**", c.Errors)
 			}
-			fmt.Fprintf(b, "| %s | %d | %.0f | %.3f | %.3f | %s | %s | %s | %s | %s | %d | %s | %s |\n",
-				c.Scenario, c.Conc, c.RPS, c.P50MS, c.P99MS, fmtRatio(c.VsDirect), fmtRatio(c.VsPassthrough),
+			fmt.Fprintf(b, "| %s | %d | %s | %.3f | %.3f | %s | %s | %s | %s | %s | %d | %s | %s |\n",
+				c.Scenario, c.Conc, fmtRPS(c), c.P50MS, c.P99MS, fmtRatio(c.VsDirect), fmtRatio(c.VsPassthrough),
 				fmtDelta(c.P50OverDirectMS), fmtDelta(c.P50OverPassthroughMS), errs, c.Conns, fmtMiB(c.PeakRSSMiB), fmtCommits(c))
 		}
 	}
-	fmt.Fprintf(b, "\ncommits/call: toolguard's journal commits per completed call, from its GET /metrics, with writes per group commit (w/c) and mean commit time (bbolt's two fdatasyncs included). conns: connections the clients opened.\n\n")
+	fmt.Fprintf(b, "\ncommits/call: toolguard's journal commits per completed call, from its GET /metrics, with writes per group commit (w/c) and mean commit time (the log's fdatasync included). conns: connections the clients opened.\n\n")
 	for _, c := range r.Cells {
 		if c.LatencyMS == lat && c.FirstError != "" {
 			fmt.Fprintf(b, "- %s c%d: first error: `%s`\n", c.Scenario, c.Conc, c.FirstError)

@@ -3,6 +3,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"crypto/x509"
 	"fmt"
@@ -150,6 +151,7 @@ func newReport(ctx context.Context, o options, root string, started time.Time) *
 		GOMAXPROCS:    runtime.GOMAXPROCS(0),
 		Duration:      o.duration.String(),
 		Warmup:        o.warmup.String(),
+		Rounds:        o.rounds,
 		Concurrencies: o.concs,
 		Scenarios:     map[string]string{},
 		Notes: []string{
@@ -218,20 +220,48 @@ func runGrid(ctx context.Context, o options, rep *report, up *upstreams, bin, tm
 	for _, lat := range o.latencies {
 		up.setLatency(lat)
 		for _, conc := range o.concs {
+			runs := map[string][]cell{}
+			for range o.rounds {
+				for _, name := range o.scenarios {
+					if ctx.Err() != nil {
+						return ctx.Err()
+					}
+					c, err := runCell(ctx, o, e, name, conc, lat, procs[name])
+					if err != nil {
+						return err
+					}
+					runs[name] = append(runs[name], c)
+				}
+			}
 			for _, name := range o.scenarios {
-				if ctx.Err() != nil {
-					return ctx.Err()
-				}
-				c, err := runCell(ctx, o, e, name, conc, lat, procs[name])
-				if err != nil {
-					return err
-				}
-				rep.Cells = append(rep.Cells, c)
+				rep.Cells = append(rep.Cells, medianRound(runs[name]))
 			}
 		}
 	}
 	up.setLatency(0)
 	return nil
+}
+
+// medianRound is the round of one cell with the median req/s (the
+// higher of the middle two for an even number), with every round's req/s
+// and the errors of all rounds, so that a round's errors are never hidden
+// by another's.
+func medianRound(rounds []cell) cell {
+	if len(rounds) == 1 {
+		return rounds[0]
+	}
+	sorted := slices.Clone(rounds)
+	slices.SortStableFunc(sorted, func(a, b cell) int { return cmp.Compare(a.RPS, b.RPS) })
+	c := sorted[len(sorted)/2]
+	c.Errors, c.FirstError = 0, ""
+	for _, r := range rounds {
+		c.RoundsRPS = append(c.RoundsRPS, r.RPS)
+		c.Errors += r.Errors
+		if c.FirstError == "" {
+			c.FirstError = r.FirstError
+		}
+	}
+	return c
 }
 
 func usesToolguard(scenarios []string) bool {
