@@ -464,6 +464,55 @@ func TestWatchWakesOtherReplica(t *testing.T) {
 	}
 }
 
+// A step whose final transition committed between the waiter's read and
+// its Watch sent no NOTIFY (nobody watched it yet): Watch wakes the waiter
+// at once instead of leaving it to its polling. A step still in flight,
+// or already marked by another waiter, does not.
+func TestWatchWakesAtOnceForAStepAlreadyFinal(t *testing.T) {
+	a := openTest(t, Options{})
+	b := openTest(t, Options{DSN: a.opts.DSN, Schema: a.Schema()})
+	woken := func(ch <-chan struct{}) bool {
+		select {
+		case <-ch:
+			return true
+		default:
+			return false
+		}
+	}
+
+	s := mustApply(t, a, "k", claim("k", 0))
+	inFlight, stop1 := b.Watch("k")
+	defer stop1()
+	if woken(inFlight) {
+		t.Fatal("Watch woke its caller for a step still in flight")
+	}
+	mustApply(t, a, "k", commit(s.Epoch, s.Fence, "ok"))
+
+	// Marked before (by the first watcher), final now: a second waiter
+	// that read the step before the commit is woken at once.
+	late, stop2 := b.Watch("k")
+	defer stop2()
+	if !woken(late) {
+		t.Error("Watch of a step already committed (and marked before) did not wake its caller")
+	}
+
+	// Never marked, final before the mark.
+	s2 := mustApply(t, a, "k2", claim("k2", 0))
+	mustApply(t, a, "k2", commit(s2.Epoch, s2.Fence, "ok"))
+	ch, stop3 := b.Watch("k2")
+	defer stop3()
+	if !woken(ch) {
+		t.Error("Watch of a step committed before it was ever watched did not wake its caller")
+	}
+
+	// No step yet: nothing to wake for.
+	none, stop4 := b.Watch("absent")
+	defer stop4()
+	if woken(none) {
+		t.Error("Watch woke its caller for a step that does not exist")
+	}
+}
+
 // countingTracer counts the statements sent.
 // countingTracer counts the statements of calls, not the NOTIFYs the
 // notifier sends after commits, off the caller's path (notify.go).

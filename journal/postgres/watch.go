@@ -2,10 +2,13 @@ package postgres
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/toolguard/toolguard/journal"
 )
 
 // watcher delivers wake-up hints to Watch callers: after this process's
@@ -39,24 +42,46 @@ func newWatcher(j *Journal) *watcher {
 // Watch marks the step watched, so that its final transition, on any
 // replica, sends the NOTIFY that wakes this one (a step nobody waits for
 // sends none). A step that does not exist yet is not marked: its waiter
-// polls.
+// polls. A step already final when it is marked wakes the watcher at
+// once: its transition may have committed between the caller's read and
+// the mark, and then sent no NOTIFY.
 func (j *Journal) Watch(key string) (<-chan struct{}, func()) {
 	ch, stop := j.watch.add(key)
-	j.markWatched(key)
+	if j.markWatched(key) {
+		j.watch.signal(key)
+	}
 	return ch, stop
 }
 
-// markWatched sets the step's watched flag; a failure leaves the waiter to
-// its polling.
-func (j *Journal) markWatched(key string) {
+// markWatchedSQL sets the step's watched flag and returns its state as of
+// the mark: the row it updated (after any transition it waited for), or,
+// when another waiter marked it first, the row as it is.
+const markWatchedSQL = `WITH m AS (
+	UPDATE steps SET watched = true WHERE key = $1 AND NOT watched RETURNING status, hold
+)
+SELECT status, hold FROM m
+UNION ALL
+SELECT status, hold FROM steps WHERE key = $1 AND NOT EXISTS (SELECT 1 FROM m)`
+
+// markWatched sets the step's watched flag and reports whether the step is
+// already final; a failure leaves the waiter to its polling.
+func (j *Journal) markWatched(key string) bool {
 	if j.closed.Load() {
-		return
+		return false
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
-	if _, err := j.pool.Exec(ctx, `UPDATE steps SET watched = true WHERE key = $1 AND NOT watched`, key); err != nil {
-		j.log.Debug("journal: mark a watched step failed; its waiter polls", "key", key, "error", err)
+	var status, hold int16
+	err := j.pool.QueryRow(ctx, markWatchedSQL, key).Scan(&status, &hold)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return false
 	}
+	if err != nil {
+		j.log.Debug("journal: mark a watched step failed; its waiter polls", "key", key, "error", err)
+		return false
+	}
+	s := journal.Step{Status: journal.Status(status), Hold: journal.Hold(hold)}
+	return final(&s)
 }
 
 func (w *watcher) add(key string) (<-chan struct{}, func()) {
