@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/pprof"
+	"runtime/trace"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -168,6 +169,23 @@ func (p *inproc) profileCPU(ctx context.Context, l load, o options, path string)
 	}
 	res := l.run(ctx, o.warmup, o.duration)
 	pprof.StopCPUProfile()
+	return res, nil
+}
+
+// trace writes an execution trace of the whole harness to path while l
+// runs on the in-process proxy: where a call waits, not only where it
+// burns CPU (go tool trace -pprof=sched|syscall|sync|net path).
+func (p *inproc) trace(ctx context.Context, l load, o options, path string) (loadResult, error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return loadResult{}, err
+	}
+	defer f.Close()
+	if err := trace.Start(f); err != nil {
+		return loadResult{}, fmt.Errorf("start trace: %w", err)
+	}
+	res := l.run(ctx, o.warmup, o.duration)
+	trace.Stop()
 	return res, nil
 }
 

@@ -10,6 +10,7 @@
 //	go run ./bench -scale 200000         # a smaller pre-filled journal for the scale cell
 //	go run ./bench -cpuprofile           # also profile the in-process proxy (guarded, replay; conc 64)
 //	go run ./bench -memprofile           # and its heap (guarded, conc 256, 64 KiB bodies)
+//	go run ./bench -trace                # and an execution trace of it (guarded, conc 1)
 //	go run ./bench -toolguard-env TOOLGUARD_UPSTREAM_MAX_IDLE_CONNS_PER_HOST=512   # an experiment
 //	go run ./bench -backend both -conc 1,64 -latency 0 -duration 2s -memory=false  # bbolt next to PostgreSQL
 //	go run ./bench -backend postgres -grid=false -conc 64 -dsn 'postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable&pool_max_conns=16' -pg-settings synchronous_commit=off
@@ -147,6 +148,7 @@ type options struct {
 	binary     string
 	cpuprofile bool
 	memprofile bool
+	trace      bool
 	// toolguardEnv are extra TOOLGUARD_* settings for the subprocesses.
 	toolguardEnv []string
 	memory       bool
@@ -207,6 +209,7 @@ func parseFlags(args []string) (options, error) {
 	fs.StringVar(&tgEnv, "toolguard-env", "", "comma-separated TOOLGUARD_*=value (or GOGC, GOMEMLIMIT, GOMAXPROCS) settings for the toolguard subprocesses, for experiments")
 	fs.BoolVar(&o.memory, "memory", true, "measure peak RSS at -mem-conc with -mem-body bodies on a fresh toolguard")
 	fs.BoolVar(&o.inproc, "inproc", true, "measure journal commits per call on an in-process toolguard")
+	fs.BoolVar(&o.trace, "trace", false, "write an execution trace of the in-process proxy (guarded, conc 1) to -out: where a call waits (go tool trace -pprof=sched|syscall|sync|net)")
 	fs.IntVar(&o.replaySet, "replay-set", 2048, "intents committed before the replay cells, then cycled")
 	fs.IntVar(&o.memConc, "mem-conc", 256, "concurrency of the memory measurement")
 	fs.IntVar(&o.memBody, "mem-body", 64<<10, "body size in bytes of the memory measurement")

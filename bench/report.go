@@ -326,12 +326,15 @@ func (r *report) writeJournal(b io.Writer) {
 	}
 	fmt.Fprintf(b, "\ncommits: the journal's own counter (bbolt: group commits; PostgreSQL: committed transition statements). statements/call (PostgreSQL): acquisitions of the journal's pgx pool per call, one per statement, each one round trip once pgx has cached its prepared statement (reads included); pool waits: acquisitions that found every connection busy.\n\n")
 	if len(r.Profiles) > 0 {
-		fmt.Fprintf(b, "Profiles of the in-process proxy (written as *.prof, which .gitignore keeps out of commits):\n\n")
+		fmt.Fprintf(b, "Profiles of the in-process proxy (written as *.prof and *.trace, which .gitignore keeps out of commits):\n\n")
 	}
 	for _, p := range r.Profiles {
-		if strings.HasPrefix(filepath.Base(p), "cpu-") {
+		switch {
+		case strings.HasPrefix(filepath.Base(p), "cpu-"):
 			fmt.Fprintf(b, "CPU profile: `go tool pprof -tagfocus role=proxy -top %s`\n\n", p)
-		} else {
+		case strings.HasPrefix(filepath.Base(p), "trace-"):
+			fmt.Fprintf(b, "Execution trace (guarded, conc 1): `go tool trace -pprof=syscall %s > syscall.pprof && go tool pprof -top syscall.pprof` (also sched, sync, net; or open it with `go tool trace %s`)\n\n", p, p)
+		default:
 			fmt.Fprintf(b, "Heap profile (guarded, 64 KiB bodies): `go tool pprof -sample_index alloc_space -focus 'toolguard|goproxy' -top %s`\n\n", p)
 		}
 	}

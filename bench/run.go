@@ -435,7 +435,7 @@ func runInproc(ctx context.Context, o options, rep *report, up *upstreams, tmp, 
 				backend, name, conc, res.rps(), res.total, commits, jc.CommitsPerCall, jc.WritesPerCommit, jc.CommitP50MS, jc.CommitP99MS, res.errors)
 		}
 	}
-	if (o.cpuprofile || o.memprofile) && ctx.Err() == nil {
+	if (o.cpuprofile || o.memprofile || o.trace) && ctx.Err() == nil {
 		dir := o.out
 		if dir == "" {
 			dir = tmp
@@ -460,6 +460,15 @@ func runInproc(ctx context.Context, o options, rep *report, up *upstreams, tmp, 
 			}
 			rep.Profiles = append(rep.Profiles, path)
 			progress("CPU profile of %s c64 (%.0f req/s) in %s", name, res.rps(), path)
+		}
+		if o.trace && backend == "bolt" {
+			path := filepath.Join(dir, "trace-guarded-c1.trace")
+			res, err := p.trace(ctx, e.load(scGuarded, 1), o, path)
+			if err != nil {
+				return err
+			}
+			rep.Profiles = append(rep.Profiles, path)
+			progress("execution trace of guarded c1 (%.0f req/s) in %s", res.rps(), path)
 		}
 		if o.memprofile && backend == "bolt" {
 			path := filepath.Join(dir, fmt.Sprintf("heap-guarded-c%d-%dk.prof", o.memConc, o.memBody>>10))
