@@ -3,7 +3,9 @@ package journaltest
 import (
 	"encoding/json"
 	"errors"
+	"maps"
 	"reflect"
+	"slices"
 	"testing"
 	"time"
 
@@ -222,9 +224,7 @@ func testSweep(t *testing.T, open Opener) {
 		}
 	}
 	apply(t, s, "old-prepared", prepare("old-prepared", "", journal.HoldAwaitingApproval))
-	cutoff := get(t, s, "old-prepared").UpdatedAt.Add(time.Nanosecond)
-	for !time.Now().After(cutoff) { // the wall clock must pass the cutoff (coarse clocks)
-	}
+	cutoff := cutoffAfter(t, s, append(append(old, "old-failed", "old-prepared"), slices.Collect(maps.Keys(keep))...)...)
 	apply(t, s, "new", claim("new", ""))
 	apply(t, s, "new", commit(time.Time{}))
 	if get(t, s, "new").UpdatedAt.Before(cutoff) {

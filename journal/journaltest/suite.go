@@ -106,6 +106,25 @@ func get(t *testing.T, s journal.Store, key string) journal.Step {
 	return st
 }
 
+// cutoffAfter is a time past the last update of every step of keys, by a
+// microsecond (the precision PostgreSQL keeps), once the wall clock has
+// passed it. Every step's, not the last written one's: a journal that
+// stamps records with the database's clock as read with each statement
+// does not stamp sequential writes in order to the microsecond under load.
+func cutoffAfter(t *testing.T, s journal.Store, keys ...string) time.Time {
+	t.Helper()
+	var cutoff time.Time
+	for _, k := range keys {
+		if u := get(t, s, k).UpdatedAt; u.After(cutoff) {
+			cutoff = u
+		}
+	}
+	cutoff = cutoff.Add(time.Microsecond)
+	for !time.Now().After(cutoff) { // the wall clock must pass the cutoff (coarse clocks)
+	}
+	return cutoff
+}
+
 // newStep is the first record of key.
 func newStep(key, workflow string) journal.Step {
 	return journal.Step{Key: key, API: "billing", Route: "create_invoice", Workflow: workflow,
