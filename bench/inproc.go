@@ -6,6 +6,7 @@ import (
 	"context"
 	"crypto/x509"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -159,33 +160,28 @@ func (s poolStats) sub(b poolStats) poolStats {
 // profileCPU writes a CPU profile of the whole harness to path while l runs
 // on the in-process proxy.
 func (p *inproc) profileCPU(ctx context.Context, l load, o options, path string) (loadResult, error) {
-	f, err := os.Create(path)
-	if err != nil {
-		return loadResult{}, err
-	}
-	defer f.Close()
-	if err := pprof.StartCPUProfile(f); err != nil {
-		return loadResult{}, fmt.Errorf("start CPU profile: %w", err)
-	}
-	res := l.run(ctx, o.warmup, o.duration)
-	pprof.StopCPUProfile()
-	return res, nil
+	return recordWhile(ctx, l, o, path, "CPU profile", pprof.StartCPUProfile, pprof.StopCPUProfile)
 }
 
 // trace writes an execution trace of the whole harness to path while l
 // runs on the in-process proxy: where a call waits, not only where it
 // burns CPU (go tool trace -pprof=sched|syscall|sync|net path).
 func (p *inproc) trace(ctx context.Context, l load, o options, path string) (loadResult, error) {
+	return recordWhile(ctx, l, o, path, "trace", trace.Start, trace.Stop)
+}
+
+// recordWhile runs l between start, writing to path, and stop.
+func recordWhile(ctx context.Context, l load, o options, path, what string, start func(io.Writer) error, stop func()) (loadResult, error) {
 	f, err := os.Create(path)
 	if err != nil {
 		return loadResult{}, err
 	}
 	defer f.Close()
-	if err := trace.Start(f); err != nil {
-		return loadResult{}, fmt.Errorf("start trace: %w", err)
+	if err := start(f); err != nil {
+		return loadResult{}, fmt.Errorf("start %s: %w", what, err)
 	}
 	res := l.run(ctx, o.warmup, o.duration)
-	trace.Stop()
+	stop()
 	return res, nil
 }
 
