@@ -113,6 +113,10 @@ type Journal struct {
 	// KeySummary says whether new steps keep a short, redacted summary of
 	// their key fields for the operators who approve and review them.
 	KeySummary KeySummary `yaml:"key_summary" env:"KEY_SUMMARY"`
+	// ResidentBudget is how much of the bbolt file's pages the process may
+	// keep mapped, in its RSS, beyond what it held after its last drop of
+	// them; 0 = never drop them (RSS grows to the file's size).
+	ResidentBudget ByteSize `yaml:"resident_budget" env:"RESIDENT_BUDGET"`
 }
 
 // Rules says where the rule files are.
@@ -244,11 +248,12 @@ func Default() Config {
 		Listen: "127.0.0.1:8480",
 		Admin:  Admin{Listen: "127.0.0.1:8481"},
 		Journal: Journal{
-			Path:         "./toolguard.db",
-			OpenTimeout:  5 * time.Second,
-			Retention:    720 * time.Hour,
-			HoldExpiry:   168 * time.Hour,
-			CheckOnStart: CheckAuto,
+			Path:           "./toolguard.db",
+			OpenTimeout:    5 * time.Second,
+			Retention:      720 * time.Hour,
+			HoldExpiry:     168 * time.Hour,
+			CheckOnStart:   CheckAuto,
+			ResidentBudget: 256 * MiB,
 		},
 		Rules: Rules{Dir: "./rules"},
 		CA:    CA{Dir: "./ca"},

@@ -26,6 +26,7 @@ func (c Config) Validate() error {
 		checkEnum("journal.check_on_start", startCheckEnum.valid(int(c.Journal.CheckOnStart)),
 			c.Journal.CheckOnStart.String(), startCheckEnum),
 		checkEnum("journal.key_summary", keySummaryEnum.valid(int(c.Journal.KeySummary)), c.Journal.KeySummary.String(), keySummaryEnum),
+		notNegative("journal.resident_budget", c.Journal.ResidentBudget),
 		nonEmpty("rules.dir", c.Rules.Dir),
 		nonEmpty("ca.dir", c.CA.Dir),
 		positive("upstream.timeout", c.Upstream.Timeout),

@@ -260,7 +260,8 @@ func openBolt(cfg config.Config, log *slog.Logger, metrics *metrics.Metrics) (*b
 			log.Info("journal checked", "path", path, "duration", time.Since(started))
 		}
 	}
-	j, err := bolt.Open(path, bolt.Options{Timeout: timeout, Logger: log, OnCommit: metrics.ObserveCommit})
+	j, err := bolt.Open(path, bolt.Options{Timeout: timeout, Logger: log, OnCommit: metrics.ObserveCommit,
+		ResidentBudget: residentBudget(cfg.Journal.ResidentBudget)})
 	if err != nil {
 		return nil, locked(err)
 	}
@@ -274,6 +275,15 @@ func openBolt(cfg config.Config, log *slog.Logger, metrics *metrics.Metrics) (*b
 	}
 	log.Info("journal checked", "path", path, "duration", time.Since(started))
 	return j, nil
+}
+
+// residentBudget is journal.resident_budget as bolt.Options takes it, where
+// never dropping is negative, not 0.
+func residentBudget(b config.ByteSize) int64 {
+	if b == 0 {
+		return -1
+	}
+	return int64(b)
 }
 
 func refuseDamaged(path string, problems []error, what string) error {

@@ -68,8 +68,10 @@ type Journal struct {
 	anyTransition bool
 
 	// stopDrop ends dropResidentLoop (resident.go); dropStopped is closed
-	// when it has returned.
+	// when it has returned. residentBudget is Options.ResidentBudget with
+	// its default applied.
 	stopDrop, dropStopped chan struct{}
+	residentBudget        int64
 }
 
 var (
@@ -132,18 +134,23 @@ func Open(path string, opts Options) (*Journal, error) {
 	}
 	b.kick, b.stopped = make(chan struct{}, 1), make(chan struct{})
 	b.stopDrop, b.dropStopped = make(chan struct{}), make(chan struct{})
-	if opts.ReadOnly {
+	b.residentBudget = cmp.Or(opts.ResidentBudget, DefaultResidentBudget)
+	switch {
+	case opts.ReadOnly:
 		close(b.stopped)
 		close(b.dropStopped)
-	} else {
-		b.lg.idle = time.NewTimer(checkpointEvery)
-		b.lg.idle.Stop()
-		go b.committer()
+		return b, nil
+	case b.residentBudget < 0:
+		close(b.dropStopped)
+	default:
 		go func() {
 			defer close(b.dropStopped)
 			b.dropResidentLoop(b.stopDrop)
 		}()
 	}
+	b.lg.idle = time.NewTimer(checkpointEvery)
+	b.lg.idle.Stop()
+	go b.committer()
 	return b, nil
 }
 

@@ -29,6 +29,12 @@ type Options struct {
 	OnCommit func(d time.Duration, batch int)
 	// Now returns the time stamped on records; nil means time.Now.
 	Now func() time.Time
+	// ResidentBudget is how many bytes of the file's pages the process may
+	// map beyond what it held after the last drop before it drops them
+	// all again (resident.go): the RSS it spends to spare page faults.
+	// Zero means DefaultResidentBudget; negative means never drop, so that
+	// RSS grows to the size of the file.
+	ResidentBudget int64
 	// SeedStates lets Apply write any state, skipping the transition
 	// allowlist (AllowedChange): for tests that set up what a crash would
 	// have left. toolguard itself never sets it.

@@ -20,19 +20,26 @@ import (
 // fault, without disk I/O).
 //
 // A drop is not free: MADV_DONTNEED walks the whole mapping, and every page
-// read after it faults again, the hot top of every B-tree included (on a
-// journal of a million steps, that halved guarded throughput). So the
-// process keeps up to residentBudget of file pages mapped beyond what it
-// held after the last drop, and drops only past that: a small journal's
-// pages, which commits reuse in place, are never dropped, and a large
-// journal's are dropped when the budget is full, not ten times a second.
+// read after it faults again, the hot top of every B-tree included. So the
+// process keeps up to a budget of file pages mapped beyond what it held
+// after the last drop, and drops only past that: a journal smaller than
+// the budget is never dropped.
+//
+// The budget is what a large journal's speed depends on. A new intent's
+// key lands on a random leaf of the key index, and the kernel maps the
+// pages around a faulting one with it (fault-around, 64 KiB): about
+// 50 KiB of RSS per random leaf read, 30 µs of CPU per fault on a
+// virtual machine. A 16 MiB budget held about 320 such reads, so on a
+// journal of 1,000,000 steps (2.4 GiB) nearly every guarded call faulted
+// and the file was dropped several times a second: ×0.51–0.72 of an
+// empty journal's throughput. 256 MiB measured ×0.70–1.00, never
+// dropping ×0.82–0.90 (bench/results/diary.md).
+
+// DefaultResidentBudget is Options.ResidentBudget's default.
+const DefaultResidentBudget = 256 << 20
 
 // dropInterval is the time between two checks.
 const dropInterval = 100 * time.Millisecond
-
-// residentBudget is how far the process's resident file pages may grow
-// past what they were after the last drop before they are dropped again.
-const residentBudget = 16 << 20
 
 // dropResidentLoop drops the mapped pages when, at a check after a
 // commit, the resident file pages have grown past the budget, until stop
@@ -53,7 +60,7 @@ func (b *Journal) dropResidentLoop(stop <-chan struct{}) {
 			continue
 		}
 		seen = n
-		if overBudget(fileResident(), floor) {
+		if overBudget(fileResident(), floor, b.residentBudget) {
 			b.dropResident()
 			floor = fileResident()
 		}
@@ -61,10 +68,10 @@ func (b *Journal) dropResidentLoop(stop <-chan struct{}) {
 }
 
 // overBudget reports whether resident file pages (bytes; negative when
-// unknown) have grown past the budget above floor. Unknown means drop, as
+// unknown) have grown more than budget above floor. Unknown means drop, as
 // every check did before the budget.
-func overBudget(resident, floor int64) bool {
-	return resident < 0 || floor < 0 || resident-floor > residentBudget
+func overBudget(resident, floor, budget int64) bool {
+	return resident < 0 || floor < 0 || resident-floor > budget
 }
 
 // dropResident drops the pages of the file's mapping from the process.
