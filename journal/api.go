@@ -98,3 +98,21 @@ type Counts struct {
 	// Hold has an entry for every hold, HoldNone (steps not held) included.
 	Hold map[Hold]int `json:"hold"`
 }
+
+// OpenCounts counts the steps that need attention: started ones (in
+// flight, or ambiguous once the process that sent them is gone) and held
+// ones.
+type OpenCounts struct {
+	Started int `json:"started"`
+	// Held has an entry for every hold but HoldNone, zero included.
+	Held map[Hold]int `json:"held"`
+}
+
+// NewOpenCounts returns OpenCounts with every entry zero.
+func NewOpenCounts() OpenCounts {
+	c := OpenCounts{Held: map[Hold]int{}}
+	for h := HoldNone + 1; h <= HoldNeedsReview; h++ {
+		c.Held[h] = 0
+	}
+	return c
+}

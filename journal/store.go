@@ -29,6 +29,11 @@ type Store interface {
 	List(f Filter) ([]Step, error)
 	// Count returns the numbers of steps by status and by hold.
 	Count() (Counts, error)
+	// CountOpen returns the numbers of started and held steps. Its cost
+	// grows with those steps, not with the journal (PostgreSQL reads them
+	// from indexes, where Count reads every row): gauges scraped every few
+	// seconds and the startup line read it.
+	CountOpen() (OpenCounts, error)
 	// ForEach walks every step in one consistent snapshot (export).
 	ForEach(fn func(Step) error) error
 	// Events returns up to limit events after seq, in order.

@@ -151,9 +151,10 @@ func (m *Metrics) JournalWriteFailed() {
 	}
 }
 
-// Counter counts the journal's steps; journal.Store provides it.
+// Counter counts the journal's held steps without counting every step;
+// journal.Store provides it.
 type Counter interface {
-	Count() (journal.Counts, error)
+	CountOpen() (journal.OpenCounts, error)
 }
 
 // Sizer is the journal file's size; journal.Maintainer provides it.
@@ -178,11 +179,11 @@ func (m *Metrics) WatchState(inFlight func() int, src Counter, file Sizer) {
 	for _, h := range []journal.Hold{journal.HoldAwaitingApproval, journal.HoldNeedsReview} {
 		m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "toolguard_held_steps",
 			Help: "Steps held for an operator, by hold.", ConstLabels: prometheus.Labels{"hold": h.String()}}, func() float64 {
-			c, err := src.Count()
+			c, err := src.CountOpen()
 			if err != nil {
 				return 0
 			}
-			return float64(c.Hold[h])
+			return float64(c.Held[h])
 		}))
 	}
 	if file != nil {

@@ -26,11 +26,11 @@ func page(t *testing.T, m *Metrics) string {
 
 // counts is a Counter with fixed counts.
 type counts struct {
-	c   journal.Counts
+	c   journal.OpenCounts
 	err error
 }
 
-func (c counts) Count() (journal.Counts, error) { return c.c, c.err }
+func (c counts) CountOpen() (journal.OpenCounts, error) { return c.c, c.err }
 
 type size int64
 
@@ -110,7 +110,7 @@ func TestPrecreateRoutes(t *testing.T) {
 // TestWatchState: the gauges read their sources at scrape time.
 func TestWatchState(t *testing.T) {
 	m := New()
-	c := counts{c: journal.Counts{Hold: map[journal.Hold]int{journal.HoldNeedsReview: 2}}}
+	c := counts{c: journal.OpenCounts{Held: map[journal.Hold]int{journal.HoldNeedsReview: 2}}}
 	m.WatchState(func() int { return 5 }, c, size(4096))
 	got := page(t, m)
 	for _, want := range []string{

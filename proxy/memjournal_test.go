@@ -225,6 +225,7 @@ func (r *memReplica) LastSeq() (uint64, error) {
 // The rest is not used by the replica tests.
 
 func (r *memReplica) Count() (journal.Counts, error)                { return journal.Counts{}, nil }
+func (r *memReplica) CountOpen() (journal.OpenCounts, error)        { return journal.NewOpenCounts(), nil }
 func (r *memReplica) ForEach(fn func(journal.Step) error) error     { return nil }
 func (r *memReplica) Sweep(time.Time, int) (int, bool, error)       { return 0, false, nil }
 func (r *memReplica) ExpireHolds(time.Time, int) (int, bool, error) { return 0, false, nil }

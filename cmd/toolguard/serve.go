@@ -386,13 +386,17 @@ func logStartup(log *slog.Logger, j journal.Store, set *rules.Set) {
 		"ambiguous", ambiguous, "awaiting_verification", verifying, "held", held)
 }
 
-// startupCounts reads what the journal holds from its counters: every
-// started step belongs to an earlier epoch now, so it is ambiguous.
+// startupCounts reads what the journal holds that needs attention, without
+// counting every step: every started step belongs to an earlier epoch now,
+// so it is ambiguous.
 func startupCounts(j journal.Store) (ambiguous, verifying, held int) {
-	c, err := j.Count()
+	c, err := j.CountOpen()
 	if err != nil {
 		return 0, 0, 0
 	}
 	pending, _ := j.List(journal.Filter{VerifyPending: true, Limit: 100000})
-	return c.Status[journal.StatusStarted], len(pending), c.Steps - c.Hold[journal.HoldNone]
+	for _, n := range c.Held {
+		held += n
+	}
+	return c.Started, len(pending), held
 }

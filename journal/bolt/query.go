@@ -173,6 +173,18 @@ func (b *Journal) Count() (journal.Counts, error) {
 	return c, err
 }
 
+// CountOpen returns the numbers of started and held steps, from the same
+// counters as Count.
+func (b *Journal) CountOpen() (journal.OpenCounts, error) {
+	c, err := b.Count()
+	o := journal.NewOpenCounts()
+	o.Started = c.Status[journal.StatusStarted]
+	for h := range o.Held {
+		o.Held[h] = c.Hold[h]
+	}
+	return o, err
+}
+
 // ForEach calls fn with every step, in the order their keys were first
 // written, inside one read transaction (a consistent snapshot); it stops at
 // fn's first error.

@@ -197,6 +197,31 @@ func testCount(t *testing.T, open Opener) {
 	if c.Steps != 3 || c.Hold[journal.HoldNone] != 2 || c.Hold[journal.HoldAwaitingApproval] != 1 || c.Hold[journal.HoldNeedsReview] != 0 {
 		t.Errorf("counts: %+v", c)
 	}
+	wantOpen(t, s, 1, 1, 0)
+	apply(t, s, "d", claim("d", ""))
+	apply(t, s, "d", hold(journal.HoldNeedsReview, "x"))
+	apply(t, s, "c", set(journal.EventApproved, func(st *journal.Step) { st.Hold, st.HoldReason = journal.HoldNone, "" }))
+	wantOpen(t, s, 2, 0, 1)
+}
+
+// wantOpen checks CountOpen against Count, and against the numbers given.
+func wantOpen(t *testing.T, s journal.Store, started, awaiting, review int) {
+	t.Helper()
+	o, err := s.CountOpen()
+	if err != nil {
+		t.Fatalf("count open: %v", err)
+	}
+	c, err := s.Count()
+	if err != nil {
+		t.Fatalf("count: %v", err)
+	}
+	if o.Started != c.Status[journal.StatusStarted] || len(o.Held) != 2 ||
+		o.Held[journal.HoldAwaitingApproval] != c.Hold[journal.HoldAwaitingApproval] || o.Held[journal.HoldNeedsReview] != c.Hold[journal.HoldNeedsReview] {
+		t.Errorf("open counts %+v disagree with counts %+v", o, c)
+	}
+	if o.Started != started || o.Held[journal.HoldAwaitingApproval] != awaiting || o.Held[journal.HoldNeedsReview] != review {
+		t.Errorf("open counts %+v, want %d started, %d awaiting approval, %d needing review", o, started, awaiting, review)
+	}
 }
 
 // testSweep: a sweep removes only finished steps (committed, verified,
