@@ -101,8 +101,10 @@
 // copy. With -backend postgres or both the same runs on PostgreSQL: the
 // journal is filled through the postgres package's Apply into a database
 // kept on the server (named by N, both schema versions and the fill's
-// shape; DROP DATABASE reclaims it), and each measurement runs on a copy
-// made with CREATE DATABASE ... TEMPLATE.
+// shape; DROP DATABASE reclaims it), vacuumed and analyzed as autovacuum
+// would (VACUUM (ANALYZE), before every run: a server may run without
+// autovacuum), and each measurement runs on a copy made with CREATE
+// DATABASE ... TEMPLATE.
 //
 // # Targets
 //

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -187,7 +188,7 @@ func prefilledPG(ctx context.Context, pg *pgServer, n int) (string, scaleFill, e
 	if exists {
 		fill.Cached, fill.FileMiB = true, pg.size(ctx, name)
 		progress("scale: using the cached database %s of %d steps (%.0f MiB)", name, n, fill.FileMiB)
-		return name, fill, nil
+		return name, fill, vacuum(ctx, pg, name)
 	}
 	partial := name + "_partial"
 	if _, err := conn.Exec(ctx, "DROP DATABASE IF EXISTS "+pgx.Identifier{partial}.Sanitize()+" WITH (FORCE)"); err != nil {
@@ -212,7 +213,32 @@ func prefilledPG(ctx context.Context, pg *pgServer, n int) (string, scaleFill, e
 	}
 	fill.FillSeconds, fill.FileMiB = time.Since(started).Seconds(), pg.size(ctx, name)
 	progress("scale: filled %d steps in %.1f s (%.0f MiB) into database %s", n, fill.FillSeconds, fill.FileMiB, name)
-	return name, fill, nil
+	return name, fill, vacuum(ctx, pg, name)
+}
+
+// vacuum does to the pre-filled database what autovacuum does to a
+// journal in service, which a test server may run without
+// (autovacuum = off): it removes the dead row versions each outcome left
+// behind in the table and its indexes, and gathers the planner's
+// statistics. The copies inherit both. A database vacuumed before takes a
+// moment.
+func vacuum(ctx context.Context, pg *pgServer, name string) error {
+	u, err := url.Parse(pg.adminDSN())
+	if err != nil {
+		return err
+	}
+	u.Path = "/" + name
+	conn, err := pgx.Connect(ctx, u.String())
+	if err != nil {
+		return fmt.Errorf("vacuum %s: %w", name, err)
+	}
+	defer conn.Close(context.Background())
+	started := time.Now()
+	if _, err := conn.Exec(ctx, "VACUUM (ANALYZE)"); err != nil {
+		return fmt.Errorf("vacuum %s: %w", name, err)
+	}
+	progress("scale: vacuumed and analyzed %s in %.1f s", name, time.Since(started).Seconds())
+	return nil
 }
 
 // The PostgreSQL fill's writers and pool.
@@ -413,7 +439,7 @@ func (r *report) writeScale(b io.Writer) {
 		}
 		kept := "kept as " + f.Path
 		if f.Backend == "postgres" {
-			kept = "kept on the server as " + f.Path + " (DROP DATABASE to reclaim it), copied with CREATE DATABASE … TEMPLATE"
+			kept = "kept on the server as " + f.Path + " (DROP DATABASE to reclaim it), vacuumed and analyzed as autovacuum would (VACUUM (ANALYZE)), copied with CREATE DATABASE … TEMPLATE"
 		}
 		fmt.Fprintf(b, "- Pre-filled %s journal: %d committed steps (a claim, then its outcome, through the journal's Apply as the proxy writes a guarded call), %.0f MiB, %s; %s; each measurement runs on a copy.\n",
 			f.Backend, f.Steps, f.FileMiB, how, kept)
