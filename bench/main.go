@@ -166,9 +166,11 @@ type options struct {
 	dsn        string
 	pgSettings []string
 	// scale is the number of steps of the pre-filled journal of the scale
-	// cell (0: no scale cell); scaleCache is where the filled file is kept.
-	scale      int
-	scaleCache string
+	// cell (0: no scale cell); scaleCache is where the filled file is kept;
+	// scaleDuration is each of its cells' measured time.
+	scale         int
+	scaleCache    string
+	scaleDuration time.Duration
 }
 
 func main() {
@@ -221,6 +223,7 @@ func parseFlags(args []string) (options, error) {
 	fs.StringVar(&o.dsn, "dsn", defaultDSN, "PostgreSQL server URL (backend postgres): each run creates a fresh database there and drops it at the end")
 	fs.StringVar(&pgSet, "pg-settings", "", "comma-separated name=value settings for the bench database (ALTER DATABASE ... SET), for experiments")
 	fs.IntVar(&o.scale, "scale", 1000000, "steps of the pre-filled bbolt journal of the scale cell (guarded c64 on it and on an empty journal; 0: no scale cell; -quick: 0 unless set)")
+	fs.DurationVar(&o.scaleDuration, "scale-duration", 10*time.Second, "measured time of each scale cell: a fresh toolguard on a large journal first maps the pages its calls read (default 10s, or -duration if longer)")
 	fs.StringVar(&o.scaleCache, "scale-cache", "", "directory keeping pre-filled journals between runs, keyed by steps and schema version (default $TMPDIR/toolguard-bench-cache)")
 	if err := fs.Parse(args); err != nil {
 		return o, err
@@ -278,6 +281,12 @@ func parseFlags(args []string) (options, error) {
 	}
 	if o.scale < 0 {
 		return o, fmt.Errorf("-scale: %d is negative", o.scale)
+	}
+	if !set["scale-duration"] {
+		o.scaleDuration = max(o.scaleDuration, o.duration)
+	}
+	if o.scaleDuration <= 0 {
+		return o, fmt.Errorf("-scale-duration: %v is not a positive duration", o.scaleDuration)
 	}
 	if o.warmup <= 0 {
 		o.warmup = min(o.duration/6, 500*time.Millisecond).Round(time.Millisecond)

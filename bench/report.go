@@ -37,6 +37,7 @@ type report struct {
 	Journal       []journalCell     `json:"journal,omitempty"`
 	Backends      []backendCell     `json:"backends,omitempty"`
 	Scale         []scaleCell       `json:"scale,omitempty"`
+	ScaleSeconds  float64           `json:"scale_seconds,omitempty"` // measured time of each scale cell
 	ScaleFill     []scaleFill       `json:"scale_fill,omitempty"`
 	// GridBackend is the journal of the grid's toolguard (bolt or postgres).
 	GridBackend string   `json:"grid_backend,omitempty"`

@@ -68,6 +68,7 @@ type scaleFill struct {
 // bbolt, and on PostgreSQL when pg is set.
 func runScale(ctx context.Context, o options, rep *report, up *upstreams, pg *pgServer, bin, tmp, rulesDir, configFile string) error {
 	up.setLatency(0)
+	rep.ScaleSeconds = o.scaleDuration.Seconds()
 	cacheDir := o.scaleCache
 	if cacheDir == "" {
 		cacheDir = filepath.Join(os.TempDir(), "toolguard-bench-cache")
@@ -158,6 +159,7 @@ func runScaleCell(ctx context.Context, o options, up *upstreams, bin, dir, rules
 		pgPIDs = pg.backendPIDs(ctx, db)
 	}
 	e := &env{up: up, toolguard: p.proxyURL, intents: newIntents()}
+	o.duration = o.scaleDuration
 	bc, err := runBackendCell(ctx, o, e, backend, scGuarded, scaleConc, []*proc{p}, pgPIDs)
 	if err != nil {
 		return scaleCell{}, err
@@ -431,7 +433,7 @@ func (r *report) writeScale(b io.Writer) {
 	if len(r.Scale) == 0 {
 		return
 	}
-	fmt.Fprintf(b, "## Journal size (guarded, c%d, upstream latency 0, fresh toolguard per journal)\n\n", scaleConc)
+	fmt.Fprintf(b, "## Journal size (guarded, c%d, upstream latency 0, fresh toolguard per journal, %gs measured per cell)\n\n", scaleConc, r.ScaleSeconds)
 	for _, f := range r.ScaleFill {
 		how := fmt.Sprintf("filled by this run in %.1f s", f.FillSeconds)
 		if f.Cached {

@@ -5,6 +5,7 @@ package main
 import (
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestEvaluate runs the target evaluation over synthetic cells: each case
@@ -167,15 +168,19 @@ func TestMeasuredNotesQuoteOnlyMeasuredFigures(t *testing.T) {
 
 func TestParseFlagsScale(t *testing.T) {
 	for _, tt := range []struct {
-		args  []string
-		scale int
-		err   string
+		args   []string
+		scale  int
+		scaleD time.Duration
+		err    string
 	}{
-		{args: nil, scale: 1000000},
-		{args: []string{"-quick"}, scale: 0},
-		{args: []string{"-quick", "-scale", "5000"}, scale: 5000},
-		{args: []string{"-scale", "0"}, scale: 0},
+		{args: nil, scale: 1000000, scaleD: 10 * time.Second},
+		{args: []string{"-quick"}, scale: 0, scaleD: 10 * time.Second},
+		{args: []string{"-quick", "-scale", "5000"}, scale: 5000, scaleD: 10 * time.Second},
+		{args: []string{"-scale", "0"}, scale: 0, scaleD: 10 * time.Second},
+		{args: []string{"-duration", "20s"}, scale: 1000000, scaleD: 20 * time.Second},
+		{args: []string{"-duration", "20s", "-scale-duration", "3s"}, scale: 1000000, scaleD: 3 * time.Second},
 		{args: []string{"-scale", "-1"}, err: "-scale: -1 is negative"},
+		{args: []string{"-scale-duration", "0s"}, err: "-scale-duration: 0s is not a positive duration"},
 	} {
 		o, err := parseFlags(tt.args)
 		if tt.err != "" {
@@ -184,8 +189,8 @@ func TestParseFlagsScale(t *testing.T) {
 			}
 			continue
 		}
-		if err != nil || o.scale != tt.scale {
-			t.Errorf("parseFlags(%q) = scale %d, %v; want %d", tt.args, o.scale, err, tt.scale)
+		if err != nil || o.scale != tt.scale || o.scaleDuration != tt.scaleD {
+			t.Errorf("parseFlags(%q) = scale %d for %v, %v; want %d for %v", tt.args, o.scale, o.scaleDuration, err, tt.scale, tt.scaleD)
 		}
 	}
 }
