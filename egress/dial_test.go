@@ -10,6 +10,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // fakeResolver answers lookups from a table and records the networks
@@ -31,10 +32,12 @@ func (r *fakeResolver) LookupNetIP(_ context.Context, network, host string) ([]n
 	return ips, nil
 }
 
-// listener accepts connections on network/addr and counts them.
+// listener accepts connections on network/addr and counts them; each
+// accept also signals on accepts.
 type listener struct {
 	ln       net.Listener
 	accepted atomic.Int64
+	accepts  chan struct{}
 }
 
 func listen(t *testing.T, network, addr string) *listener {
@@ -43,7 +46,7 @@ func listen(t *testing.T, network, addr string) *listener {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l := &listener{ln: ln}
+	l := &listener{ln: ln, accepts: make(chan struct{}, 64)}
 	go func() {
 		for {
 			c, err := ln.Accept()
@@ -52,6 +55,10 @@ func listen(t *testing.T, network, addr string) *listener {
 			}
 			l.accepted.Add(1)
 			c.Close()
+			select {
+			case l.accepts <- struct{}{}:
+			default:
+			}
 		}
 	}()
 	t.Cleanup(func() { ln.Close() })
@@ -59,6 +66,21 @@ func listen(t *testing.T, network, addr string) *listener {
 }
 
 func (l *listener) port() string { return strconv.Itoa(l.ln.Addr().(*net.TCPAddr).Port) }
+
+// awaitAccepted waits until the listener has counted n connections: a
+// connection is established before the listener's Accept returns it, so
+// a test that connected waits for its count before the next one counts.
+func (l *listener) awaitAccepted(t *testing.T, n int64) {
+	t.Helper()
+	timeout := time.After(10 * time.Second)
+	for l.accepted.Load() < n {
+		select {
+		case <-l.accepts:
+		case <-timeout:
+			t.Fatalf("the listener accepted %d connections, want %d", l.accepted.Load(), n)
+		}
+	}
+}
 
 // Dial resolves once, checks every address and dials the checked one; a
 // name with any refused address is refused whole, and nothing is dialled.
@@ -109,6 +131,7 @@ func TestDial(t *testing.T) {
 					t.Fatalf("Dial(%s) = %v, want a connection", tc.addr, err)
 				}
 				c.Close()
+				tools.awaitAccepted(t, before+1)
 				return
 			}
 			if err == nil {
