@@ -52,6 +52,13 @@ type loadCell struct {
 	// processes' threads per completed call (warm-up included): each is a
 	// sleep and a wake-up, whose cost the report's wake-up probe gives.
 	ToolguardSwitches float64 `json:"toolguard_switches_per_call"`
+	// ToolguardFaults is the page faults of the toolguard processes per
+	// completed call (warm-up included): on bbolt, mostly the kernel
+	// mapping pages of the journal's file the call reads.
+	ToolguardFaults float64 `json:"toolguard_faults_per_call"`
+	// Postgres is the PostgreSQL server's other work per completed call
+	// (warm-up included): WAL, block reads, auxiliary processes' CPU.
+	Postgres *pgPerCall `json:"postgres_per_call,omitempty"`
 }
 
 // backendCell is one journal scenario at one concurrency on one backend
@@ -123,13 +130,13 @@ func runBackends(ctx context.Context, o options, rep *report, up *upstreams, pg 
 				if ctx.Err() != nil {
 					return ctx.Err()
 				}
-				var pgPIDs []int
+				var pgw *pgWatch
 				var ws *waitSampler
 				if dbName != "" {
-					pgPIDs = pg.backendPIDs(ctx, dbName)
+					pgw = pg.watch(ctx, dbName)
 					ws = pg.sampleWaits(ctx, dbName, 5*time.Millisecond)
 				}
-				c, err := runBackendCell(ctx, o, e, backend, name, conc, procs, pgPIDs)
+				c, err := runBackendCell(ctx, o, e, backend, name, conc, procs, pgw)
 				if ws != nil {
 					c.Waits = ws.finish()
 					progress("  waits (mean active backends): %v", c.Waits)
@@ -147,15 +154,21 @@ func runBackends(ctx context.Context, o options, rep *report, up *upstreams, pg 
 	return nil
 }
 
-func runBackendCell(ctx context.Context, o options, e *env, backend, name string, conc int, procs []*proc, pgPIDs []int) (backendCell, error) {
+// runBackendCell runs scenario name at conc through procs and measures it,
+// with the PostgreSQL server's share when pgw is set.
+func runBackendCell(ctx context.Context, o options, e *env, backend, name string, conc int, procs []*proc, pgw *pgWatch) (backendCell, error) {
 	runtime.GC()
 	var before []commitStats
 	var tgPIDs []int
 	for _, p := range procs {
 		tgPIDs = append(tgPIDs, p.pid())
 	}
-	tgCPU0, pgCPU0 := cpuTimes(tgPIDs), cpuTimes(pgPIDs)
-	sw0 := switchesOf(tgPIDs)
+	tgCPU0 := cpuTimes(tgPIDs)
+	var pg0 pgCounters
+	if pgw != nil {
+		pg0 = pgw.read(ctx)
+	}
+	sw0, pf0 := switchesOf(tgPIDs), faultsOf(tgPIDs)
 	for _, p := range procs {
 		s, _ := scrapeCommits(p.adminURL)
 		before = append(before, s)
@@ -172,14 +185,17 @@ func runBackendCell(ctx context.Context, o options, e *env, backend, name string
 		l = e.load(name, conc)
 	}
 	res := l.run(ctx, o.warmup, o.duration)
-	tgCPU, pgCPU := cpuTimes(tgPIDs)-tgCPU0, cpuTimes(pgPIDs)-pgCPU0
-	sw := switchesOf(tgPIDs) - sw0
+	tgCPU := cpuTimes(tgPIDs) - tgCPU0
+	sw, pf := switchesOf(tgPIDs)-sw0, faultsOf(tgPIDs)-pf0
 	c := backendCell{Backend: backend, Scenario: name, loadCell: loadCell{Conc: conc, Requests: res.measured, Errors: res.errors,
 		FirstError: res.firstErr, RPS: res.rps(), P50MS: ms(res.percentile(0.5)), P99MS: ms(res.percentile(0.99))}}
 	c.ToolguardCPUUS = perCall(float64(tgCPU.Microseconds()), res.total)
 	c.ToolguardSwitches = perCall(float64(sw), res.total)
-	if len(pgPIDs) > 0 {
-		c.PostgresCPUUS = ptr(perCall(float64(pgCPU.Microseconds()), res.total))
+	c.ToolguardFaults = perCall(float64(pf), res.total)
+	if pgw != nil {
+		pg1 := pgw.read(ctx)
+		c.PostgresCPUUS = ptr(perCall(float64((pg1.BackendCPU - pg0.BackendCPU).Microseconds()), res.total))
+		c.Postgres = pg0.perCall(pg1, res.total)
 	}
 	var d commitStats
 	scraped := true
@@ -209,9 +225,12 @@ func runBackendCell(ctx context.Context, o options, e *env, backend, name string
 	if c.CommitsPerCall != nil {
 		extra = fmt.Sprintf("  %.3f commits/call", *c.CommitsPerCall)
 	}
-	extra += fmt.Sprintf("  CPU/call toolguard %.0f µs (%.1f switches)", c.ToolguardCPUUS, c.ToolguardSwitches)
+	extra += fmt.Sprintf("  CPU/call toolguard %.0f µs (%.1f switches, %.1f page faults)", c.ToolguardCPUUS, c.ToolguardSwitches, c.ToolguardFaults)
 	if c.PostgresCPUUS != nil {
 		extra += fmt.Sprintf(", postgres %.0f µs", *c.PostgresCPUUS)
+	}
+	if p := c.Postgres; p != nil {
+		extra += fmt.Sprintf(" + aux %.0f µs; WAL %.0f B (%.2f full pages), %.1f blocks read", p.AuxCPUUS, p.WALBytes, p.WALFPI, p.BlocksRead)
 	}
 	if c.EffectsPerIntent != nil {
 		extra += fmt.Sprintf("  %.4f effects/intent", *c.EffectsPerIntent)
@@ -298,8 +317,8 @@ func (r *report) writeBackends(b io.Writer) {
 		}
 		fmt.Fprintf(b, "\n\n")
 	}
-	fmt.Fprintf(b, "| backend | scenario | conc | req/s | p50 ms | p99 ms | errors | commits/call | commit mean ms | effects/intent | CPU µs/call toolguard | switches/call toolguard | CPU µs/call PostgreSQL |\n")
-	fmt.Fprintf(b, "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n")
+	fmt.Fprintf(b, "| backend | scenario | conc | req/s | p50 ms | p99 ms | errors | commits/call | commit mean ms | effects/intent | CPU µs/call toolguard | switches/call toolguard | CPU µs/call PostgreSQL | %s |\n", pgColumns)
+	fmt.Fprintf(b, "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |%s\n", pgColumnsAlign)
 	opt := func(f *float64, format string) string {
 		if f == nil {
 			return "–"
@@ -311,10 +330,10 @@ func (r *report) writeBackends(b io.Writer) {
 		if c.Errors > 0 {
 			errs = fmt.Sprintf("**%d**", c.Errors)
 		}
-		fmt.Fprintf(b, "| %s | %s | %d | %.0f | %.3f | %.3f | %s | %s | %s | %s | %.0f | %.1f | %s |\n", c.Backend, c.Scenario, c.Conc, c.RPS, c.P50MS, c.P99MS,
-			errs, opt(c.CommitsPerCall, "%.3f"), opt(c.CommitMeanMS, "%.3f"), opt(c.EffectsPerIntent, "%.4f"), c.ToolguardCPUUS, c.ToolguardSwitches, opt(c.PostgresCPUUS, "%.0f"))
+		fmt.Fprintf(b, "| %s | %s | %d | %.0f | %.3f | %.3f | %s | %s | %s | %s | %.0f | %.1f | %s | %s |\n", c.Backend, c.Scenario, c.Conc, c.RPS, c.P50MS, c.P99MS,
+			errs, opt(c.CommitsPerCall, "%.3f"), opt(c.CommitMeanMS, "%.3f"), opt(c.EffectsPerIntent, "%.4f"), c.ToolguardCPUUS, c.ToolguardSwitches, opt(c.PostgresCPUUS, "%.0f"), c.Postgres.cells())
 	}
-	fmt.Fprintf(b, "\ncommits/call: journal commits per completed call from GET /metrics (both replicas summed): bbolt group commits (shared by concurrent writes), PostgreSQL transactions (one per transition, each its own WAL flush unless the server groups them). The round trips are in the in-process table below. CPU µs/call: user+system time of the toolguard process(es) and of the PostgreSQL backends connected to the bench database (not the WAL writer or checkpointer) per completed call, from /proc (10 ms ticks). switches/call: context switches of the toolguard process(es)' threads per completed call, from /proc/PID/task/*/status; each is a sleep and a wake-up, priced by the wake-up probe at the top.\n\n")
+	fmt.Fprintf(b, "\ncommits/call: journal commits per completed call from GET /metrics (both replicas summed): bbolt group commits (shared by concurrent writes), PostgreSQL transactions (one per transition, each its own WAL flush unless the server groups them). The round trips are in the in-process table below. CPU µs/call: user+system time of the toolguard process(es) and of the PostgreSQL backends connected to the bench database per completed call, from /proc (10 ms ticks); the WAL writer's, checkpointer's and background writer's are the aux column. %s switches/call: context switches of the toolguard process(es)' threads per completed call, from /proc/PID/task/*/status; each is a sleep and a wake-up, priced by the wake-up probe at the top.\n\n", pgColumnsNote)
 	fmt.Fprintf(b, "PostgreSQL waits: the bench database's active backends sampled every 5 ms during the cell (warm-up included), mean number per state; CPU = running or runnable.\n\n")
 	for _, c := range r.Backends {
 		if len(c.Waits) > 0 {

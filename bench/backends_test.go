@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestParseFlagsBackend(t *testing.T) {
@@ -66,5 +67,41 @@ func TestCPUTimeOfThisProcess(t *testing.T) {
 	}
 	if got := cpuTime(-1); got != 0 {
 		t.Errorf("cpuTime(-1) = %v, want 0 for a process that does not exist", got)
+	}
+}
+
+func TestFaultsCountsTouchedPages(t *testing.T) {
+	before := faults(os.Getpid())
+	// Fresh memory: the kernel maps each page at its first touch.
+	b := make([]byte, 8<<20)
+	for i := 0; i < len(b); i += 4096 {
+		b[i] = 1
+	}
+	if after := faults(os.Getpid()); after-before < 100 {
+		t.Errorf("faults(self) rose by %d after touching %d fresh pages, want at least 100", after-before, len(b)/4096)
+	}
+	if got := faults(-1); got != 0 {
+		t.Errorf("faults(-1) = %d, want 0 for a process that does not exist", got)
+	}
+}
+
+// The server's work per call is the difference of two readings divided
+// by the calls; unread statistics give nothing rather than zeros.
+func TestPGPerCall(t *testing.T) {
+	a := pgCounters{WALRecords: 10, WALFPI: 2, WALBytes: 1000, BlocksRead: 5, BlocksHit: 50, AuxCPU: time.Millisecond, ok: true}
+	b := pgCounters{WALRecords: 30, WALFPI: 12, WALBytes: 101000, BlocksRead: 25, BlocksHit: 250, AuxCPU: 3 * time.Millisecond, ok: true}
+	got := a.perCall(b, 10)
+	want := pgPerCall{WALRecords: 2, WALFPI: 1, WALBytes: 10000, BlocksRead: 2, BlocksHit: 20, AuxCPUUS: 200}
+	if got == nil || *got != want {
+		t.Fatalf("perCall = %+v, want %+v", got, want)
+	}
+	if got.cells() != "10000 | 1.00 | 2.0 | 200" {
+		t.Errorf("cells() = %q", got.cells())
+	}
+	if a.perCall(pgCounters{}, 10) != nil || a.perCall(b, 0) != nil {
+		t.Error("perCall of an unread reading, or of no calls, is not nil")
+	}
+	if (*pgPerCall)(nil).cells() != "– | – | – | –" {
+		t.Error("cells() of nothing measured")
 	}
 }

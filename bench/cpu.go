@@ -18,26 +18,57 @@ import (
 // 100 on Linux).
 const clockTick = 10 * time.Millisecond
 
-// cpuTime is the user+system CPU time a process has used so far; 0 when it
-// cannot be read (the process is gone).
-func cpuTime(pid int) time.Duration {
+// statFields are the fields of /proc/PID/stat after the command name,
+// starting with the state; nil when it cannot be read (the process is
+// gone).
+func statFields(pid int) []string {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
-		return 0
+		return nil
 	}
 	// The command name, in parentheses, may hold spaces: fields start after it.
 	s := string(b)
 	if i := strings.LastIndexByte(s, ')'); i >= 0 {
 		s = s[i+1:]
 	}
-	f := strings.Fields(s)
-	if len(f) < 13 {
+	if f := strings.Fields(s); len(f) >= 13 {
+		return f
+	}
+	return nil
+}
+
+// cpuTime is the user+system CPU time a process has used so far; 0 when it
+// cannot be read (the process is gone).
+func cpuTime(pid int) time.Duration {
+	f := statFields(pid)
+	if f == nil {
 		return 0
 	}
 	// After the name: state(0) ... utime(11) stime(12).
 	u, _ := strconv.ParseInt(f[11], 10, 64)
 	st, _ := strconv.ParseInt(f[12], 10, 64)
 	return time.Duration(u+st) * clockTick
+}
+
+// faults is the page faults a process has taken so far, minor (the page
+// was in memory: the kernel maps it) and major (it was read from disk).
+func faults(pid int) int64 {
+	f := statFields(pid)
+	if f == nil {
+		return 0
+	}
+	// After the name: minflt(7) cminflt(8) majflt(9).
+	minor, _ := strconv.ParseInt(f[7], 10, 64)
+	major, _ := strconv.ParseInt(f[9], 10, 64)
+	return minor + major
+}
+
+func faultsOf(pids []int) int64 {
+	var n int64
+	for _, p := range pids {
+		n += faults(p)
+	}
+	return n
 }
 
 func cpuTimes(pids []int) time.Duration {

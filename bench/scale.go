@@ -154,13 +154,13 @@ func runScaleCell(ctx context.Context, o options, up *upstreams, bin, dir, rules
 		return scaleCell{}, err
 	}
 	defer p.stop()
-	var pgPIDs []int
+	var pgw *pgWatch
 	if pg != nil {
-		pgPIDs = pg.backendPIDs(ctx, db)
+		pgw = pg.watch(ctx, db)
 	}
 	e := &env{up: up, toolguard: p.proxyURL, intents: newIntents()}
 	o.duration = o.scaleDuration
-	bc, err := runBackendCell(ctx, o, e, backend, scGuarded, scaleConc, []*proc{p}, pgPIDs)
+	bc, err := runBackendCell(ctx, o, e, backend, scGuarded, scaleConc, []*proc{p}, pgw)
 	if err != nil {
 		return scaleCell{}, err
 	}
@@ -446,8 +446,8 @@ func (r *report) writeScale(b io.Writer) {
 		fmt.Fprintf(b, "- Pre-filled %s journal: %d committed steps (a claim, then its outcome, through the journal's Apply as the proxy writes a guarded call), %.0f MiB, %s; %s; each measurement runs on a copy.\n",
 			f.Backend, f.Steps, f.FileMiB, how, kept)
 	}
-	fmt.Fprintf(b, "\n| backend | journal steps | journal MiB | req/s | × empty | p50 ms | p99 ms | errors | commits/call | commit mean ms | CPU µs/call toolguard | CPU µs/call PostgreSQL |\n")
-	fmt.Fprintf(b, "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n")
+	fmt.Fprintf(b, "\n| backend | journal steps | journal MiB | req/s | × empty | p50 ms | p99 ms | errors | commits/call | commit mean ms | CPU µs/call toolguard | page faults/call toolguard | CPU µs/call PostgreSQL | %s |\n", pgColumns)
+	fmt.Fprintf(b, "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |%s\n", pgColumnsAlign)
 	opt := func(f *float64, format string) string {
 		if f == nil {
 			return "–"
@@ -463,10 +463,10 @@ func (r *report) writeScale(b io.Writer) {
 		if c.Errors > 0 {
 			errs = fmt.Sprintf("**%d**", c.Errors)
 		}
-		fmt.Fprintf(b, "| %s | %d | %s | %.0f | %s | %.3f | %.3f | %s | %s | %s | %.0f | %s |\n", c.Backend, c.Steps, fmtMiB(c.FileMiB), c.RPS, ratio,
-			c.P50MS, c.P99MS, errs, opt(c.CommitsPerCall, "%.3f"), opt(c.CommitMeanMS, "%.3f"), c.ToolguardCPUUS, opt(c.PostgresCPUUS, "%.0f"))
+		fmt.Fprintf(b, "| %s | %d | %s | %.0f | %s | %.3f | %.3f | %s | %s | %s | %.0f | %.1f | %s | %s |\n", c.Backend, c.Steps, fmtMiB(c.FileMiB), c.RPS, ratio,
+			c.P50MS, c.P99MS, errs, opt(c.CommitsPerCall, "%.3f"), opt(c.CommitMeanMS, "%.3f"), c.ToolguardCPUUS, c.ToolguardFaults, opt(c.PostgresCPUUS, "%.0f"), c.Postgres.cells())
 	}
-	fmt.Fprintf(b, "\njournal MiB: the bbolt file, or pg_database_size of the PostgreSQL database, after the load. Columns as in the backends table. Both PostgreSQL databases are made with CREATE DATABASE … STRATEGY FILE_COPY, which checkpoints: each load starts right after a checkpoint, when the first change to a page writes a full-page image to the WAL (more pages are touched on the larger database), as it does after every checkpoint of a running server.\n\n")
+	fmt.Fprintf(b, "\njournal MiB: the bbolt file, or pg_database_size of the PostgreSQL database, after the load. Columns as in the backends table; page faults/call: minor and major faults of the toolguard process per completed call (/proc/PID/stat), on bbolt mostly the kernel mapping pages of the journal's file that a call reads. Both PostgreSQL databases are made with CREATE DATABASE … STRATEGY FILE_COPY, which checkpoints: each load starts right after a checkpoint, when the first change to a page writes a full-page image to the WAL (more pages are touched on the larger database), as it does after every checkpoint of a running server.\n\n")
 	for _, c := range r.Scale {
 		if c.FirstError != "" {
 			fmt.Fprintf(b, "- %s %d steps: first error: `%s`\n", c.Backend, c.Steps, c.FirstError)
