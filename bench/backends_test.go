@@ -105,3 +105,16 @@ func TestPGPerCall(t *testing.T) {
 		t.Error("cells() of nothing measured")
 	}
 }
+
+func TestMachineBusyCountsThisProcess(t *testing.T) {
+	before, cpu0 := machineBusy(), cpuTime(os.Getpid())
+	x := 0
+	for i := 0; cpuTime(os.Getpid())-cpu0 < 50*time.Millisecond && i < 1e10; i++ {
+		x += i
+	}
+	// The machine was busy at least as long as this process (give or
+	// take a tick of each count).
+	if got, own := machineBusy()-before, cpuTime(os.Getpid())-cpu0; got < own-2*clockTick {
+		t.Errorf("machineBusy() rose by %v while this process used %v (%d)", got, own, x)
+	}
+}

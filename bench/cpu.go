@@ -71,6 +71,27 @@ func faultsOf(pids []int) int64 {
 	return n
 }
 
+// machineBusy is the time the machine's CPUs have spent busy so far, all
+// CPUs summed (/proc/stat: user, nice, system, irq and softirq); 0 when it
+// cannot be read.
+func machineBusy() time.Duration {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	f := strings.Fields(line)
+	if len(f) < 8 || f[0] != "cpu" {
+		return 0
+	}
+	var ticks int64
+	for _, i := range []int{1, 2, 3, 6, 7} { // user nice system (idle iowait) irq softirq
+		n, _ := strconv.ParseInt(f[i], 10, 64)
+		ticks += n
+	}
+	return time.Duration(ticks) * clockTick
+}
+
 func cpuTimes(pids []int) time.Duration {
 	var t time.Duration
 	for _, p := range pids {

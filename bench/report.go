@@ -83,6 +83,13 @@ type cell struct {
 	CommitMeanMS    *float64 `json:"commit_mean_ms,omitempty"`
 	AnonMiB         float64  `json:"proxy_rss_anon_mib,omitempty"`
 	FileMiB         float64  `json:"proxy_rss_file_mib,omitempty"`
+	// CPU time per completed call (warm-up included), in microseconds:
+	// of the proxy process (none for direct), and of the whole machine
+	// (its busy time from /proc/stat: load clients, upstream, proxy and
+	// everything else), which splits a ratio between the proxy's cost
+	// and its neighbours'.
+	ProxyCPUUS   *float64 `json:"proxy_cpu_us_per_call,omitempty"`
+	MachineCPUUS float64  `json:"machine_cpu_us_per_call,omitempty"`
 }
 
 // memCell is one memory measurement on a freshly started proxy.
@@ -268,8 +275,8 @@ func (r *report) writeTargets(b io.Writer) {
 
 func (r *report) writeCells(b io.Writer, lat float64) {
 	fmt.Fprintf(b, "## Upstream latency %s ms\n\n", fmtNum(lat))
-	fmt.Fprintf(b, "| scenario | conc | req/s | p50 ms | p99 ms | × direct | × passthrough | p50 − direct ms | p50 − passthrough ms | errors | conns | proxy peak RSS MiB | commits/call |\n")
-	fmt.Fprintf(b, "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n")
+	fmt.Fprintf(b, "| scenario | conc | req/s | p50 ms | p99 ms | × direct | × passthrough | p50 − direct ms | p50 − passthrough ms | errors | conns | proxy peak RSS MiB | commits/call | CPU µs/call proxy | CPU µs/call machine |\n")
+	fmt.Fprintf(b, "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n")
 	for _, name := range allScenarios {
 		for _, conc := range r.Concurrencies {
 			c := r.find(name, conc, lat)
@@ -280,18 +287,27 @@ func (r *report) writeCells(b io.Writer, lat float64) {
 			if c.Errors > 0 {
 				errs = fmt.Sprintf("**%d**", c.Errors)
 			}
-			fmt.Fprintf(b, "| %s | %d | %s | %.3f | %.3f | %s | %s | %s | %s | %s | %d | %s | %s |\n",
+			fmt.Fprintf(b, "| %s | %d | %s | %.3f | %.3f | %s | %s | %s | %s | %s | %d | %s | %s | %s | %s |\n",
 				c.Scenario, c.Conc, fmtRPS(c), c.P50MS, c.P99MS, fmtRatio(c.VsDirect), fmtRatio(c.VsPassthrough),
-				fmtDelta(c.P50OverDirectMS), fmtDelta(c.P50OverPassthroughMS), errs, c.Conns, fmtMiB(c.PeakRSSMiB), fmtCommits(c))
+				fmtDelta(c.P50OverDirectMS), fmtDelta(c.P50OverPassthroughMS), errs, c.Conns, fmtMiB(c.PeakRSSMiB), fmtCommits(c),
+				fmtUS(c.ProxyCPUUS), fmtUS(&c.MachineCPUUS))
 		}
 	}
-	fmt.Fprintf(b, "\ncommits/call: toolguard's journal commits per completed call, from its GET /metrics, with writes per group commit (w/c) and mean commit time (the log's fdatasync included). conns: connections the clients opened.\n\n")
+	fmt.Fprintf(b, "\ncommits/call: toolguard's journal commits per completed call, from its GET /metrics, with writes per group commit (w/c) and mean commit time (the log's fdatasync included). conns: connections the clients opened. CPU µs/call: user+system time per completed call (warm-up included), of the proxy process, and of the whole machine (busy time from /proc/stat: the load clients, the upstream and the proxy share its CPUs), in the median round; where the machine is busy, a scenario's req/s ratio is about the inverse ratio of its machine CPU per call, so the two columns split a ratio between the proxy's cost and its neighbours'.\n\n")
 	for _, c := range r.Cells {
 		if c.LatencyMS == lat && c.FirstError != "" {
 			fmt.Fprintf(b, "- %s c%d: first error: `%s`\n", c.Scenario, c.Conc, c.FirstError)
 		}
 	}
 	fmt.Fprintln(b)
+}
+
+// fmtUS is a CPU time per call in µs, or – when not measured.
+func fmtUS(us *float64) string {
+	if us == nil || *us == 0 {
+		return "–"
+	}
+	return fmt.Sprintf("%.0f", *us)
 }
 
 func (r *report) writeMemory(b io.Writer) {

@@ -284,8 +284,18 @@ func runCell(ctx context.Context, o options, e *env, name string, conc int, lat 
 	if p != nil && p.adminURL != "" {
 		before, scraped = scrapeCommits(p.adminURL)
 	}
+	var proxyCPU0 time.Duration
+	if p != nil {
+		proxyCPU0 = cpuTime(p.pid())
+	}
+	busy0 := machineBusy()
 	res := e.load(name, conc).run(ctx, o.warmup, o.duration)
+	busy := machineBusy() - busy0
 	c := newCell(name, conc, lat, res)
+	c.MachineCPUUS = perCall(float64(busy.Microseconds()), res.total)
+	if p != nil {
+		c.ProxyCPUUS = ptr(perCall(float64((cpuTime(p.pid()) - proxyCPU0).Microseconds()), res.total))
+	}
 	if scraped {
 		if after, ok := scrapeCommits(p.adminURL); ok {
 			d := after.sub(before)
