@@ -57,12 +57,10 @@ func (s *Server) serveMCP(w http.ResponseWriter, r *http.Request) bool {
 		s.observeMCPGateway(w, r, ep)
 		return true
 	}
-	resp, listing := s.gateway.Handle(r, ep, ep.URL)
-	if resp != nil {
-		eventstream.Copy(w, resp)
-		return true
+	answered, listing := s.gateway.Serve(w, r, ep, ep.URL)
+	if !answered {
+		s.gateway.Passthrough(w, r, ep, listing)
 	}
-	s.gateway.Passthrough(w, r, ep, listing)
 	return true
 }
 

@@ -40,8 +40,12 @@ func (g *Gateway) readMessages(r *http.Request) (mcp.Body, func(), *http.Respons
 
 // dispatch is one POST to an MCP endpoint being answered.
 type dispatch struct {
-	g      *Gateway
-	r      *http.Request
+	g *Gateway
+	r *http.Request
+	// w, when set, is the agent's writer (Serve): a streamed answer is
+	// written to it as it comes, and wrote is then set.
+	w      http.ResponseWriter
+	wrote  bool
 	ep     *servers.Server
 	target *url.URL
 	start  time.Time
@@ -101,6 +105,11 @@ func (d *dispatch) callOne(m mcp.Message, stream bool) (resp *http.Response, pas
 	in.URL = d.target
 	t := Tool{In: &in, Server: d.ep, Target: d.target, Route: route, Message: m, Call: tc, Start: d.start}
 	end := d.ep.Begin(r, tc.ID)
+	if stream && d.w != nil && eventstream.Accepted(r.Header) {
+		defer end()
+		resp, d.wrote = g.streamTo(d.w, t)
+		return resp, false
+	}
 	if stream && eventstream.Accepted(r.Header) {
 		d.owned = true
 		return g.streaming(t, func() { end(); d.release() }), false

@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"time"
 
+	"github.com/toolguard/toolguard/internal/eventstream"
 	"github.com/toolguard/toolguard/mcp"
 	"github.com/toolguard/toolguard/mcp/servers"
 	"github.com/toolguard/toolguard/metrics"
@@ -31,7 +32,7 @@ type Pipeline interface {
 	// Guard runs one tools/call of a guarded tool through the pipeline
 	// and returns its answer, a JSON-RPC response. relay, when not nil,
 	// receives each message the server sends before its response, with
-	// the call's key.
+	// the call's key, on Guard's goroutine before Guard returns.
 	Guard(t Tool, relay func(key string, msg []byte)) *http.Response
 	// Problem answers r with p, nothing sent.
 	Problem(r *http.Request, p *problem.Details) *http.Response
@@ -94,15 +95,40 @@ func (g *Gateway) Route(ep *servers.Server, tool string) (*rules.Route, bool) {
 // request passes through (its body, if read, is restored; listing is then
 // the id of a tools/list request, whose answer shows tool annotations).
 // target is the server's URL; nil means the request's own (the forward
-// proxy).
+// proxy). A streamed answer is relayed through a pipe by a goroutine of
+// its own (see streaming).
 func (g *Gateway) Handle(r *http.Request, ep *servers.Server, target *url.URL) (resp *http.Response, listing json.RawMessage) {
+	resp, listing, _ = g.handle(nil, r, ep, target)
+	return resp, listing
+}
+
+// Serve is Handle for a caller that owns the answer's writer, the gateway
+// endpoint: the answer is written to w, a streamed one by the goroutine
+// that guards the call, with no goroutine or pipe in between (see
+// streamTo). It reports false when the request passes through, with
+// listing as Handle's.
+func (g *Gateway) Serve(w http.ResponseWriter, r *http.Request, ep *servers.Server, target *url.URL) (answered bool, listing json.RawMessage) {
+	resp, listing, wrote := g.handle(w, r, ep, target)
+	switch {
+	case wrote:
+		return true, nil
+	case resp == nil:
+		return false, listing
+	}
+	eventstream.Copy(w, resp)
+	return true, nil
+}
+
+// handle is Handle, and Serve when w is set; wrote reports an answer
+// already written to w.
+func (g *Gateway) handle(w http.ResponseWriter, r *http.Request, ep *servers.Server, target *url.URL) (resp *http.Response, listing json.RawMessage, wrote bool) {
 	if r.Method != http.MethodPost {
-		return nil, nil
+		return nil, nil, false
 	}
 	start := time.Now()
 	msgs, release, resp := g.readMessages(r)
 	if resp != nil {
-		return resp, nil
+		return resp, nil, false
 	}
 	owned := false // a streamed answer gives the body's room back itself
 	defer func() {
@@ -113,8 +139,8 @@ func (g *Gateway) Handle(r *http.Request, ep *servers.Server, target *url.URL) (
 	if target == nil {
 		target = r.URL
 	}
-	d := dispatch{g: g, r: r, ep: ep, target: target, start: start, release: release}
+	d := dispatch{g: g, r: r, w: w, ep: ep, target: target, start: start, release: release}
 	resp, listing = d.run(msgs)
 	owned = d.owned
-	return resp, listing
+	return resp, listing, d.wrote
 }

@@ -25,6 +25,7 @@ type pipeline struct {
 	mu       sync.Mutex
 	refuse   int // the status of a body refused (0: read it)
 	relays   []string
+	relayed  func() // runs once the relays are made, before the answer
 	guarded  []string
 	reserved int // body reservations not given back
 }
@@ -55,6 +56,9 @@ func (p *pipeline) Guard(t Tool, relay func(key string, msg []byte)) *http.Respo
 		if relay != nil {
 			relay("key-1", []byte(m))
 		}
+	}
+	if p.relayed != nil {
+		p.relayed()
 	}
 	body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": json.RawMessage(t.Call.ID), "result": map[string]any{"tool": t.Call.Name}})
 	return response(t.In, http.StatusOK, http.Header{"Content-Type": {"application/json"}}, body)
@@ -189,35 +193,58 @@ func TestHandle(t *testing.T) {
 
 // An agent that accepts an event stream gets the server's messages before
 // the response as they come, then the response as the last event; the
-// body's room is given back once the call has finished.
+// body's room is given back once the call has finished. Serve writes the
+// messages to the agent's writer, flushed, while the call still runs.
 func TestStreamedAnswer(t *testing.T) {
-	p := &pipeline{relays: []string{`{"jsonrpc":"2.0","method":"notifications/progress"}`}}
-	g, ep, _ := newGateway(t, p)
-	resp, _ := g.Handle(post(call(1, "create_thing"), "application/json, text/event-stream"), ep, ep.URL)
-	if resp.Header.Get("Content-Type") != "text/event-stream" || resp.Header.Get(headerKey) != "key-1" || resp.Header.Get(headerOutcome) != "forwarded" {
-		t.Fatalf("head %v", resp.Header)
-	}
-	var events []string
-	sc := bufio.NewScanner(resp.Body)
-	for sc.Scan() {
-		if data, ok := strings.CutPrefix(sc.Text(), "data: "); ok {
-			events = append(events, data)
-		}
-	}
-	resp.Body.Close()
-	if len(events) != 2 || !strings.Contains(events[0], "notifications/progress") || !strings.Contains(events[1], `"tool":"create_thing"`) {
-		t.Fatalf("events %q", events)
-	}
-	p.mu.Lock()
-	reserved := p.reserved
-	p.relays = nil // without messages first, the answer is the plain response
-	p.mu.Unlock()
-	if reserved != 0 {
-		t.Fatal("the streamed call kept the body's room")
-	}
-	resp, _ = g.Handle(post(call(1, "create_thing"), "text/event-stream"), ep, ep.URL)
-	if resp.Header.Get("Content-Type") != "application/json" {
-		t.Fatalf("without relayed messages: %v", resp.Header)
+	for _, way := range []string{"Handle", "Serve"} {
+		t.Run(way, func(t *testing.T) {
+			p := &pipeline{relays: []string{`{"jsonrpc":"2.0","method":"notifications/progress"}`}}
+			g, ep, _ := newGateway(t, p)
+			answer := func(r *http.Request) *http.Response {
+				if way == "Handle" {
+					resp, _ := g.Handle(r, ep, ep.URL)
+					return resp
+				}
+				rec := httptest.NewRecorder()
+				if len(p.relays) > 0 {
+					p.relayed = func() {
+						if !rec.Flushed || !strings.Contains(rec.Body.String(), "notifications/progress") {
+							t.Errorf("when the call was still running, the agent had %q (flushed: %v)", rec.Body, rec.Flushed)
+						}
+					}
+				}
+				if answered, _ := g.Serve(rec, r, ep, ep.URL); !answered {
+					t.Fatal("Serve passed a guarded call through")
+				}
+				return rec.Result()
+			}
+			resp := answer(post(call(1, "create_thing"), "application/json, text/event-stream"))
+			if resp.Header.Get("Content-Type") != "text/event-stream" || resp.Header.Get(headerKey) != "key-1" || resp.Header.Get(headerOutcome) != "forwarded" {
+				t.Fatalf("head %v", resp.Header)
+			}
+			var events []string
+			sc := bufio.NewScanner(resp.Body)
+			for sc.Scan() {
+				if data, ok := strings.CutPrefix(sc.Text(), "data: "); ok {
+					events = append(events, data)
+				}
+			}
+			resp.Body.Close()
+			if len(events) != 2 || !strings.Contains(events[0], "notifications/progress") || !strings.Contains(events[1], `"tool":"create_thing"`) {
+				t.Fatalf("events %q", events)
+			}
+			p.mu.Lock()
+			reserved := p.reserved
+			p.relays, p.relayed = nil, nil // without messages first, the answer is the plain response
+			p.mu.Unlock()
+			if reserved != 0 {
+				t.Fatal("the streamed call kept the body's room")
+			}
+			resp = answer(post(call(1, "create_thing"), "text/event-stream"))
+			if resp.Header.Get("Content-Type") != "application/json" || !strings.Contains(read(t, resp), `"tool":"create_thing"`) {
+				t.Fatalf("without relayed messages: %v", resp.Header)
+			}
+		})
 	}
 }
 

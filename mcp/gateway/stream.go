@@ -24,6 +24,43 @@ type relayed struct {
 	msg []byte
 }
 
+// streamTo runs t through the pipeline on the calling goroutine, and
+// answers on w with an event stream as soon as the server relays a
+// message: the messages as they come, flushed, then the pipeline's answer
+// as the last event. When the pipeline answers before any message, nothing
+// is written and its answer is returned. A write that fails (the agent has
+// gone) ends the writing, not the call.
+func (g *Gateway) streamTo(w http.ResponseWriter, t Tool) (resp *http.Response, wrote bool) {
+	rc := http.NewResponseController(w)
+	var werr error
+	write := func(data []byte) {
+		if werr == nil {
+			if _, werr = w.Write(eventstream.Event(data)); werr == nil {
+				werr = rc.Flush()
+			}
+		}
+	}
+	resp = g.cfg.Pipeline.Guard(t, func(key string, msg []byte) {
+		if !wrote {
+			wrote = true
+			h := w.Header()
+			h.Set("Content-Type", eventstream.ContentType)
+			h.Set("Cache-Control", "no-cache")
+			// The call was sent; the last event is the authoritative
+			// answer (a hold result, should the outcome turn out unknown).
+			h.Set(headerKey, key)
+			h.Set(headerOutcome, metrics.OutcomeForwarded)
+			w.WriteHeader(http.StatusOK)
+		}
+		write(msg)
+	})
+	if !wrote {
+		return resp, false
+	}
+	write(batchEntry(resp, t.Call.ID))
+	return nil, true
+}
+
 // streaming runs t through the pipeline and answers with an event stream
 // as soon as the server relays a message, or with the pipeline's answer
 // when it comes first. done runs when the call has finished.
