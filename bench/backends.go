@@ -194,7 +194,7 @@ func runBackendCell(ctx context.Context, o options, e *env, backend, name string
 	c.ToolguardFaults = perCall(float64(pf), res.total)
 	if pgw != nil {
 		pg1 := pgw.read(ctx)
-		c.PostgresCPUUS = ptr(perCall(float64((pg1.BackendCPU - pg0.BackendCPU).Microseconds()), res.total))
+		c.PostgresCPUUS = ptr(perCall(float64(pg0.backendCPU(pg1).Microseconds()), res.total))
 		c.Postgres = pg0.perCall(pg1, res.total)
 	}
 	var d commitStats

@@ -118,3 +118,12 @@ func TestMachineBusyCountsThisProcess(t *testing.T) {
 		t.Errorf("machineBusy() rose by %v while this process used %v (%d)", got, own, x)
 	}
 }
+
+// A backend that connected during the cell counts from its start.
+func TestPGBackendCPU(t *testing.T) {
+	a := pgCounters{BackendCPU: map[int]time.Duration{1: 10 * time.Millisecond}}
+	b := pgCounters{BackendCPU: map[int]time.Duration{1: 30 * time.Millisecond, 2: 50 * time.Millisecond}}
+	if got := a.backendCPU(b); got != 70*time.Millisecond {
+		t.Errorf("backendCPU = %v, want 70ms", got)
+	}
+}

@@ -16,15 +16,15 @@ import (
 type pgWatch struct {
 	server *pgServer
 	db     string
-	// backends are the bench database's server processes; aux the
-	// checkpointer, background writer and WAL writer, which work for
-	// every database.
-	backends, aux []int
+	// aux are the checkpointer, background writer and WAL writer, which
+	// work for every database. The database's backends are found at each
+	// reading: a journal's pool opens connections as the load needs them.
+	aux []int
 }
 
 // watch finds the processes of database db to measure.
 func (s *pgServer) watch(ctx context.Context, db string) *pgWatch {
-	return &pgWatch{server: s, db: db, backends: s.backendPIDs(ctx, db), aux: s.auxPIDs(ctx)}
+	return &pgWatch{server: s, db: db, aux: s.auxPIDs(ctx)}
 }
 
 // auxPIDs are the server's checkpointer, background writer and WAL writer.
@@ -58,16 +58,21 @@ type pgCounters struct {
 	// Blocks of the bench database read from outside shared_buffers (the
 	// kernel's page cache or the disk), and found in them.
 	BlocksRead, BlocksHit int64
-	// CPU time of the database's backends and of the auxiliary processes.
-	BackendCPU, AuxCPU time.Duration
-	ok                 bool
+	// CPU time of each of the database's backends, by PID, and of the
+	// auxiliary processes.
+	BackendCPU map[int]time.Duration
+	AuxCPU     time.Duration
+	ok         bool
 }
 
 // read takes the counters now. The statistics are what the backends have
 // reported so far: PostgreSQL flushes a backend's at most once a second,
 // so a cell's figures may miss its last second's.
 func (w *pgWatch) read(ctx context.Context) pgCounters {
-	c := pgCounters{BackendCPU: cpuTimes(w.backends), AuxCPU: cpuTimes(w.aux)}
+	c := pgCounters{BackendCPU: map[int]time.Duration{}, AuxCPU: cpuTimes(w.aux)}
+	for _, pid := range w.server.backendPIDs(ctx, w.db) {
+		c.BackendCPU[pid] = cpuTime(pid)
+	}
 	conn, err := pgx.Connect(ctx, w.server.adminDSN())
 	if err != nil {
 		return c
@@ -78,6 +83,18 @@ func (w *pgWatch) read(ctx context.Context) pgCounters {
 		Scan(&c.WALRecords, &c.WALFPI, &c.WALBytes, &c.BlocksRead, &c.BlocksHit)
 	c.ok = err == nil
 	return c
+}
+
+// backendCPU is the CPU time the database's backends used from a to b: a
+// backend that connected meanwhile counts from its start. (One that
+// disconnected meanwhile is not counted; the journal's pool keeps its
+// connections.)
+func (a pgCounters) backendCPU(b pgCounters) time.Duration {
+	var d time.Duration
+	for pid, t := range b.BackendCPU {
+		d += t - a.BackendCPU[pid]
+	}
+	return d
 }
 
 // pgPerCall is the server's work per completed call between two readings.
