@@ -47,7 +47,9 @@
 // round with the median req/s next to every round's. toolguard's peak
 // RSS (VmHWM, reset before each cell) is read from /proc, and its journal
 // commits per call (with writes per commit and commit time) from its admin
-// GET /metrics, when the binary has one.
+// GET /metrics, when the binary has one. Each cell also has the CPU time
+// per call of the proxy process and of the whole machine (/proc/stat),
+// which splits a ratio between the proxy's cost and its neighbours'.
 //
 // Then, on fresh proxies: peak RSS at concurrency 256 with 64 KiB bodies
 // (guarded POSTs and passthrough GETs), and an in-process toolguard wired as
@@ -73,7 +75,10 @@
 // replicas), the CPU time per call of the toolguard processes and of the
 // PostgreSQL backends connected to the bench database (/proc: the server
 // runs on this machine), and what those backends waited on, sampled from
-// pg_stat_activity every 5 ms (a lock wait names its object). The
+// pg_stat_activity every 5 ms (a lock wait names its object); on
+// PostgreSQL also the WAL bytes and full-page images per call
+// (pg_stat_wal), the blocks read from outside shared_buffers, and the CPU
+// of the checkpointer, background writer and WAL writer. The
 // in-process toolguard runs on each backend too: on PostgreSQL its pgx
 // pool's acquisitions count the statements per call (one round trip each
 // once pgx has cached the prepared statement), and the acquisitions that

@@ -5,6 +5,7 @@ package main
 import (
 	"fmt"
 	"math"
+	"slices"
 )
 
 // The targets of the performance issue (23), and the earlier contracts
@@ -195,6 +196,30 @@ func (r *report) findBackend(backend, scenario string, conc int) *backendCell {
 // ratioTarget: c.RPS ≥ limit × ref.RPS.
 func (r *report) ratioTarget(name, at string, c, ref *cell, limit float64) {
 	r.rpsTarget(name, at, c.RPS, ref.RPS, limit, c.Errors+ref.Errors)
+	if rounds := roundRatios(c, ref); rounds != "" {
+		r.Targets[len(r.Targets)-1].Measured += "; " + rounds
+	}
+}
+
+// roundRatios are c's req/s over ref's round by round, when both ran in
+// the same rounds: the two loads of a round ran one right after the
+// other, so these pairs share the machine's state of the moment, which
+// the median rows of the two cells need not.
+func roundRatios(c, ref *cell) string {
+	if len(c.RoundsRPS) < 2 || len(c.RoundsRPS) != len(ref.RoundsRPS) {
+		return ""
+	}
+	ratios := make([]float64, 0, len(c.RoundsRPS))
+	s := "per round"
+	for i, rps := range c.RoundsRPS {
+		if ref.RoundsRPS[i] <= 0 {
+			return ""
+		}
+		ratios = append(ratios, rps/ref.RoundsRPS[i])
+		s += fmt.Sprintf(" ×%.2f", ratios[i])
+	}
+	slices.Sort(ratios)
+	return s + fmt.Sprintf(" (median ×%.2f)", ratios[len(ratios)/2])
 }
 
 // rpsTarget: rps ≥ limit × ref; errors in either load fail it.

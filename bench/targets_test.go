@@ -194,3 +194,33 @@ func TestParseFlagsScale(t *testing.T) {
 		}
 	}
 }
+
+// A ratio target also shows the ratio of each round's pair, which ran one
+// right after the other, and their median; the verdict stays the median
+// rows' ratio.
+func TestRoundRatios(t *testing.T) {
+	r := report{LatenciesMS: []float64{0}, Cells: []cell{
+		{Scenario: scPassthrough, Conc: 64, RPS: 8000, RoundsRPS: []float64{8000, 10000, 7000}},
+		{Scenario: scReplay, Conc: 64, RPS: 11000, RoundsRPS: []float64{12000, 11000, 11200}},
+	}}
+	r.evaluate()
+	var got *target
+	for i := range r.Targets {
+		if strings.HasPrefix(r.Targets[i].Target, "replay req/s") {
+			got = &r.Targets[i]
+		}
+	}
+	if got == nil {
+		t.Fatal("no replay target")
+	}
+	if want := "11000 vs 8000 req/s = ×1.38; per round ×1.50 ×1.10 ×1.60 (median ×1.50)"; got.Measured != want {
+		t.Errorf("measured %q, want %q", got.Measured, want)
+	}
+	if got.Met {
+		t.Error("met on the per-round median; the verdict is the median rows' ratio")
+	}
+	one := cell{RoundsRPS: []float64{1}}
+	if s := roundRatios(&one, &one); s != "" {
+		t.Errorf("one round: %q, want nothing", s)
+	}
+}
