@@ -103,12 +103,18 @@ func cpuTimes(pids []int) time.Duration {
 // backendPIDs are the server processes connected to database name (the
 // harness runs on the server's machine: their CPU time is in /proc).
 func (s *pgServer) backendPIDs(ctx context.Context, name string) []int {
+	return s.pids(ctx, "SELECT pid FROM pg_stat_activity WHERE datname = $1", name)
+}
+
+// pids runs query, which selects pids from pg_stat_activity; nil when it
+// cannot.
+func (s *pgServer) pids(ctx context.Context, query string, args ...any) []int {
 	conn, err := pgx.Connect(ctx, s.adminDSN())
 	if err != nil {
 		return nil
 	}
 	defer conn.Close(ctx)
-	rows, err := conn.Query(ctx, "SELECT pid FROM pg_stat_activity WHERE datname = $1", name)
+	rows, err := conn.Query(ctx, query, args...)
 	if err != nil {
 		return nil
 	}

@@ -29,24 +29,7 @@ func (s *pgServer) watch(ctx context.Context, db string) *pgWatch {
 
 // auxPIDs are the server's checkpointer, background writer and WAL writer.
 func (s *pgServer) auxPIDs(ctx context.Context) []int {
-	conn, err := pgx.Connect(ctx, s.adminDSN())
-	if err != nil {
-		return nil
-	}
-	defer conn.Close(ctx)
-	rows, err := conn.Query(ctx, "SELECT pid FROM pg_stat_activity WHERE backend_type IN ('checkpointer', 'background writer', 'walwriter')")
-	if err != nil {
-		return nil
-	}
-	pids, err := pgx.CollectRows(rows, pgx.RowTo[int32])
-	if err != nil {
-		return nil
-	}
-	out := make([]int, len(pids))
-	for i, p := range pids {
-		out[i] = int(p)
-	}
-	return out
+	return s.pids(ctx, "SELECT pid FROM pg_stat_activity WHERE backend_type IN ('checkpointer', 'background writer', 'walwriter')")
 }
 
 // pgCounters are the server's cumulative counters a guarded call moves.
