@@ -156,41 +156,75 @@ func (s *Server) heartbeat(st journal.Step, lease *lifecycle.Lease) (stop func()
 // be sent once its claim is gone); otherwise it does nothing. Each renewal
 // the journal accepts extends sl from the moment it went out. A renewal
 // refused as fenced calls fenced and ends the renewals; other failures
-// are logged and retried.
+// are logged and retried. The renewals run on a timer's goroutine, so a
+// call that ends before its first renewal, as most do, starts none; stop
+// waits for a renewal under way.
 func (s *Server) renewWhile(st journal.Step, lease time.Duration, fenced func(error), sl *lifecycle.Lease) (stop func()) {
 	if st.LeaseUntil.IsZero() && sl == nil {
 		return func() {}
 	}
-	done := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		t := time.NewTicker(max(lease/3, time.Millisecond))
-		defer t.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-t.C:
-			}
-			ctx, cancel := context.WithTimeout(s.bg, lease/3)
-			sent := time.Now()
-			err := s.journal.Renew(ctx, st.Key, st.Epoch, st.Fence, lease)
-			cancel()
-			if err == nil && sl != nil {
-				sl.Extend(sent, lease)
-			}
-			if errors.Is(err, journal.ErrFenced) {
-				fenced(err)
-				return
-			}
-			if err != nil && s.bg.Err() == nil {
-				s.log.Warn("renew lease", slog.String(logKey, st.Key), slog.Any("error", err))
-			}
-		}
-	}()
-	return func() { close(done); wg.Wait() }
+	r := &renewal{s: s, st: st, lease: lease, every: max(lease/3, time.Millisecond), fenced: fenced, sl: sl}
+	r.mu.Lock()
+	r.t = time.AfterFunc(r.every, r.tick)
+	r.mu.Unlock()
+	return r.stop
+}
+
+// renewal is the state of renewWhile's renewals.
+type renewal struct {
+	s      *Server
+	st     journal.Step
+	lease  time.Duration
+	every  time.Duration
+	fenced func(error)
+	sl     *lifecycle.Lease
+
+	mu      sync.Mutex
+	t       *time.Timer
+	stopped bool
+	running sync.WaitGroup // a renewal under way
+}
+
+// tick renews once and sets the timer for the next renewal, every after
+// this one went out.
+func (r *renewal) tick() {
+	r.mu.Lock()
+	if r.stopped {
+		r.mu.Unlock()
+		return
+	}
+	r.running.Add(1)
+	r.mu.Unlock()
+	defer r.running.Done()
+	s, st := r.s, r.st
+	ctx, cancel := context.WithTimeout(s.bg, r.lease/3)
+	sent := time.Now()
+	err := s.journal.Renew(ctx, st.Key, st.Epoch, st.Fence, r.lease)
+	cancel()
+	if err == nil && r.sl != nil {
+		r.sl.Extend(sent, r.lease)
+	}
+	if errors.Is(err, journal.ErrFenced) {
+		r.fenced(err)
+		return
+	}
+	if err != nil && s.bg.Err() == nil {
+		s.log.Warn("renew lease", slog.String(logKey, st.Key), slog.Any("error", err))
+	}
+	r.mu.Lock()
+	if !r.stopped {
+		r.t.Reset(max(r.every-time.Since(sent), 0))
+	}
+	r.mu.Unlock()
+}
+
+// stop ends the renewals, once any under way has returned.
+func (r *renewal) stop() {
+	r.mu.Lock()
+	r.stopped = true
+	r.t.Stop()
+	r.mu.Unlock()
+	r.running.Wait()
 }
 
 // streamWhole gives the first answer of an oversized response the whole
