@@ -205,7 +205,7 @@ func (b *Journal) begin() error {
 // it.
 func (b *Journal) logBatch(batch []*request) error {
 	lg := &b.lg
-	var payload []byte
+	payload := make([]byte, 0, payloadSize(batch))
 	for _, r := range batch {
 		if !r.wrote || r.err != nil {
 			continue

@@ -180,6 +180,20 @@ type logRecord struct {
 	claimed bool
 }
 
+// payloadSize is about the size of the frame payload of batch's writes
+// (exact when each event was encoded by pending.write and none has extra
+// events), so that the payload, which the log keeps until the checkpoint,
+// is allocated once.
+func payloadSize(batch []*request) int {
+	n := 0
+	for _, r := range batch {
+		if p := r.pending; r.wrote && r.err == nil && p != nil {
+			n += 3*binary.MaxVarintLen32 + len(p.step.Key) + len(p.data) + len(`{"e":}`) + len(p.eventJSON) + 1
+		}
+	}
+	return n
+}
+
 // appendRecord encodes the write p: key, record and events as length-prefixed
 // fields, then the claim flag. The events field is the JSON object
 // {"e":event,"x":[extra...]}, its event as pending.write stored it.
