@@ -93,19 +93,16 @@ func (r *Response) Classify() Outcome {
 // byte as that request sent it (a number stays a number, a string a
 // string). Nothing else of the original exchange is carried over.
 func (r *Response) WithID(id json.RawMessage) []byte {
-	var b bytes.Buffer
-	b.WriteString(`{"jsonrpc":"2.0","id":`)
-	b.Write(id)
+	member, value := `,"result":`, []byte(r.Result)
 	if r.Error != nil {
-		e, _ := json.Marshal(r.Error) // plain fields cannot fail
-		b.WriteString(`,"error":`)
-		b.Write(e)
-	} else {
-		b.WriteString(`,"result":`)
-		b.Write(r.Result)
+		member, value = `,"error":`, nil
+		value, _ = json.Marshal(r.Error) // plain fields cannot fail
 	}
-	b.WriteString("}\n")
-	return b.Bytes()
+	const head = `{"jsonrpc":"2.0","id":`
+	b := make([]byte, 0, len(head)+len(id)+len(member)+len(value)+2)
+	b = append(append(b, head...), id...)
+	b = append(append(b, member...), value...)
+	return append(b, "}\n"...)
 }
 
 // ErrorResponse is a JSON-RPC error response; a nil id is sent as null

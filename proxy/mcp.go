@@ -30,8 +30,9 @@ type mcpCall struct {
 	// target is the server's endpoint the call is sent to.
 	target *url.URL
 	// answer is the server's response to the last attempt (nil when none
-	// was read) and kind what it means.
+	// was read), raw the message it was parsed from and kind what it means.
 	answer *mcp.Response
+	raw    []byte
 	kind   mcp.Outcome
 	// relay, when set, receives the server's messages before its response
 	// (see guardMCPStreaming).

@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"bytes"
 	"net/http"
 	"strings"
 	"time"
@@ -55,7 +56,9 @@ func (m *mcpCall) replay(c *call, st *journal.Step, outcome string, d lifecycle.
 	s := m.s
 	var body []byte
 	if r := st.Response; r != nil && !r.Truncated {
-		if ans, err := mcp.ParseResponse(r.Body); err == nil {
+		if m.answer != nil && bytes.Equal(r.Body, m.raw) {
+			body = m.answer.WithID(m.tool.ID) // the answer just received, parsed by send
+		} else if ans, err := mcp.ParseResponse(r.Body); err == nil {
 			body = ans.WithID(m.tool.ID)
 		}
 	}

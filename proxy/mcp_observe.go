@@ -75,7 +75,7 @@ func (s *Server) observeMCP(r *http.Request, ep *servers.Server, target *url.URL
 // the first bytes of its answer, as send reads a guarded one's: m's answer
 // and kind are set, and the result's body is the JSON-RPC response.
 func (m *mcpCall) readObserved(res result) result {
-	m.answer, m.kind = nil, 0
+	m.answer, m.raw, m.kind = nil, nil, 0
 	if res.err != nil || res.resp == nil || res.resp.StatusCode < 200 || res.resp.StatusCode > 299 {
 		return res
 	}
@@ -83,7 +83,7 @@ func (m *mcpCall) readObserved(res result) result {
 	if err == nil {
 		var ans *mcp.Response
 		if ans, err = mcp.ParseResponse(raw); err == nil {
-			m.answer, m.kind = ans, ans.Classify()
+			m.answer, m.raw, m.kind = ans, raw, ans.Classify()
 			res.body = raw
 			return res
 		}

@@ -25,7 +25,7 @@ import (
 // sending: the outcome is unknown.
 func (m *mcpCall) send(c *call) result {
 	s := m.s
-	m.answer, m.kind = nil, 0
+	m.answer, m.raw, m.kind = nil, nil, 0
 	if res, lapsed := s.leaseLapsed(c); lapsed {
 		return res
 	}
@@ -60,7 +60,7 @@ func (m *mcpCall) send(c *call) result {
 	if err != nil {
 		return result{resp: resp, err: fmt.Errorf("read the MCP response: %w", err), sent: true}
 	}
-	m.answer, m.kind = ans, ans.Classify()
+	m.answer, m.raw, m.kind = ans, raw, ans.Classify()
 	return result{resp: resp, body: raw, sent: true}
 }
 
