@@ -95,8 +95,8 @@ func (r *Response) Classify() Outcome {
 func (r *Response) WithID(id json.RawMessage) []byte {
 	member, value := `,"result":`, []byte(r.Result)
 	if r.Error != nil {
-		member, value = `,"error":`, nil
-		value, _ = json.Marshal(r.Error) // plain fields cannot fail
+		e, _ := json.Marshal(r.Error) // plain fields cannot fail
+		member, value = `,"error":`, e
 	}
 	const head = `{"jsonrpc":"2.0","id":`
 	b := make([]byte, 0, len(head)+len(id)+len(member)+len(value)+2)
