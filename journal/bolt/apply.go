@@ -108,7 +108,7 @@ func (b *Journal) applyOne(bk *buckets, r *request) (wrote bool, err error) {
 	if err := w.write(bk); err != nil {
 		return true, fmt.Errorf("write step %s: %w", r.key, err)
 	}
-	r.written, r.ref, r.pending = w.step, w.ref, w
+	r.pending = w
 	r.step = w.step
 	r.step.ReadAt = w.step.UpdatedAt
 	r.wrote = true
@@ -155,8 +155,10 @@ type pending struct {
 
 // prepare validates ch and stamps the step; it writes nothing.
 func (b *Journal) prepare(bk *buckets, key string, cur *journal.Step, ch journal.Change) (*pending, error) {
-	s := ch.Step
-	if err := journal.Validate(key, &s); err != nil {
+	// The step is stamped where it is kept, so that it is copied once.
+	p := &pending{old: cur, step: ch.Step, claimed: ch.Claim}
+	s := &p.step
+	if err := journal.Validate(key, s); err != nil {
 		return nil, err
 	}
 	if err := journal.AllowedChange(cur, &ch); err != nil && !b.anyTransition {
@@ -172,7 +174,7 @@ func (b *Journal) prepare(bk *buckets, key string, cur *journal.Step, ch journal
 	if cur != nil {
 		s.CreatedAt, s.Epoch, s.Fence, s.Revision = cur.CreatedAt, cur.Epoch, cur.Fence, cur.Revision
 		from = cur.Status
-		if journal.Replaces(cur, &s) {
+		if journal.Replaces(cur, s) {
 			s.CreatedAt, from = now, journal.StatusUnknown
 		}
 	}
@@ -181,7 +183,7 @@ func (b *Journal) prepare(bk *buckets, key string, cur *journal.Step, ch journal
 	}
 	s.Budgeted = cur != nil && cur.Budgeted
 	if cur == nil {
-		if err := bk.checkQuota(&s, &ch); err != nil {
+		if err := bk.checkQuota(s, &ch); err != nil {
 			return nil, err
 		}
 	}
@@ -192,17 +194,18 @@ func (b *Journal) prepare(bk *buckets, key string, cur *journal.Step, ch journal
 	// The events are numbered per key from the revision the step had.
 	rev := s.Revision
 	s.Revision += uint64(1 + len(ch.Extra))
-	data, err := marshalStep(&s)
+	data, err := marshalStep(s)
 	if err != nil {
 		return nil, fmt.Errorf("%w: encode step: %v", journal.ErrInvalidChange, err)
 	}
 	if int64(len(data)) > bbolt.MaxValueSize {
 		return nil, fmt.Errorf("%w: step record is %d bytes", journal.ErrInvalidChange, len(data))
 	}
-	p := &pending{old: cur, step: s, data: data, claimed: ch.Claim, event: journal.Event{
+	p.data = data
+	p.event = journal.Event{
 		KeySeq: rev + 1, Time: now, Key: key, Type: typ, From: from, To: s.Status, Hold: s.Hold,
 		Reason: ch.Reason, Note: ch.Note, Epoch: s.Epoch, Fence: s.Fence,
-	}}
+	}
 	for i, e := range ch.Extra {
 		e.KeySeq = rev + 2 + uint64(i)
 		e.Time, e.Key, e.Epoch, e.Fence = now, key, s.Epoch, s.Fence

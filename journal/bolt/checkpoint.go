@@ -153,7 +153,7 @@ func (o *overlay) add(batch []*request) {
 	}
 	for _, r := range batch {
 		if r.wrote && r.err == nil {
-			o.m[r.key] = copyStep(&r.written)
+			o.m[r.key] = copyStep(&r.pending.step)
 		}
 	}
 }

@@ -64,11 +64,10 @@ type request struct {
 	err   error
 	panic *panicError
 	// wrote is set when the request's change is part of the commit;
-	// written and ref are then the step as written and where (recent.go).
+	// pending is then what was written: the step, where (recent.go), and
+	// its events, for the log.
 	wrote   bool
-	written journal.Step
-	ref     stepRef
-	pending *pending // what was written, for the log
+	pending *pending
 }
 
 // errNothingWritten marks a batch in which no request wrote: there is

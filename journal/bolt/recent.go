@@ -50,10 +50,10 @@ func (rs *recentSteps) keep(batch []*request) {
 	for _, r := range batch {
 		switch {
 		case !r.wrote || r.err != nil:
-		case r.written.Response != nil:
+		case r.pending.step.Response != nil:
 			delete(rs.m, r.key) // answered: rarely written again, and its body may be large
 		default:
-			rs.m[r.key] = recentStep{step: copyStep(&r.written), ref: r.ref}
+			rs.m[r.key] = recentStep{step: copyStep(&r.pending.step), ref: r.pending.ref}
 		}
 	}
 }
